@@ -1,0 +1,161 @@
+// Package config is the controller's configuration: one plain struct with defaults, filled from
+// flags and EDGEWAN_* environment variables, validated in one place.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is everything `controller serve` can be told.
+type Config struct {
+	DataDir       string // SQLite database, generated TLS material
+	Listen        string // HTTPS API address
+	MetricsListen string // Prometheus /metrics address; empty disables
+	TLSCert       string // PEM certificate; empty: generate a CA and server certificate in DataDir/tls
+	TLSKey        string
+	TLSHosts      []string // extra names/addresses for the generated certificate
+	PlainHTTP     bool     // serve the API without TLS, for use behind a TLS-terminating proxy only
+	DatabaseURL   string   // postgres://...; empty: SQLite in DataDir
+	OrgName       string
+
+	AllowHTTPWebhooks  bool          // accept http:// webhook URLs to loopback addresses (development)
+	WebhookTimeout     time.Duration // per delivery attempt
+	WebhookRetryBase   time.Duration // first retry delay, doubling
+	WebhookRetryMax    time.Duration // longest delay between attempts
+	WebhookRetryWindow time.Duration // give up after this long
+
+	RateLimit float64 // requests per second per token; 0 disables
+	RateBurst int     // bucket size
+
+	ShutdownTimeout time.Duration
+	LogLevel        string // debug, info, warn, error
+	LogFormat       string // text or json
+}
+
+// Default returns the defaults: embedded everything, HTTPS on loopback.
+func Default() Config {
+	return Config{
+		DataDir:            "./data",
+		Listen:             "127.0.0.1:8443",
+		MetricsListen:      "127.0.0.1:9108",
+		WebhookTimeout:     10 * time.Second,
+		WebhookRetryBase:   5 * time.Second,
+		WebhookRetryMax:    time.Hour,
+		WebhookRetryWindow: 24 * time.Hour,
+		RateLimit:          50,
+		RateBurst:          100,
+		ShutdownTimeout:    20 * time.Second,
+		LogLevel:           "info",
+		LogFormat:          "text",
+	}
+}
+
+// Flags binds c's fields to flags on fs; each flag --some-name also reads EDGEWAN_SOME_NAME
+// when not given on the command line (see ApplyEnv).
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the SQLite database and generated TLS files")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTPS API listen address")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "Prometheus /metrics listen address (empty disables)")
+	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "TLS certificate (PEM); without it a CA and certificate are generated in the data dir")
+	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "TLS private key (PEM)")
+	fs.Func("tls-hosts", "comma-separated extra DNS names or IPs for the generated certificate", func(s string) error {
+		c.TLSHosts = splitList(s)
+		return nil
+	})
+	fs.BoolVar(&c.PlainHTTP, "plain-http", c.PlainHTTP, "serve plain HTTP (only behind a TLS-terminating proxy)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (postgres://...); empty uses SQLite in the data dir")
+	fs.StringVar(&c.OrgName, "org-name", c.OrgName, "organisation name shown by GET /v1/org")
+	fs.BoolVar(&c.AllowHTTPWebhooks, "allow-http-webhooks", c.AllowHTTPWebhooks, "allow http:// webhook URLs to loopback addresses (development)")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "timeout of one webhook delivery attempt")
+	fs.DurationVar(&c.WebhookRetryBase, "webhook-retry-base", c.WebhookRetryBase, "delay before the first webhook retry; doubles each time")
+	fs.DurationVar(&c.WebhookRetryMax, "webhook-retry-max", c.WebhookRetryMax, "longest delay between webhook retries")
+	fs.DurationVar(&c.WebhookRetryWindow, "webhook-retry-window", c.WebhookRetryWindow, "how long to retry a webhook delivery before marking it failed")
+	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per token (0 disables)")
+	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API request burst per token")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests and queues on SIGTERM")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+}
+
+// EnvName is the environment variable for a flag: --data-dir -> EDGEWAN_DATA_DIR.
+func EnvName(flagName string) string {
+	return "EDGEWAN_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ApplyEnv sets every flag of fs not given on the command line from its EDGEWAN_* variable.
+// Call it after fs.Parse: the command line wins over the environment.
+func ApplyEnv(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", EnvName(f.Name), v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Validate checks c and says what is wrong with it.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("--listen %q: %w", c.Listen, err))
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-listen %q: %w", c.MetricsListen, err))
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
+	}
+	if c.PlainHTTP && c.TLSCert != "" {
+		errs = append(errs, errors.New("--plain-http and --tls-cert exclude each other"))
+	}
+	if u := c.DatabaseURL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		errs = append(errs, errors.New("--database-url must be a postgres:// URL (leave it empty for the embedded SQLite)"))
+	}
+	for name, d := range map[string]time.Duration{"webhook-timeout": c.WebhookTimeout, "webhook-retry-base": c.WebhookRetryBase,
+		"webhook-retry-max": c.WebhookRetryMax, "webhook-retry-window": c.WebhookRetryWindow, "shutdown-timeout": c.ShutdownTimeout} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive, got %s", name, d))
+		}
+	}
+	if c.RateLimit < 0 || c.RateBurst < 0 {
+		errs = append(errs, errors.New("--rate-limit and --rate-burst must not be negative"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.LogLevel))
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format must be text or json, got %q", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

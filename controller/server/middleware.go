@@ -1,0 +1,63 @@
+package server
+
+import (
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgewan/edgewan/coreapi/rest"
+)
+
+// family names the API family of a path, for metrics.
+func family(path string) string {
+	switch {
+	case strings.HasPrefix(path, "/v1/"):
+		return "core"
+	case strings.HasPrefix(path, "/sd-wan/v1/"):
+		return "sdwan"
+	case strings.HasPrefix(path, "/ai-gateway/v1/"):
+		return "aigw"
+	}
+	return "other"
+}
+
+func (s *Server) httpMetrics() gin.HandlerFunc {
+	reqs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgewan_http_requests_total", Help: "API requests by family, route, method and status code.",
+	}, []string{"family", "route", "method", "code"})
+	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "edgewan_http_request_duration_seconds", Help: "API request handling time by family.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 3, 10),
+	}, []string{"family"})
+	s.registry.MustRegister(reqs, dur)
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched" // unknown paths must not create a series each
+		}
+		fam := family(route)
+		reqs.WithLabelValues(fam, route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Inc()
+		dur.WithLabelValues(fam).Observe(time.Since(start).Seconds())
+	}
+}
+
+// accessLog logs each request at debug level, and server errors at warn. Headers are never
+// logged: they carry tokens.
+func accessLog() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		lvl := slog.LevelDebug
+		if c.Writer.Status() >= 500 {
+			lvl = slog.LevelWarn
+		}
+		slog.Log(c.Request.Context(), lvl, "request", "request_id", rest.GetRequestID(c), "method", c.Request.Method,
+			"path", c.Request.URL.Path, "status", c.Writer.Status(), "duration", time.Since(start), "client", c.ClientIP())
+	}
+}

@@ -1,0 +1,273 @@
+// Package server assembles the controller: storage, services, the HTTPS API of all families,
+// metrics, background workers, and their orderly start and stop.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/edgewan/edgewan/controller/config"
+	"github.com/edgewan/edgewan/controller/store"
+	"github.com/edgewan/edgewan/controller/tlsgen"
+	"github.com/edgewan/edgewan/coreapi"
+	"github.com/edgewan/edgewan/coreapi/auth"
+	"github.com/edgewan/edgewan/coreapi/openapi"
+	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/coreapi/ratelimit"
+	"github.com/edgewan/edgewan/coreapi/rest"
+	"github.com/edgewan/edgewan/coreapi/soc"
+	"github.com/edgewan/edgewan/coreapi/webhook"
+)
+
+// Version is the controller's version, set at build time (see Makefile).
+var Version = "dev"
+
+// Server is a running controller.
+type Server struct {
+	cfg      config.Config
+	Store    *store.Store
+	Webhooks *webhook.Service
+	Cases    *soc.Service
+
+	engine     *gin.Engine
+	api        *http.Server
+	apiLn      net.Listener
+	metrics    *http.Server
+	metricsLn  net.Listener
+	dispatcher *webhook.Dispatcher
+	watcher    *soc.AuthWatcher
+	registry   *prometheus.Registry
+	ready      atomic.Bool
+	CAFile     string // the generated CA, when the server made its own certificate
+}
+
+// New opens storage, builds the services and binds the listeners; Run serves.
+func New(ctx context.Context, cfg config.Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	gin.SetMode(gin.ReleaseMode)
+	st, err := store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, DataDir: cfg.DataDir})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, Store: st, registry: prometheus.NewRegistry()}
+	if err := s.build(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := s.listen(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) build(ctx context.Context) error {
+	cfg := s.cfg
+	if _, err := s.Store.EnsureOrg(ctx, cfg.OrgName); err != nil {
+		return err
+	}
+	cursorKey, err := s.Store.Setting(ctx, "cursor_key", func() string {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		return hex.EncodeToString(b)
+	})
+	if err != nil {
+		return err
+	}
+	kb, err := hex.DecodeString(cursorKey)
+	if err != nil {
+		return fmt.Errorf("server: stored cursor key: %w", err)
+	}
+	pages, err := page.NewCodec(kb)
+	if err != nil {
+		return err
+	}
+
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.dispatcher = webhook.NewDispatcher(s.Store, webhook.DispatchOptions{
+		Timeout: cfg.WebhookTimeout, RetryBase: cfg.WebhookRetryBase, RetryMax: cfg.WebhookRetryMax,
+		RetryWindow: cfg.WebhookRetryWindow, Registerer: s.registry,
+	})
+	s.Webhooks = webhook.NewService(s.Store, webhook.Options{AllowHTTPLoopback: cfg.AllowHTTPWebhooks}, s.dispatcher.Notify)
+	s.Cases = soc.NewService(s.Store, s.dispatcher.Notify)
+	s.watcher = soc.NewAuthWatcher(s.Cases, soc.WatchOptions{})
+
+	authn := &auth.Authenticator{
+		Keys:    s.Store,
+		Limiter: ratelimit.New(ratelimit.Options{Rate: cfg.RateLimit, Burst: cfg.RateBurst}),
+		OnFail: func(_ context.Context, f auth.Failure) {
+			s.watcher.Failure(f.ClientIP, f.KeyID, f.Reason, f.At)
+		},
+	}
+
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.ContextWithFallback = true
+	e.RemoveExtraSlash = false
+	if err := e.SetTrustedProxies(nil); err != nil { // the client address is the peer's unless configured
+		return err
+	}
+	e.Use(rest.RequestID(), s.httpMetrics(), accessLog(), rest.Recovery())
+	e.NoRoute(rest.NoRoute)
+	e.NoMethod(rest.NoMethod)
+	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	oa, err := openapi.Handler()
+	if err != nil {
+		return err
+	}
+	e.GET("/openapi.json", oa)
+
+	v1 := e.Group("/v1", authn.Middleware())
+	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
+	s.engine = e
+	return nil
+}
+
+func (s *Server) listen() error {
+	cfg := s.cfg
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("server: API listener: %w", err)
+	}
+	s.api = &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
+	}
+	if cfg.PlainHTTP {
+		slog.Warn("serving the API over plain HTTP: only do this behind a TLS-terminating proxy", "listen", ln.Addr().String())
+		s.apiLn = ln
+	} else {
+		certFile, keyFile := cfg.TLSCert, cfg.TLSKey
+		if certFile == "" {
+			f, created, err := tlsgen.Ensure(cfg.DataDir, cfg.TLSHosts)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			certFile, keyFile, s.CAFile = f.Cert, f.Key, f.CACert
+			fp, _ := tlsgen.Fingerprint(f.CACert)
+			slog.Info("using the controller's own CA; give clients this file or its fingerprint", "ca", f.CACert, "sha256", fp, "generated", created)
+		}
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("server: TLS: %w", err)
+		}
+		s.api.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		s.apiLn = tls.NewListener(ln, s.api.TLSConfig)
+	}
+	if cfg.MetricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			s.apiLn.Close()
+			return fmt.Errorf("server: metrics listener: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		s.metricsLn = mln
+	}
+	return nil
+}
+
+// Addr is the API's listening address.
+func (s *Server) Addr() string { return s.apiLn.Addr().String() }
+
+// MetricsAddr is the metrics listening address, or "".
+func (s *Server) MetricsAddr() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
+}
+
+// Handler is the API handler (for in-process benchmarks).
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Run serves until ctx is cancelled, then drains: stops accepting, lets requests finish,
+// lets webhook attempts in flight finish and stores their results, and closes the database.
+func (s *Server) Run(ctx context.Context) error {
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := s.dispatcher.Run(bg); err != nil {
+			slog.Error("webhook dispatcher stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		s.watcher.Run(bg)
+	}()
+
+	errc := make(chan error, 2)
+	go func() { errc <- s.api.Serve(s.apiLn) }()
+	if s.metrics != nil {
+		go func() { errc <- s.metrics.Serve(s.metricsLn) }()
+	}
+	s.ready.Store(true)
+	slog.Info("controller serving", "api", s.Addr(), "metrics", s.MetricsAddr(), "database", s.Store.Backend(), "version", Version)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			runErr = fmt.Errorf("server: %w", err)
+		}
+	}
+	s.ready.Store(false)
+	slog.Info("shutting down: draining requests and queues", "timeout", s.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.api.Shutdown(sctx); err != nil {
+		slog.Warn("requests still running at shutdown timeout", "err", err)
+	}
+	if s.metrics != nil {
+		_ = s.metrics.Shutdown(sctx)
+	}
+	stopBG()
+	wg.Wait()
+	if err := s.Store.Close(); err != nil {
+		slog.Warn("closing database", "err", err)
+	}
+	slog.Info("controller stopped")
+	return runErr
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	if !s.ready.Load() {
+		rest.FailWith(c, http.StatusServiceUnavailable, "unavailable", "not ready: starting or shutting down")
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Store.Ping(ctx); err != nil {
+		rest.FailWith(c, http.StatusServiceUnavailable, "unavailable", "database not reachable")
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "database": s.Store.Backend()})
+}

@@ -1,0 +1,374 @@
+// Package storetest opens fresh stores on every backend for tests.
+//
+// Every test that touches the database runs on both backends, SQLite and a real PostgreSQL:
+//
+//	func TestMain(m *testing.M) { storetest.Main(m) }
+//
+//	func TestThing(t *testing.T) {
+//		for _, b := range storetest.Backends(t) {
+//			t.Run(b.Name, func(t *testing.T) {
+//				s := b.Open(t) // fresh, migrated, closed (and dropped) when t ends
+//				...
+//			})
+//		}
+//	}
+//
+// The PostgreSQL server is the one at EDGEWAN_TEST_POSTGRES_URL (an admin URL such as
+// postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable; scripts/test.sh starts one and
+// sets it), else one this test binary starts once with scripts/postgres.sh and stops in Main.
+// Each Postgres or PostgresURL call gets its own database on that server. When PostgreSQL
+// cannot be started or reached, tests fail; they never skip.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+
+	"github.com/edgewan/edgewan/controller/store"
+)
+
+// EnvPostgresURL names the environment variable with the admin URL of a running PostgreSQL
+// server for tests. Unset means each test binary starts its own.
+const EnvPostgresURL = "EDGEWAN_TEST_POSTGRES_URL"
+
+// Backend is one database kind a store can run on.
+type Backend struct {
+	Name string                          // "sqlite" or "postgres", as store.Store.Backend reports
+	Open func(t testing.TB) *store.Store // a fresh, migrated store, closed when t ends
+}
+
+// Backends lists every backend the store supports; run each test on all of them.
+func Backends(t testing.TB) []Backend {
+	t.Helper()
+	return []Backend{
+		{Name: "sqlite", Open: SQLite},
+		{Name: "postgres", Open: Postgres},
+	}
+}
+
+// SQLite opens a fresh SQLite store in a temporary data dir, closed via t.Cleanup.
+func SQLite(t testing.TB) *store.Store {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := store.Open(ctx, store.Options{DataDir: dir})
+	if err != nil {
+		t.Fatalf("storetest: open SQLite store in %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("storetest: close SQLite store: %v", err)
+		}
+	})
+	return s
+}
+
+// Postgres opens a store on a fresh, uniquely named database of the shared test server. The
+// store is closed and the database dropped via t.Cleanup.
+func Postgres(t testing.TB) *store.Store {
+	t.Helper()
+	u := PostgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := store.Open(ctx, store.Options{DatabaseURL: u})
+	if err != nil {
+		t.Fatalf("storetest: open PostgreSQL store on %s: %v", u, err)
+	}
+	t.Cleanup(func() { // runs before PostgresURL's drop (cleanups run last-in, first-out)
+		if err := s.Close(); err != nil {
+			t.Errorf("storetest: close PostgreSQL store: %v", err)
+		}
+	})
+	return s
+}
+
+// PostgresURL creates a fresh, empty database on the shared test server and returns its URL
+// (for tests that run the controller binary with --database-url). The database is dropped
+// via t.Cleanup, forcibly, so connections still open then do not stop it.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	srv := server(t)
+	name := fmt.Sprintf("edgewan_test_%d_%d_%s", os.Getpid(), dbSeq.Add(1), randHex(4))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// template0: nobody is ever connected to it, so concurrent CREATEs cannot collide on it.
+	if _, err := srv.admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 ENCODING 'UTF8'"); err != nil {
+		t.Fatalf("storetest: CREATE DATABASE %s on %s: %v", name, redact(srv.url), err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := srv.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("storetest: DROP DATABASE %s: %v", name, err)
+		}
+	})
+	u := *srv.parsed
+	u.Path = "/" + name
+	u.RawPath = ""
+	return u.String()
+}
+
+// Main runs the package's tests and then stops the PostgreSQL server this binary started, if
+// any. Every package that uses storetest calls it from TestMain:
+//
+//	func TestMain(m *testing.M) { storetest.Main(m) }
+func Main(m *testing.M) {
+	mainCalled.Store(true)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		// Interrupted: stop our server, then take the signal's default action (death), unless
+		// someone else in the process (say, the fuzzing engine) also asked for it.
+		shutdown()
+		signal.Stop(sigs)
+		if s, ok := sig.(syscall.Signal); ok {
+			_ = syscall.Kill(os.Getpid(), s)
+		}
+	}()
+	code := m.Run()
+	signal.Stop(sigs)
+	shutdown()
+	os.Exit(code)
+}
+
+// pgServer is the shared PostgreSQL server of this test binary.
+type pgServer struct {
+	url    string   // admin URL
+	parsed *url.URL // url, parsed
+	admin  *sql.DB  // for CREATE/DROP DATABASE
+	dir    string   // cluster dir when this binary started the server, else ""
+	script string   // scripts/postgres.sh when dir != ""
+}
+
+var (
+	srvOnce    sync.Once
+	srv        *pgServer
+	srvErr     error
+	srvMu      sync.Mutex // guards srv and srvErr (a signal may shut down while a test starts)
+	dbSeq      atomic.Int64
+	mainCalled atomic.Bool
+)
+
+// server returns the shared server, starting it on first use, or fails the test.
+func server(t testing.TB) *pgServer {
+	t.Helper()
+	if !mainCalled.Load() {
+		t.Fatalf("storetest: this package needs\n\tfunc TestMain(m *testing.M) { storetest.Main(m) }\nso the PostgreSQL server it may start is stopped when the tests end")
+	}
+	srvOnce.Do(func() {
+		srvMu.Lock()
+		defer srvMu.Unlock()
+		srv, srvErr = startServer()
+	})
+	srvMu.Lock()
+	s, err := srv, srvErr
+	srvMu.Unlock()
+	if err != nil {
+		t.Fatalf("storetest: no PostgreSQL server for tests: %v", err)
+	}
+	return s
+}
+
+// startServer connects to EDGEWAN_TEST_POSTGRES_URL or starts a server. Called with srvMu held.
+func startServer() (*pgServer, error) {
+	if u := os.Getenv(EnvPostgresURL); u != "" {
+		s, err := connect(u)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", EnvPostgresURL, redact(u), err)
+		}
+		return s, nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return nil, fmt.Errorf("%w (or set %s to a running server's admin URL)", err, EnvPostgresURL)
+	}
+	script := filepath.Join(root, "scripts", "postgres.sh")
+	if _, err := os.Stat(script); err != nil {
+		return nil, fmt.Errorf("%w (or set %s to a running server's admin URL)", err, EnvPostgresURL)
+	}
+	reapStale(script)
+	dir, err := os.MkdirTemp("", stalePrefix)
+	if err != nil {
+		return nil, err
+	}
+	// Mark the dir as ours so a later run can stop the server if this process dies unclean.
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ { // another process may grab the free port first
+		port, err := freePort()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		u, err := runScript(script, 15*time.Minute, "start", dir, strconv.Itoa(port))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s, err := connect(u)
+		if err != nil {
+			errs = append(errs, err)
+			_, _ = runScript(script, time.Minute, "stop", dir)
+			continue
+		}
+		s.dir, s.script = dir, script
+		return s, nil
+	}
+	_, _ = runScript(script, time.Minute, "stop", dir)
+	os.RemoveAll(dir)
+	return nil, fmt.Errorf("could not start one with %s (or set %s to a running server's admin URL):\n%w", script, EnvPostgresURL, errors.Join(errs...))
+}
+
+// shutdown closes the admin pool and stops the server if this binary started it.
+func shutdown() {
+	srvMu.Lock()
+	defer srvMu.Unlock()
+	s := srv
+	if s == nil {
+		return
+	}
+	srv, srvErr = nil, errors.New("storetest: server already shut down")
+	s.admin.Close()
+	if s.dir == "" {
+		return
+	}
+	if _, err := runScript(s.script, 2*time.Minute, "stop", s.dir); err != nil {
+		fmt.Fprintf(os.Stderr, "storetest: stopping the test PostgreSQL server: %v\n", err)
+		return // keep the dir: the next run's reapStale tries again
+	}
+	os.RemoveAll(s.dir)
+}
+
+// connect opens the admin pool on u and checks the server answers.
+func connect(u string) (*pgServer, error) {
+	parsed, err := url.Parse(u)
+	if err != nil || (parsed.Scheme != "postgres" && parsed.Scheme != "postgresql") {
+		return nil, fmt.Errorf("want a postgres:// URL, got %q", redact(u))
+	}
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(4)
+	var lastErr error
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		lastErr = db.PingContext(ctx)
+		cancel()
+		if lastErr == nil {
+			return &pgServer{url: u, parsed: parsed, admin: db}, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	db.Close()
+	return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %w", redact(u), lastErr)
+}
+
+// runScript runs scripts/postgres.sh and returns the last line of its stdout.
+func runScript(script string, timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second // never hang on a pipe a daemon kept open
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1]), nil
+}
+
+const (
+	stalePrefix = "edgewan-storetest-pg-"
+	ownerFile   = "owner.pid"
+)
+
+// reapStale stops and removes servers left by earlier test binaries that died without
+// running Main's cleanup (killed, or timed out).
+func reapStale(script string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), stalePrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // owner still alive (or unknown): not ours to touch
+		}
+		_, _ = runScript(script, time.Minute, "stop", dir)
+		os.RemoveAll(dir)
+	}
+}
+
+// repoRoot walks up from the working directory to the directory holding go.mod.
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.mod above %s, cannot find scripts/postgres.sh", wd)
+		}
+		d = parent
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// redact hides a password in a URL for messages.
+func redact(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return p.Redacted()
+}

@@ -1,0 +1,323 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/edgewan/edgewan/coreapi/event"
+	"github.com/edgewan/edgewan/coreapi/ids"
+	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/coreapi/webhook"
+)
+
+var (
+	_ webhook.Store      = (*Store)(nil)
+	_ webhook.QueueStore = (*Store)(nil)
+)
+
+const webhookCols = "id, url, events, secret, description, created_by, created_at, updated_at"
+
+func scanWebhook(sc interface{ Scan(...any) error }) (*webhook.Webhook, error) {
+	var w webhook.Webhook
+	var evs string
+	var c, u int64
+	if err := sc.Scan(&w.ID, &w.URL, &evs, &w.Secret, &w.Description, &w.CreatedBy, &c, &u); err != nil {
+		return nil, err
+	}
+	w.Events = strings.Split(evs, ",")
+	w.CreatedAt, w.UpdatedAt = fromMicros(c), fromMicros(u)
+	return &w, nil
+}
+
+// CreateWebhook stores a webhook registration.
+func (s *Store) CreateWebhook(ctx context.Context, w *webhook.Webhook) error {
+	_, err := s.exec(ctx, "INSERT INTO webhooks ("+webhookCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		w.ID, w.URL, strings.Join(w.Events, ","), w.Secret, w.Description, w.CreatedBy, micros(w.CreatedAt), micros(w.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("store.CreateWebhook: %w", err)
+	}
+	return nil
+}
+
+// GetWebhook returns a webhook with its secret.
+func (s *Store) GetWebhook(ctx context.Context, id string) (*webhook.Webhook, error) {
+	w, err := scanWebhook(s.r.QueryRowContext(ctx, s.q("SELECT "+webhookCols+" FROM webhooks WHERE id = ?"), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("webhook", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store.GetWebhook: %w", err)
+	}
+	return w, nil
+}
+
+// subscribed matches a comma-joined events column against one event type on both backends.
+const subscribed = "(',' || events || ',') LIKE ?"
+
+func subscribedArg(typ string) string { return "%," + typ + ",%" }
+
+// ListWebhooks lists webhooks, optionally only those subscribed to eventType.
+func (s *Store) ListWebhooks(ctx context.Context, p page.Params, eventType string) ([]*webhook.Webhook, error) {
+	l := listQuery{cols: webhookCols, from: "webhooks", params: p}
+	if eventType != "" {
+		l.where = append(l.where, subscribed)
+		l.args = append(l.args, subscribedArg(eventType))
+	}
+	query, args := l.sql()
+	var out []*webhook.Webhook
+	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
+		w, err := scanWebhook(r)
+		out = append(out, w)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ListWebhooks: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteWebhook removes a webhook; its deliveries go with it.
+func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM webhook_deliveries WHERE webhook_id = ?"), id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q("DELETE FROM webhooks WHERE id = ?"), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("webhook", id)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store.DeleteWebhook: %w", err)
+	}
+	return nil
+}
+
+// InsertEvent stores an event and queues its deliveries.
+func (s *Store) InsertEvent(ctx context.Context, ev *event.Envelope) (int, error) {
+	var n int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = s.insertEvent(ctx, tx, ev)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store.InsertEvent: %w", err)
+	}
+	return n, nil
+}
+
+// insertEvent writes ev and a pending delivery per subscribed webhook inside tx. It is the one
+// way events enter the database, so every state change that announces itself does it atomically.
+func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, ev *event.Envelope) (int, error) {
+	if ev == nil {
+		return 0, nil
+	}
+	now := micros(ev.CreatedAt)
+	if _, err := tx.ExecContext(ctx, s.q("INSERT INTO events (id, type, created_at, data) VALUES (?, ?, ?, ?)"),
+		ev.ID, ev.Type, now, string(ev.Data)); err != nil {
+		return 0, err
+	}
+	rows, err := tx.QueryContext(ctx, s.q("SELECT id FROM webhooks WHERE "+subscribed), subscribedArg(ev.Type))
+	if err != nil {
+		return 0, err
+	}
+	var hooks []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		hooks = append(hooks, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, h := range hooks {
+		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+			ids.New("dlv"), h, ev.ID, webhook.StatusPending, now, now, now); err != nil {
+			return 0, err
+		}
+	}
+	return len(hooks), nil
+}
+
+const deliveryCols = "d.id, d.webhook_id, d.event_id, e.type, d.status, d.attempts, d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.created_at, d.updated_at"
+
+func scanDelivery(sc interface{ Scan(...any) error }) (*webhook.Delivery, error) {
+	var d webhook.Delivery
+	var next, last, c, u int64
+	if err := sc.Scan(&d.ID, &d.WebhookID, &d.EventID, &d.EventType, &d.Status, &d.Attempts, &next, &last, &d.LastStatus, &d.LastError, &c, &u); err != nil {
+		return nil, err
+	}
+	if d.Status == webhook.StatusPending {
+		d.NextAttemptAt = fromMicros(next)
+	}
+	d.LastAttemptAt, d.CreatedAt, d.UpdatedAt = fromMicros(last), fromMicros(c), fromMicros(u)
+	return &d, nil
+}
+
+// ListDeliveries lists a webhook's deliveries, optionally by status and event.
+func (s *Store) ListDeliveries(ctx context.Context, webhookID string, p page.Params, status, eventID string) ([]*webhook.Delivery, error) {
+	l := listQuery{cols: deliveryCols, from: "webhook_deliveries d JOIN events e ON e.id = d.event_id", params: p, tablePrefix: "d."}
+	l.filter("d.webhook_id", webhookID)
+	l.filter("d.status", status)
+	l.filter("d.event_id", eventID)
+	query, args := l.sql()
+	var out []*webhook.Delivery
+	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
+		d, err := scanDelivery(r)
+		out = append(out, d)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ListDeliveries: %w", err)
+	}
+	return out, nil
+}
+
+// GetDelivery returns one delivery of a webhook.
+func (s *Store) GetDelivery(ctx context.Context, webhookID, id string) (*webhook.Delivery, error) {
+	d, err := scanDelivery(s.r.QueryRowContext(ctx, s.q("SELECT "+deliveryCols+" FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = ? AND d.webhook_id = ?"), id, webhookID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("delivery", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store.GetDelivery: %w", err)
+	}
+	return d, nil
+}
+
+// Redeliver queues a new delivery of an earlier delivery's event.
+func (s *Store) Redeliver(ctx context.Context, webhookID, deliveryID string, now time.Time) (*webhook.Delivery, error) {
+	old, err := s.GetDelivery(ctx, webhookID, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	id := ids.New("dlv")
+	if _, err := s.exec(ctx, "INSERT INTO webhook_deliveries (id, webhook_id, event_id, status, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		id, webhookID, old.EventID, webhook.StatusPending, micros(now), micros(now), micros(now)); err != nil {
+		return nil, fmt.Errorf("store.Redeliver: %w", err)
+	}
+	return s.GetDelivery(ctx, webhookID, id)
+}
+
+// ClaimDue implements webhook.QueueStore. The UPDATE re-checks the status, so two controllers
+// sharing a PostgreSQL database never both claim a delivery.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, perWebhook, limit int, exclude []string) ([]webhook.Job, error) {
+	var jobs []webhook.Job
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		args := []any{webhook.StatusPending, micros(now)}
+		excl := ""
+		if len(exclude) > 0 {
+			excl = " AND webhook_id NOT IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(exclude)), ", ") + ")"
+			for _, e := range exclude {
+				args = append(args, e)
+			}
+		}
+		args = append(args, perWebhook, limit)
+		q := `SELECT x.id, x.webhook_id, x.attempts, x.created_at, w.url, w.secret, e.id, e.type, e.created_at, e.data
+FROM (SELECT id, webhook_id, event_id, attempts, created_at, next_attempt_at,
+             ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS rn
+      FROM webhook_deliveries WHERE status = ? AND next_attempt_at <= ?` + excl + `) x
+JOIN webhooks w ON w.id = x.webhook_id JOIN events e ON e.id = x.event_id
+WHERE x.rn <= ? ORDER BY x.next_attempt_at, x.id LIMIT ?`
+		rows, err := tx.QueryContext(ctx, s.q(q), args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var j webhook.Job
+			var created, evAt int64
+			var data string
+			if err := rows.Scan(&j.DeliveryID, &j.WebhookID, &j.Attempts, &created, &j.URL, &j.Secret, &j.Event.ID, &j.Event.Type, &evAt, &data); err != nil {
+				rows.Close()
+				return err
+			}
+			j.CreatedAt, j.Event.CreatedAt, j.Event.Data = fromMicros(created), fromMicros(evAt), json.RawMessage(data)
+			jobs = append(jobs, j)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		claimed := jobs[:0]
+		for _, j := range jobs {
+			res, err := tx.ExecContext(ctx, s.q("UPDATE webhook_deliveries SET status = ?, updated_at = ? WHERE id = ? AND status = ?"),
+				webhook.StatusDelivering, micros(now), j.DeliveryID, webhook.StatusPending)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				claimed = append(claimed, j)
+			}
+		}
+		jobs = claimed
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ClaimDue: %w", err)
+	}
+	return jobs, nil
+}
+
+// FinishDeliveries stores attempt results in one transaction.
+func (s *Store) FinishDeliveries(ctx context.Context, rs []webhook.Result) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, s.q("UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?"))
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, r := range rs {
+			if _, err := stmt.ExecContext(ctx, r.Status, r.Attempts, micros(r.NextAttemptAt), micros(r.AttemptedAt), r.HTTPStatus, r.Error, micros(r.AttemptedAt), r.DeliveryID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store.FinishDeliveries: %w", err)
+	}
+	return nil
+}
+
+// ResetInFlight implements webhook.QueueStore.
+func (s *Store) ResetInFlight(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.exec(ctx, "UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, updated_at = ? WHERE status = ?",
+		webhook.StatusPending, micros(now), micros(now), webhook.StatusDelivering)
+	if err != nil {
+		return 0, fmt.Errorf("store.ResetInFlight: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// CountDeliveries implements webhook.QueueStore.
+func (s *Store) CountDeliveries(ctx context.Context) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := s.queryRows(ctx, "SELECT status, COUNT(*) FROM webhook_deliveries GROUP BY status", nil, func(r *sql.Rows) error {
+		var st string
+		var n int64
+		if err := r.Scan(&st, &n); err != nil {
+			return err
+		}
+		out[st] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.CountDeliveries: %w", err)
+	}
+	return out, nil
+}

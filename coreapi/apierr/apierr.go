@@ -1,0 +1,97 @@
+// Package apierr defines the API's error codes and the sentinel errors that services return,
+// so that every family maps them to HTTP statuses in one place (coreapi/rest).
+package apierr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Stable error codes. They are part of the API: clients switch on them. The table in
+// docs/api.md lists them with their statuses.
+const (
+	CodeBadRequest       = "bad_request"        // 400: malformed request (JSON, parameters)
+	CodeInvalidCursor    = "invalid_cursor"     // 400: cursor not issued by this server or for another list
+	CodeUnauthorized     = "unauthorized"       // 401: missing, malformed, unknown or revoked token
+	CodeInvalidScope     = "invalid_scope"      // 403: valid token without the route's scope
+	CodeForbidden        = "forbidden"          // 403: valid token not allowed for this resource (e.g. another project)
+	CodeNotFound         = "not_found"          // 404: no such resource or route
+	CodeMethodNotAllowed = "method_not_allowed" // 405: route exists, method does not
+	CodeConflict         = "conflict"           // 409: duplicate or state conflict
+	CodeTooLarge         = "payload_too_large"  // 413: body over the size limit
+	CodeUnsupportedMedia = "unsupported_media_type"
+	CodeUnprocessable    = "unprocessable"   // 422: well-formed but refused (validation, block rule)
+	CodeBlocked          = "request_blocked" // 422: an AI gateway block rule fired
+	CodeRateLimited      = "rate_limited"    // 429
+	CodeInternal         = "internal"        // 500
+	CodeUnavailable      = "unavailable"     // 503: not ready, shutting down, dependency down
+	CodeUpstream         = "upstream_error"  // 502: a model provider or other upstream failed
+)
+
+// Sentinel errors returned (wrapped) by stores and services.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Error is an error with an HTTP status and a stable code; its Message is shown to the client.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// New returns an *Error with the given status, code and formatted message.
+func New(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is a 400 bad_request.
+func BadRequest(format string, args ...any) *Error {
+	return New(http.StatusBadRequest, CodeBadRequest, format, args...)
+}
+
+// Invalid is a 422 unprocessable: the request parsed but its content is not acceptable.
+func Invalid(format string, args ...any) *Error {
+	return New(http.StatusUnprocessableEntity, CodeUnprocessable, format, args...)
+}
+
+// NotFound is a 404 naming what was not found; it also matches ErrNotFound with errors.Is.
+func NotFound(format string, args ...any) *Error {
+	return New(http.StatusNotFound, CodeNotFound, format, args...)
+}
+
+// Conflict is a 409.
+func Conflict(format string, args ...any) *Error {
+	return New(http.StatusConflict, CodeConflict, format, args...)
+}
+
+// Is lets errors.Is(e, ErrNotFound) and errors.Is(e, ErrConflict) hold for the matching statuses.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrNotFound:
+		return e.Status == http.StatusNotFound
+	case ErrConflict:
+		return e.Status == http.StatusConflict
+	}
+	return false
+}
+
+// From turns any error into an *Error: an *Error in the chain is kept, the sentinels map to
+// 404/409 with their wrapped message, anything else is a 500 whose detail is not shown.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return NotFound("%s", err.Error())
+	case errors.Is(err, ErrConflict):
+		return Conflict("%s", err.Error())
+	}
+	return New(http.StatusInternalServerError, CodeInternal, "internal error; retry with backoff and quote the request_id if it persists")
+}

@@ -1,0 +1,186 @@
+// Package rest holds the HTTP conventions shared by every API family: the error body,
+// request IDs, strict JSON decoding and the not-found/method handlers.
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/ids"
+)
+
+// HeaderRequestID carries the request's ID on every response.
+const HeaderRequestID = "X-Request-Id"
+
+const ctxRequestID = "edgewan.request_id"
+
+// ErrorBody is the one error body of every family: {"error":{"code","message","request_id"}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of ErrorBody.
+type ErrorDetail struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
+}
+
+// NewRequestID returns a random request ID such as "req_4x9...".
+func NewRequestID() string { return ids.New("req") }
+
+// RequestID is middleware that gives every request an ID, stores it in the context and sets
+// the X-Request-Id response header before any handler writes. An incoming ID is not trusted:
+// audit records must correlate with IDs this server issued.
+func RequestID() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := NewRequestID()
+		c.Set(ctxRequestID, id)
+		c.Header(HeaderRequestID, id)
+		c.Next()
+	}
+}
+
+// GetRequestID returns the request's ID, or "" outside the RequestID middleware.
+func GetRequestID(c *gin.Context) string {
+	return c.GetString(ctxRequestID)
+}
+
+// Fail writes the error body for err and aborts the chain. Errors that are not *apierr.Error
+// are logged (they are bugs or outages) and shown to the client only as a 500.
+func Fail(c *gin.Context, err error) {
+	e := apierr.From(err)
+	if e.Status >= 500 {
+		slog.Error("request failed", "request_id", GetRequestID(c), "method", c.Request.Method,
+			"path", c.FullPath(), "err", err)
+	}
+	c.AbortWithStatusJSON(e.Status, ErrorBody{Error: ErrorDetail{
+		Code: e.Code, Message: e.Message, RequestID: GetRequestID(c),
+	}})
+}
+
+// FailWith writes an error body with the given status, code and message.
+func FailWith(c *gin.Context, status int, code, format string, args ...any) {
+	Fail(c, apierr.New(status, code, format, args...))
+}
+
+// NoRoute answers unknown paths with the error body.
+func NoRoute(c *gin.Context) {
+	FailWith(c, http.StatusNotFound, apierr.CodeNotFound, "no route %s %s", c.Request.Method, c.Request.URL.Path)
+}
+
+// NoMethod answers a known path with a wrong method with the error body (gin sets Allow).
+func NoMethod(c *gin.Context) {
+	FailWith(c, http.StatusMethodNotAllowed, apierr.CodeMethodNotAllowed, "method %s not allowed on %s", c.Request.Method, c.Request.URL.Path)
+}
+
+// Recovery turns a panic in a handler into a 500 error body instead of a dropped connection.
+func Recovery() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				Fail(c, fmt.Errorf("panic: %v", r))
+			}
+		}()
+		c.Next()
+	}
+}
+
+// DefaultMaxBody is the body limit Decode applies when the route sets none.
+const DefaultMaxBody = 1 << 20
+
+// Decode reads a JSON request body into dst strictly: Content-Type must be JSON, the body must
+// fit in maxBytes (0 means DefaultMaxBody), unknown fields and trailing data are refused.
+// The returned error is an *apierr.Error with a message that says what is wrong.
+func Decode(c *gin.Context, dst any, maxBytes int64) error {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBody
+	}
+	ct := c.GetHeader("Content-Type")
+	if ct != "" && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+		return apierr.New(http.StatusUnsupportedMediaType, apierr.CodeUnsupportedMedia, "Content-Type must be application/json, got %q", ct)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "request body is larger than %d bytes", maxBytes)
+		}
+		return apierr.BadRequest("reading request body: %v", err)
+	}
+	return DecodeBytes(body, dst)
+}
+
+// DecodeBytes is Decode's parsing step on a body already read; it is what the fuzz test drives.
+func DecodeBytes(body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return apierr.BadRequest("request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return apierr.BadRequest("%s", describeJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apierr.BadRequest("invalid JSON: unexpected data after the top-level value")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("invalid JSON at byte %d: %v", syn.Offset, syn)
+	case errors.As(err, &typ):
+		t := typ.Type
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		kind := "a value of another type"
+		if t != nil {
+			kind = jsonKind(t.Kind().String())
+		}
+		if typ.Field == "" {
+			return fmt.Sprintf("request body must be %s, not %s", kind, typ.Value)
+		}
+		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, kind, typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "invalid JSON: unexpected end of body"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "invalid JSON: " + err.Error()
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	}
+	return goKind
+}

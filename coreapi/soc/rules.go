@@ -1,0 +1,142 @@
+package soc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/edgewan/edgewan/coreapi/apierr"
+)
+
+// System rules: the security-relevant events for which the controller opens a case by itself.
+// docs/soc.md lists them. While a rule's case about a subject is unresolved, new occurrences
+// add a note to it (at most one per NoteEvery) instead of opening another.
+const (
+	RuleAuthBruteForce = "auth.brute_force"   // many failed authentications from one address
+	RuleRevokedKeyUsed = "auth.revoked_key"   // a revoked key was presented
+	RuleMQTTACL        = "mqtt.acl_violation" // a device published or subscribed outside its site
+	RuleClaimReuse     = "ztp.claim_reuse"    // a used or expired claim token was presented
+)
+
+// Signal is one occurrence of a rule's event.
+type Signal struct {
+	Rule        string
+	Subject     string // e.g. a client address or key ID; one open case per rule and subject
+	Severity    string
+	Title       string
+	Description string
+}
+
+// Raise opens a system case for sig, or notes the occurrence on the open one.
+func (s *Service) Raise(ctx context.Context, sig Signal) (*Case, error) {
+	c, err := s.store.OpenCaseFor(ctx, sig.Rule, sig.Subject)
+	switch {
+	case errors.Is(err, apierr.ErrNotFound):
+		return s.open(ctx, &Case{
+			Title: sig.Title, Description: sig.Description, Severity: sig.Severity,
+			Source: SourceSystem, Rule: sig.Rule, Subject: sig.Subject,
+		})
+	case err != nil:
+		return nil, fmt.Errorf("soc.Raise: %w", err)
+	}
+	note := "occurred again: " + sig.Description
+	return s.Update(ctx, c.ID, UpdateRequest{Note: &note}, "system")
+}
+
+// WatchOptions tune the authentication watcher.
+type WatchOptions struct {
+	Threshold int           // failures from one address within Window that open a case; default 20
+	Window    time.Duration // default 5 minutes
+	NoteEvery time.Duration // least time between notes on the same open case; default 10 minutes
+}
+
+// AuthWatcher turns authentication failures into cases. Observe never blocks the request:
+// signals go through a buffered channel to the goroutine of Run.
+type AuthWatcher struct {
+	svc *Service
+	o   WatchOptions
+	ch  chan Signal
+
+	mu       sync.Mutex
+	failures map[string][]time.Time // per client address, within the window
+	raised   map[string]time.Time   // rule+subject -> last time raised
+}
+
+// NewAuthWatcher returns a watcher that raises cases through svc.
+func NewAuthWatcher(svc *Service, o WatchOptions) *AuthWatcher {
+	if o.Threshold <= 0 {
+		o.Threshold = 20
+	}
+	if o.Window <= 0 {
+		o.Window = 5 * time.Minute
+	}
+	if o.NoteEvery <= 0 {
+		o.NoteEvery = 10 * time.Minute
+	}
+	return &AuthWatcher{svc: svc, o: o, ch: make(chan Signal, 256),
+		failures: make(map[string][]time.Time), raised: make(map[string]time.Time)}
+}
+
+// Failure records one refused credential: reason "revoked" raises at once; any failure counts
+// towards the brute-force threshold of the client's address.
+func (w *AuthWatcher) Failure(clientIP, keyID, reason string, at time.Time) {
+	w.mu.Lock()
+	var sigs []Signal
+	if reason == "revoked" && w.due(RuleRevokedKeyUsed+keyID, at) {
+		sigs = append(sigs, Signal{Rule: RuleRevokedKeyUsed, Subject: keyID, Severity: "medium",
+			Title:       "Revoked API key used: " + keyID,
+			Description: fmt.Sprintf("revoked key %s was presented from %s at %s", keyID, clientIP, at.UTC().Format(time.RFC3339))})
+	}
+	fs := w.failures[clientIP]
+	cut := 0
+	for cut < len(fs) && at.Sub(fs[cut]) > w.o.Window {
+		cut++
+	}
+	fs = append(fs[cut:], at)
+	if len(fs) >= w.o.Threshold && w.due(RuleAuthBruteForce+clientIP, at) {
+		sigs = append(sigs, Signal{Rule: RuleAuthBruteForce, Subject: clientIP, Severity: "high",
+			Title:       "Repeated authentication failures from " + clientIP,
+			Description: fmt.Sprintf("%d failed authentications from %s within %s (last reason: %s)", len(fs), clientIP, w.o.Window, reason)})
+	}
+	if len(fs) > w.o.Threshold {
+		fs = fs[len(fs)-w.o.Threshold:] // keep memory bounded under a flood
+	}
+	w.failures[clientIP] = fs
+	if len(w.failures) > 100000 {
+		w.failures = make(map[string][]time.Time) // a flood from many addresses: start counting again
+	}
+	w.mu.Unlock()
+	for _, s := range sigs {
+		select {
+		case w.ch <- s:
+		default:
+			slog.Warn("soc: signal dropped, watcher busy", "rule", s.Rule, "subject", s.Subject)
+		}
+	}
+}
+
+// due reports whether rule+subject may raise now, and records it. Called with w.mu held.
+func (w *AuthWatcher) due(key string, at time.Time) bool {
+	if last, ok := w.raised[key]; ok && at.Sub(last) < w.o.NoteEvery {
+		return false
+	}
+	w.raised[key] = at
+	return true
+}
+
+// Run raises the watcher's signals until ctx is done.
+func (w *AuthWatcher) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-w.ch:
+			if _, err := w.svc.Raise(ctx, s); err != nil && !errors.Is(err, context.Canceled) {
+				slog.Error("soc: raising case", "rule", s.Rule, "subject", s.Subject, "err", err)
+			}
+		}
+	}
+}
