@@ -54,7 +54,7 @@ func (h *handlers) ping(c *gin.Context) {
 	k := auth.KeyFrom(c)
 	c.JSON(http.StatusOK, gin.H{
 		"pong": true, "time": time.Now().UTC(), "version": h.Version,
-		"key": gin.H{"id": k.ID, "name": k.Name, "scopes": k.Scopes, "project": k.Project},
+		"key":        gin.H{"id": k.ID, "name": k.Name, "scopes": k.Scopes, "project": k.Project},
 		"request_id": rest.GetRequestID(c),
 	})
 }

@@ -271,3 +271,6 @@ func (s *Server) readyz(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "database": s.Store.Backend()})
 }
+
+// Routes lists the API's registered routes (the OpenAPI drift test compares them with the document).
+func (s *Server) Routes() gin.RoutesInfo { return s.engine.Routes() }

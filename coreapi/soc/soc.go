@@ -45,7 +45,7 @@ type Case struct {
 	Source      string    `json:"source"`
 	Rule        string    `json:"rule,omitempty"`    // the rule that opened a system case
 	Subject     string    `json:"subject,omitempty"` // what the rule was about, e.g. an address or key ID
-	Notes       []Note    `json:"notes,omitzero"` // in the detail view; lists leave notes out
+	Notes       []Note    `json:"notes,omitzero"`    // in the detail view; lists leave notes out
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	ResolvedAt  time.Time `json:"resolved_at,omitzero"`
