@@ -9,9 +9,11 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 	"github.com/edgewan/edgewan/controller/store/storetest"
 	"github.com/edgewan/edgewan/coreapi/auth"
 )
+
+var quietLogs sync.Once
 
 // Server is a controller running for one test.
 type Server struct {
@@ -40,6 +44,11 @@ type Options struct {
 // webhook retries start after 50ms so retry tests run quickly.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
+	quietLogs.Do(func() {
+		if os.Getenv("EDGEWAN_TEST_LOGS") == "" { // set it to see the controllers' logs
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		}
+	})
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
@@ -71,11 +80,14 @@ func Start(t testing.TB, o Options) *Server {
 		}
 	})
 	s := &Server{Server: srv, Config: cfg, t: t, URL: "https://" + srv.Addr()}
-	if cfg.PlainHTTP {
+	switch {
+	case cfg.PlainHTTP:
 		s.URL = "http://" + srv.Addr()
 		s.Client = &http.Client{Timeout: 30 * time.Second}
-	} else {
+	case srv.CAFile != "":
 		s.Client = ClientTrusting(t, srv.CAFile)
+	default: // the test gave its own certificate and brings its own client
+		s.Client = &http.Client{Timeout: 30 * time.Second}
 	}
 	return s
 }
