@@ -1,0 +1,212 @@
+// Package telemetry is the contract between agents and the controller: the MQTT topics and
+// payloads (defined once here for both sides), window statistics, and the time-series sinks.
+package telemetry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the payload version carried in every message as "v".
+const SchemaVersion = 1
+
+// Topics. Every topic is under TopicRoot and names one site; docs/telemetry.md describes them.
+//
+//	agent -> controller (the agent publishes, QoS 1):
+//	  edgewan/v1/sites/{site}/telemetry  Report: one window of probe statistics per transport
+//	  edgewan/v1/sites/{site}/events     AgentEvent: a local path switch, a transport down, ...
+//	  edgewan/v1/sites/{site}/acks       PolicyAck: a policy version applied or failed
+//	  edgewan/v1/sites/{site}/status     Status (retained; also the agent's last will)
+//	controller -> agent (retained, QoS 1, so a reconnecting agent gets the current state):
+//	  edgewan/v1/sites/{site}/policy     the published policy version for the site
+//	  edgewan/v1/sites/{site}/decisions  Decisions: the controller's current path per class
+const TopicRoot = "edgewan/v1/sites/"
+
+// Topic kinds (the last topic level).
+const (
+	KindTelemetry = "telemetry"
+	KindEvents    = "events"
+	KindAcks      = "acks"
+	KindStatus    = "status"
+	KindPolicy    = "policy"
+	KindDecisions = "decisions"
+)
+
+// UpKinds are the kinds an agent publishes; DownKinds those it subscribes to.
+var (
+	UpKinds   = []string{KindTelemetry, KindEvents, KindAcks, KindStatus}
+	DownKinds = []string{KindPolicy, KindDecisions}
+)
+
+// Topic returns the topic of kind for site.
+func Topic(site, kind string) string { return TopicRoot + site + "/" + kind }
+
+// ParseTopic splits a topic into site and kind; ok is false for anything else.
+func ParseTopic(topic string) (site, kind string, ok bool) {
+	rest, found := strings.CutPrefix(topic, TopicRoot)
+	if !found {
+		return "", "", false
+	}
+	site, kind, found = strings.Cut(rest, "/")
+	if !found || !ValidID(site) || strings.Contains(kind, "/") {
+		return "", "", false
+	}
+	return site, kind, true
+}
+
+var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ValidID reports whether s can be a site, device or transport identifier in topics and
+// payloads: 1-64 of a-z, 0-9, '_' and '-', not starting with a separator.
+func ValidID(s string) bool { return idRE.MatchString(s) }
+
+// Limits on what the controller accepts.
+const (
+	MaxPayload    = 64 << 10 // bytes of one message
+	MaxTransports = 16       // transports in one report
+)
+
+// Report is one window of probe statistics from one agent, on .../telemetry.
+type Report struct {
+	V         int               `json:"v"`
+	Site      string            `json:"site"`
+	Device    string            `json:"device"`
+	Seq       uint64            `json:"seq"`       // per device, +1 per report; survives restarts (the agent's spool)
+	Time      time.Time         `json:"ts"`        // end of the window
+	WindowMs  int               `json:"window_ms"` // length of the window
+	Transport []TransportWindow `json:"transports"`
+}
+
+// TransportWindow is one transport's statistics over a window. Latencies are round-trip
+// times of answered probes in milliseconds; Jitter is the RFC 3550 smoothed mean of |ΔRTT|
+// (docs/telemetry.md), StdDev the standard deviation of RTTs.
+type TransportWindow struct {
+	Name      string  `json:"name"`
+	Method    string  `json:"method,omitempty"` // icmp, tcp, http
+	Sent      int     `json:"sent"`
+	Lost      int     `json:"lost"`
+	LatencyMs float64 `json:"latency_ms"` // mean
+	P50Ms     float64 `json:"p50_ms"`
+	P95Ms     float64 `json:"p95_ms"`
+	MinMs     float64 `json:"min_ms"`
+	MaxMs     float64 `json:"max_ms"`
+	JitterMs  float64 `json:"jitter_ms"`
+	StdDevMs  float64 `json:"stddev_ms"`
+	Down      bool    `json:"down"` // the agent considers the transport hard down (N consecutive losses)
+}
+
+// LossPct is the window's loss in percent (0 when nothing was sent).
+func (t *TransportWindow) LossPct() float64 {
+	if t.Sent == 0 {
+		return 0
+	}
+	return 100 * float64(t.Lost) / float64(t.Sent)
+}
+
+// AgentEvent is something the agent did or saw by itself, on .../events.
+type AgentEvent struct {
+	V         int       `json:"v"`
+	Site      string    `json:"site"`
+	Device    string    `json:"device"`
+	Time      time.Time `json:"ts"`
+	Type      string    `json:"type"` // path.switched, transport.down, transport.up
+	Class     string    `json:"class,omitempty"`
+	Transport string    `json:"transport,omitempty"`
+	From      string    `json:"from,omitempty"`
+	To        string    `json:"to,omitempty"`
+	Reason    string    `json:"reason,omitempty"` // e.g. "local"
+}
+
+// PolicyAck acknowledges a policy version, on .../acks.
+type PolicyAck struct {
+	V       int       `json:"v"`
+	Site    string    `json:"site"`
+	Device  string    `json:"device"`
+	Time    time.Time `json:"ts"`
+	Policy  string    `json:"policy"`
+	Version int       `json:"version"`
+	Status  string    `json:"status"` // applied or failed
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// Status is the agent's presence, retained on .../status; its last will says offline.
+type Status struct {
+	V       int       `json:"v"`
+	Device  string    `json:"device"`
+	State   string    `json:"state"` // online or offline
+	Version string    `json:"version,omitempty"`
+	Time    time.Time `json:"ts"`
+}
+
+// Decisions is the controller's current path per class for a site, retained on .../decisions.
+type Decisions struct {
+	V     int               `json:"v"`
+	Site  string            `json:"site"`
+	Time  time.Time         `json:"ts"`
+	Paths map[string]string `json:"paths"` // class -> transport
+}
+
+// Errors of Decode and Validate wrap ErrInvalid.
+var ErrInvalid = errors.New("invalid telemetry")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// DecodeReport parses and validates a telemetry payload published on site's topic.
+func DecodeReport(site string, payload []byte, r *Report) error {
+	if len(payload) > MaxPayload {
+		return invalid("payload of %d bytes is over %d", len(payload), MaxPayload)
+	}
+	// Reuse r's transport slice, zeroed: json leaves fields absent from the payload as they were.
+	ts := r.Transport[:cap(r.Transport)]
+	clear(ts)
+	*r = Report{Transport: ts[:0]}
+	if err := json.Unmarshal(payload, r); err != nil {
+		return invalid("%v", err)
+	}
+	return r.Validate(site)
+}
+
+// Validate checks a report received on site's topic.
+func (r *Report) Validate(site string) error {
+	switch {
+	case r.V != SchemaVersion:
+		return invalid("schema version %d, want %d", r.V, SchemaVersion)
+	case r.Site != site:
+		return invalid("report for site %q on site %q's topic", r.Site, site)
+	case !ValidID(r.Device):
+		return invalid("bad device id %q", r.Device)
+	case r.Time.IsZero():
+		return invalid("no timestamp")
+	case r.WindowMs <= 0 || r.WindowMs > 3600_000:
+		return invalid("window_ms %d out of range 1..3600000", r.WindowMs)
+	case len(r.Transport) == 0 || len(r.Transport) > MaxTransports:
+		return invalid("%d transports; want 1..%d", len(r.Transport), MaxTransports)
+	}
+	for i := range r.Transport {
+		t := &r.Transport[i]
+		if !ValidID(t.Name) {
+			return invalid("bad transport name %q", t.Name)
+		}
+		for j := 0; j < i; j++ {
+			if r.Transport[j].Name == t.Name {
+				return invalid("transport %q twice", t.Name)
+			}
+		}
+		if t.Sent < 0 || t.Lost < 0 || t.Lost > t.Sent || t.Sent > 1_000_000 {
+			return invalid("transport %q: sent %d lost %d", t.Name, t.Sent, t.Lost)
+		}
+		for _, v := range [...]float64{t.LatencyMs, t.P50Ms, t.P95Ms, t.MinMs, t.MaxMs, t.JitterMs, t.StdDevMs} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 600_000 {
+				return invalid("transport %q: a latency figure is %v", t.Name, v)
+			}
+		}
+	}
+	return nil
+}
