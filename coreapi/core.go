@@ -4,11 +4,14 @@ package coreapi
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"net/url"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/auth"
 	"github.com/edgewan/edgewan/coreapi/org"
 	"github.com/edgewan/edgewan/coreapi/page"
@@ -70,6 +73,9 @@ func (h *handlers) org(c *gin.Context) {
 
 func (h *handlers) devices(c *gin.Context) {
 	rest.List(c, h.Pages, []string{"status", "site"}, func(p page.Params, q url.Values) ([]*org.Device, error) {
+		if st := q.Get("status"); st != "" && !slices.Contains(org.DeviceStatuses, st) {
+			return nil, apierr.BadRequest("status must be one of %s; got %q", strings.Join(org.DeviceStatuses, ", "), st)
+		}
 		return h.Org.ListDevices(c.Request.Context(), p, org.DeviceFilter{Status: q.Get("status"), SiteID: q.Get("site")})
 	}, func(d *org.Device) page.Key { return page.Key{UpdatedAt: d.UpdatedAt, ID: d.ID} })
 }
@@ -159,8 +165,8 @@ func (h *handlers) deleteWebhook(c *gin.Context) {
 }
 
 func (h *handlers) listDeliveries(c *gin.Context) {
-	rest.List(c, h.Pages, []string{"status", "event"}, func(p page.Params, q url.Values) ([]*webhook.Delivery, error) {
-		return h.Webhooks.Deliveries(c.Request.Context(), c.Param("id"), p, q.Get("status"), q.Get("event"))
+	rest.List(c, h.Pages, []string{"status", "event_id"}, func(p page.Params, q url.Values) ([]*webhook.Delivery, error) {
+		return h.Webhooks.Deliveries(c.Request.Context(), c.Param("id"), p, q.Get("status"), q.Get("event_id"))
 	}, func(d *webhook.Delivery) page.Key { return page.Key{UpdatedAt: d.UpdatedAt, ID: d.ID} })
 }
 

@@ -20,7 +20,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed" // 405: route exists, method does not
 	CodeConflict         = "conflict"           // 409: duplicate or state conflict
 	CodeTooLarge         = "payload_too_large"  // 413: body over the size limit
-	CodeUnsupportedMedia = "unsupported_media_type"
+	CodeUnsupportedMedia = "unsupported_media_type" // 415: a body that is not application/json
 	CodeUnprocessable    = "unprocessable"   // 422: well-formed but refused (validation, block rule)
 	CodeBlocked          = "request_blocked" // 422: an AI gateway block rule fired
 	CodeRateLimited      = "rate_limited"    // 429

@@ -11,7 +11,7 @@ import (
 	"github.com/edgewan/edgewan/coreapi/ids"
 )
 
-// Event types, as in the spec's table. Payloads are documented in docs/events.md.
+// Event types, as in the spec's table. Payloads are documented in docs/webhooks.md and docs/soc.md.
 const (
 	RedactionApplied    = "redaction.applied"
 	RequestBlocked      = "request.blocked"

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgewan/edgewan/coreapi/apierr"
 )
@@ -80,6 +81,11 @@ func (cd *Codec) Parse(q url.Values, list string, allowedFilters ...string) (Par
 		}
 		if len(vs) > 1 {
 			return p, apierr.BadRequest("query parameter %q given %d times; give it once", k, len(vs))
+		}
+		// Filter values reach the database, whose text (PostgreSQL) refuses NUL and invalid
+		// UTF-8 with an error that would surface as a 500. A bad cursor is invalid_cursor below.
+		if k != "cursor" && len(vs) == 1 && (!utf8.ValidString(vs[0]) || strings.IndexByte(vs[0], 0) >= 0) {
+			return p, apierr.BadRequest("query parameter %q must be UTF-8 text without NUL characters", k)
 		}
 	}
 	if v := q.Get("limit"); v != "" {
@@ -170,7 +176,7 @@ func (cd *Codec) decode(s string, binding []byte) (Key, error) {
 	if len(s) > 512 {
 		return Key{}, errors.New("too long")
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s) // Strict: one spelling per cursor
 	if err != nil {
 		return Key{}, errors.New("not a cursor issued by this server")
 	}

@@ -13,7 +13,10 @@ import (
 // (refusing unknown ones), fetch Limit+1 rows with the filters, answer the envelope.
 func List[T any](c *gin.Context, cd *page.Codec, filters []string, fetch func(p page.Params, q url.Values) ([]T, error), key func(T) page.Key) {
 	q := c.Request.URL.Query()
-	p, err := cd.Parse(q, c.FullPath(), filters...)
+	// The path, not the route pattern: a cursor of one webhook's deliveries must not page
+	// through another's.
+	list := c.Request.URL.Path
+	p, err := cd.Parse(q, list, filters...)
 	if err != nil {
 		Fail(c, err)
 		return
@@ -23,5 +26,5 @@ func List[T any](c *gin.Context, cd *page.Codec, filters []string, fetch func(p 
 		Fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, page.Page(cd, q, c.FullPath(), p, rows, key))
+	c.JSON(http.StatusOK, page.Page(cd, q, list, p, rows, key))
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"reflect"
 	"strings"
@@ -109,9 +110,11 @@ func Decode(c *gin.Context, dst any, maxBytes int64) error {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBody
 	}
-	ct := c.GetHeader("Content-Type")
-	if ct != "" && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
-		return apierr.New(http.StatusUnsupportedMediaType, apierr.CodeUnsupportedMedia, "Content-Type must be application/json, got %q", ct)
+	if ct := c.GetHeader("Content-Type"); ct != "" {
+		// A prefix test would take application/jsonl or an unparsable header for JSON.
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return apierr.New(http.StatusUnsupportedMediaType, apierr.CodeUnsupportedMedia, "Content-Type must be application/json, got %q", ct)
+		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBytes))
 	if err != nil {
@@ -126,8 +129,12 @@ func Decode(c *gin.Context, dst any, maxBytes int64) error {
 
 // DecodeBytes is Decode's parsing step on a body already read; it is what the fuzz test drives.
 func DecodeBytes(body []byte, dst any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return apierr.BadRequest("request body is empty; a JSON object is required")
+	}
+	if string(trimmed) == "null" { // json leaves dst untouched on null: it would pass as {}
+		return apierr.BadRequest("request body must be a JSON object, not null")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -137,7 +144,31 @@ func DecodeBytes(body []byte, dst any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return apierr.BadRequest("invalid JSON: unexpected data after the top-level value")
 	}
+	if hasNULEscape(body) {
+		return apierr.BadRequest("strings in the request body must not contain NUL characters (\\u0000)")
+	}
 	return nil
+}
+
+// hasNULEscape reports whether a valid JSON text has a \u0000 escape: the only way to put a NUL
+// in a JSON string, and one that text columns (PostgreSQL) refuse. The escape counts when an
+// even number of backslashes precedes its own: "\\u0000" is a backslash and the text u0000.
+func hasNULEscape(body []byte) bool {
+	for off := 0; ; {
+		i := bytes.Index(body[off:], []byte(`\u0000`))
+		if i < 0 {
+			return false
+		}
+		i += off
+		n := 0
+		for j := i - 1; j >= 0 && body[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return true
+		}
+		off = i + 1
+	}
 }
 
 func describeJSONError(err error) string {

@@ -138,6 +138,9 @@ func (d *Dispatcher) Notify() {
 // attempt timeout), returns deliveries not yet started to the queue, and writes every result.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if n, err := d.qs.ResetInFlight(ctx, d.o.Now()); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: a normal stop
+		}
 		return fmt.Errorf("webhook.Dispatcher: %w", err)
 	} else if n > 0 {
 		slog.Info("webhook: requeued deliveries left in flight by the previous run", "count", n)

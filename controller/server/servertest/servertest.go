@@ -89,7 +89,31 @@ func Start(t testing.TB, o Options) *Server {
 	default: // the test gave its own certificate and brings its own client
 		s.Client = &http.Client{Timeout: 30 * time.Second}
 	}
+	s.waitReady()
 	return s
+}
+
+// waitReady waits until /readyz answers 200: Run marks the server ready once it serves.
+func (s *Server) waitReady() {
+	c := s.Client
+	if s.CAFile == "" && !s.Config.PlainHTTP {
+		// The test brought its own certificate; readiness is all this client checks.
+		c = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := c.Get(s.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("servertest: controller not ready after 10s (last error %v)", err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling readiness, bounded by the deadline
+	}
 }
 
 // ClientTrusting returns an HTTP client that trusts only the CA in caFile.
