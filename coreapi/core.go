@@ -4,9 +4,9 @@ package coreapi
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
-	"net/url"
 	"time"
 
 	"github.com/gin-gonic/gin"

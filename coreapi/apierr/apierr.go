@@ -11,22 +11,22 @@ import (
 // Stable error codes. They are part of the API: clients switch on them. The table in
 // docs/api.md lists them with their statuses.
 const (
-	CodeBadRequest       = "bad_request"        // 400: malformed request (JSON, parameters)
-	CodeInvalidCursor    = "invalid_cursor"     // 400: cursor not issued by this server or for another list
-	CodeUnauthorized     = "unauthorized"       // 401: missing, malformed, unknown or revoked token
-	CodeInvalidScope     = "invalid_scope"      // 403: valid token without the route's scope
-	CodeForbidden        = "forbidden"          // 403: valid token not allowed for this resource (e.g. another project)
-	CodeNotFound         = "not_found"          // 404: no such resource or route
-	CodeMethodNotAllowed = "method_not_allowed" // 405: route exists, method does not
-	CodeConflict         = "conflict"           // 409: duplicate or state conflict
-	CodeTooLarge         = "payload_too_large"  // 413: body over the size limit
+	CodeBadRequest       = "bad_request"            // 400: malformed request (JSON, parameters)
+	CodeInvalidCursor    = "invalid_cursor"         // 400: cursor not issued by this server or for another list
+	CodeUnauthorized     = "unauthorized"           // 401: missing, malformed, unknown or revoked token
+	CodeInvalidScope     = "invalid_scope"          // 403: valid token without the route's scope
+	CodeForbidden        = "forbidden"              // 403: valid token not allowed for this resource (e.g. another project)
+	CodeNotFound         = "not_found"              // 404: no such resource or route
+	CodeMethodNotAllowed = "method_not_allowed"     // 405: route exists, method does not
+	CodeConflict         = "conflict"               // 409: duplicate or state conflict
+	CodeTooLarge         = "payload_too_large"      // 413: body over the size limit
 	CodeUnsupportedMedia = "unsupported_media_type" // 415: a body that is not application/json
-	CodeUnprocessable    = "unprocessable"   // 422: well-formed but refused (validation, block rule)
-	CodeBlocked          = "request_blocked" // 422: an AI gateway block rule fired
-	CodeRateLimited      = "rate_limited"    // 429
-	CodeInternal         = "internal"        // 500
-	CodeUnavailable      = "unavailable"     // 503: not ready, shutting down, dependency down
-	CodeUpstream         = "upstream_error"  // 502: a model provider or other upstream failed
+	CodeUnprocessable    = "unprocessable"          // 422: well-formed but refused (validation, block rule)
+	CodeBlocked          = "request_blocked"        // 422: an AI gateway block rule fired
+	CodeRateLimited      = "rate_limited"           // 429
+	CodeInternal         = "internal"               // 500
+	CodeUnavailable      = "unavailable"            // 503: not ready, shutting down, dependency down
+	CodeUpstream         = "upstream_error"         // 502: a model provider or other upstream failed
 )
 
 // Sentinel errors returned (wrapped) by stores and services.
