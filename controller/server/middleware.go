@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/ratelimit"
 	"github.com/edgewan/edgewan/coreapi/rest"
 )
 
@@ -59,5 +62,20 @@ func accessLog() gin.HandlerFunc {
 		}
 		slog.Log(c.Request.Context(), lvl, "request", "request_id", rest.GetRequestID(c), "method", c.Request.Method,
 			"path", c.Request.URL.Path, "status", c.Writer.Status(), "duration", time.Since(start), "client", c.ClientIP())
+	}
+}
+
+// ipLimit rate-limits unauthenticated routes (the agents' claim) per client address.
+func ipLimit(l *ratelimit.Limiter) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		d := l.Allow("ip:"+c.ClientIP(), time.Now())
+		if !d.OK {
+			for h, v := range d.Headers() {
+				c.Header(h, v)
+			}
+			rest.FailWith(c, http.StatusTooManyRequests, apierr.CodeRateLimited, "too many requests from this address; retry after %s seconds", d.Headers()[ratelimit.HeaderRetry])
+			return
+		}
+		c.Next()
 	}
 }

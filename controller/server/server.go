@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/edgewan/edgewan/controller/config"
+	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/store"
 	"github.com/edgewan/edgewan/controller/tlsgen"
 	"github.com/edgewan/edgewan/coreapi"
@@ -43,6 +44,7 @@ type Server struct {
 	Store    *store.Store
 	Webhooks *webhook.Service
 	Cases    *soc.Service
+	SDWAN    *sdwan.Service
 
 	engine     *gin.Engine
 	api        *http.Server
@@ -137,6 +139,17 @@ func (s *Server) build(ctx context.Context) error {
 
 	v1 := e.Group("/v1", authn.Middleware())
 	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
+
+	s.SDWAN = sdwan.NewService(s.Store, sdwan.Options{
+		OnClaimReuse: func(ctx context.Context, siteID, clientIP, reason string) {
+			s.raise(ctx, soc.Signal{Rule: soc.RuleClaimReuse, Subject: siteID, Severity: "medium",
+				Title:       "Claim token of site " + siteID + " presented again",
+				Description: fmt.Sprintf("a claim token that %s was presented from %s", reason, clientIP)})
+		},
+	}, s.dispatcher.Notify)
+	sd := e.Group("/sd-wan/v1")
+	sdwan.RegisterClaim(sd.Group("", ipLimit(authn.Limiter)), s.SDWAN)
+	sdwan.Register(sd.Group("", authn.Middleware()), s.SDWAN, pages)
 	s.engine = e
 	return nil
 }
@@ -274,3 +287,12 @@ func (s *Server) readyz(c *gin.Context) {
 
 // Routes lists the API's registered routes (the OpenAPI drift test compares them with the document).
 func (s *Server) Routes() gin.RoutesInfo { return s.engine.Routes() }
+
+// raise opens or notes a system case off the caller's path; failures are logged.
+func (s *Server) raise(ctx context.Context, sig soc.Signal) {
+	go func() {
+		if _, err := s.Cases.Raise(context.WithoutCancel(ctx), sig); err != nil {
+			slog.Error("soc: raising case", "rule", sig.Rule, "subject", sig.Subject, "err", err)
+		}
+	}()
+}

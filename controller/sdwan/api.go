@@ -1,0 +1,227 @@
+package sdwan
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/edgewan/edgewan/coreapi/auth"
+	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/coreapi/rest"
+	"github.com/edgewan/edgewan/telemetry/rollup"
+)
+
+// Register mounts the /sd-wan/v1 routes on g, which must already authenticate. Reads need
+// sdwan:read, writes sdwan:write.
+func Register(g *gin.RouterGroup, s *Service, pages *page.Codec) {
+	h := &handlers{s: s, pages: pages}
+	r, w := auth.Require(auth.ScopeSDWANRead), auth.Require(auth.ScopeSDWANWrite)
+	g.GET("/sites", r, h.listSites)
+	g.POST("/sites", w, h.createSite)
+	g.GET("/sites/:id", r, h.getSite)
+	g.PATCH("/sites/:id", w, h.updateSite)
+	g.DELETE("/sites/:id", w, h.deleteSite)
+	g.GET("/sites/:id/transports", r, h.listTransports)
+	g.POST("/sites/:id/transports", w, h.addTransport)
+	g.GET("/sites/:id/health", r, h.health)
+	g.GET("/policies", r, h.listPolicies)
+	g.POST("/policies", w, h.createPolicy)
+	g.GET("/policies/:id", r, h.getPolicy)
+	g.POST("/policies/:id/versions", w, h.addVersion)
+	g.POST("/policies/:id/publish", w, h.publish)
+	g.GET("/changes", r, h.listChanges)
+}
+
+// RegisterClaim mounts POST /claim on g, which must NOT require a bearer token: the claim token
+// in the body is the agent's only credential. The caller rate-limits it per address.
+func RegisterClaim(g *gin.RouterGroup, s *Service) {
+	g.POST("/claim", func(c *gin.Context) {
+		var req ClaimRequest
+		if err := rest.Decode(c, &req, 16<<10); err != nil {
+			rest.Fail(c, err)
+			return
+		}
+		res, err := s.Claim(c.Request.Context(), req, c.ClientIP())
+		if err != nil {
+			rest.Fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, res)
+	})
+}
+
+type handlers struct {
+	s     *Service
+	pages *page.Codec
+}
+
+func actor(c *gin.Context) string {
+	if k := auth.KeyFrom(c); k != nil {
+		return k.ID
+	}
+	return ""
+}
+
+func (h *handlers) listSites(c *gin.Context) {
+	rest.List(c, h.pages, []string{"status", "role"}, func(p page.Params, q url.Values) ([]*Site, error) {
+		return h.s.ListSites(c.Request.Context(), p, SiteFilter{Status: q.Get("status"), Role: q.Get("role")})
+	}, func(s *Site) page.Key { return page.Key{UpdatedAt: s.UpdatedAt, ID: s.ID} })
+}
+
+func (h *handlers) createSite(c *gin.Context) {
+	var req CreateSiteRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	site, err := h.s.CreateSite(c.Request.Context(), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.Header("Location", c.Request.URL.Path+"/"+site.ID)
+	c.Header("Cache-Control", "no-store") // the claim token is in the body
+	c.JSON(http.StatusCreated, site)
+}
+
+func (h *handlers) getSite(c *gin.Context) {
+	site, err := h.s.GetSite(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, site)
+}
+
+func (h *handlers) updateSite(c *gin.Context) {
+	var req UpdateSiteRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	site, err := h.s.UpdateSite(c.Request.Context(), c.Param("id"), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, site)
+}
+
+func (h *handlers) deleteSite(c *gin.Context) {
+	if err := h.s.DecommissionSite(c.Request.Context(), c.Param("id")); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (h *handlers) listTransports(c *gin.Context) {
+	rest.List(c, h.pages, nil, func(p page.Params, q url.Values) ([]*Transport, error) {
+		return h.s.ListTransports(c.Request.Context(), c.Param("id"), p)
+	}, func(t *Transport) page.Key { return page.Key{UpdatedAt: t.UpdatedAt, ID: t.ID} })
+}
+
+func (h *handlers) addTransport(c *gin.Context) {
+	var req CreateTransportRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	t, err := h.s.AddTransport(c.Request.Context(), c.Param("id"), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.Header("Location", c.Request.URL.Path+"/"+t.ID)
+	c.JSON(http.StatusCreated, t)
+}
+
+func (h *handlers) health(c *gin.Context) {
+	q := c.Request.URL.Query()
+	for k := range q {
+		if k != "window" {
+			rest.Fail(c, badParam(k))
+			return
+		}
+	}
+	text := q.Get("window")
+	if text == "" {
+		text = "5m"
+	}
+	window, err := rollup.ParseWindow(text)
+	if err != nil {
+		rest.Fail(c, badWindow(text, err))
+		return
+	}
+	hl, err := h.s.Health(c.Request.Context(), c.Param("id"), window, text)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, hl)
+}
+
+func (h *handlers) listPolicies(c *gin.Context) {
+	rest.List(c, h.pages, []string{"type"}, func(p page.Params, q url.Values) ([]*Policy, error) {
+		return h.s.ListPolicies(c.Request.Context(), p, q.Get("type"))
+	}, func(p *Policy) page.Key { return page.Key{UpdatedAt: p.UpdatedAt, ID: p.ID} })
+}
+
+func (h *handlers) createPolicy(c *gin.Context) {
+	var req CreatePolicyRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	p, err := h.s.CreatePolicy(c.Request.Context(), req, actor(c))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.Header("Location", c.Request.URL.Path+"/"+p.ID)
+	c.JSON(http.StatusCreated, p)
+}
+
+func (h *handlers) getPolicy(c *gin.Context) {
+	p, err := h.s.GetPolicy(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+func (h *handlers) addVersion(c *gin.Context) {
+	var req AddVersionRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	v, err := h.s.AddVersion(c.Request.Context(), c.Param("id"), req, actor(c))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, v)
+}
+
+func (h *handlers) publish(c *gin.Context) {
+	var req PublishRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	res, err := h.s.Publish(c.Request.Context(), c.Param("id"), req, actor(c))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, res)
+}
+
+func (h *handlers) listChanges(c *gin.Context) {
+	rest.List(c, h.pages, []string{"target"}, func(p page.Params, q url.Values) ([]*Change, error) {
+		return h.s.ListChanges(c.Request.Context(), p, q.Get("target"))
+	}, func(ch *Change) page.Key { return page.Key{UpdatedAt: ch.UpdatedAt, ID: ch.ID} })
+}

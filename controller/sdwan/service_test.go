@@ -1,0 +1,90 @@
+package sdwan_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/edgewan/edgewan/controller/sdwan"
+	"github.com/edgewan/edgewan/controller/store/storetest"
+	"github.com/edgewan/edgewan/coreapi/apierr"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// TestClaimExpiry claims with a clock moved past the token's expiry: refused with the expired
+// code, the reuse hook told, and the site still claimable by nobody else.
+func TestClaimExpiry(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			var reused []string
+			skew := time.Duration(0)
+			svc := sdwan.NewService(b.Open(t), sdwan.Options{
+				OnClaimReuse: func(_ context.Context, site, _, reason string) { reused = append(reused, site+": "+reason) },
+				Now:          func() time.Time { return time.Now().Add(skew) },
+			}, nil)
+			site, err := svc.CreateSite(context.Background(), sdwan.CreateSiteRequest{Name: "x", ClaimTTL: "1h"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			skew = 2 * time.Hour
+			_, err = svc.Claim(context.Background(), sdwan.ClaimRequest{ClaimToken: site.Claim}, "198.18.0.9")
+			if e := apierr.From(err); e.Status != 401 || e.Code != sdwan.CodeClaimExpired {
+				t.Fatalf("got %v; want 401 %s", err, sdwan.CodeClaimExpired)
+			}
+			if len(reused) != 1 {
+				t.Fatalf("reuse hook calls %v; want one", reused)
+			}
+			skew = 0
+			if _, err := svc.Claim(context.Background(), sdwan.ClaimRequest{ClaimToken: site.Claim}, ""); err != nil {
+				t.Fatalf("claim within the TTL: %v", err)
+			}
+		})
+	}
+}
+
+func TestDiff(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		want []string
+	}{
+		{"same", `{"x":1}`, `{"x":1}`, []string{}},
+		{"added to nothing", ``, `{"x":1}`, []string{"+ x: 1"}},
+		{"changed and removed", `{"x":1,"y":{"z":true}}`, `{"x":2}`, []string{"~ x: 1 -> 2", "- y.z: true"}},
+		{"named list items", `{"classes":[{"name":"a","max":1},{"name":"b","max":2}]}`, `{"classes":[{"name":"b","max":3},{"name":"a","max":1}]}`,
+			[]string{"~ classes[b].max: 2 -> 3"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sdwan.Diff([]byte(tc.a), []byte(tc.b))
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %q; want %q", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %q; want %q", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func FuzzValidateContent(f *testing.F) {
+	f.Add("steering", `{"classes":[{"name":"voice","max_latency_ms":150}],"paths":{"voice":["mpls"]},"rules":[{"class":"voice","ports":["5060-5061"],"protocol":"udp"}]}`)
+	f.Add("qos", `{"transports":[{"transport":"mpls","rate_kbps":1000,"classes":[{"class":"voice","rate_kbps":100,"ceil_kbps":500,"priority":0}]}]}`)
+	f.Fuzz(func(t *testing.T, typ, content string) {
+		canonical, _, err := sdwan.ValidateContent(typ, []byte(content))
+		if err != nil {
+			if apierr.From(err).Status != 400 {
+				t.Fatalf("error %v is not a 400", err)
+			}
+			return
+		}
+		// The canonical form validates again to itself.
+		again, _, err := sdwan.ValidateContent(typ, canonical)
+		if err != nil || string(again) != string(canonical) {
+			t.Fatalf("canonical form %s does not round-trip: %s, %v", canonical, again, err)
+		}
+	})
+}

@@ -1,0 +1,602 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/edgewan/edgewan/controller/sdwan"
+	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/event"
+	"github.com/edgewan/edgewan/coreapi/org"
+	"github.com/edgewan/edgewan/coreapi/page"
+)
+
+var _ sdwan.Store = (*Store)(nil)
+
+const siteCols = "id, name, status, role, location, segments, serial, claimed_at, device_id, last_seen, created_at, updated_at"
+
+func scanSite(sc interface{ Scan(...any) error }) (*sdwan.Site, error) {
+	var s sdwan.Site
+	var loc, segs string
+	var claimed, seen, c, u int64
+	if err := sc.Scan(&s.ID, &s.Name, &s.Status, &s.Role, &loc, &segs, &s.Serial, &claimed, &s.DeviceID, &seen, &c, &u); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(loc), &s.Location); err != nil {
+		return nil, fmt.Errorf("site %s location: %w", s.ID, err)
+	}
+	if err := json.Unmarshal([]byte(segs), &s.Segments); err != nil {
+		return nil, fmt.Errorf("site %s segments: %w", s.ID, err)
+	}
+	s.ClaimedAt, s.LastSeen, s.CreatedAt, s.UpdatedAt = fromMicros(claimed), fromMicros(seen), fromMicros(c), fromMicros(u)
+	return &s, nil
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+const transportCols = "id, site_id, name, kind, interface, gateway, probe_targets, bandwidth_kbps, cost, status, latency_ms, loss_pct, jitter_ms, last_sample_at, created_at, updated_at"
+
+func scanTransport(sc interface{ Scan(...any) error }) (*sdwan.Transport, error) {
+	var t sdwan.Transport
+	var targets string
+	var last, c, u int64
+	if err := sc.Scan(&t.ID, &t.SiteID, &t.Name, &t.Kind, &t.Interface, &t.Gateway, &targets, &t.BandwidthKbps, &t.Cost,
+		&t.Status, &t.LatencyMs, &t.LossPct, &t.JitterMs, &last, &c, &u); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(targets), &t.ProbeTargets); err != nil {
+		return nil, fmt.Errorf("transport %s probe targets: %w", t.ID, err)
+	}
+	t.LastSampleAt, t.CreatedAt, t.UpdatedAt = fromMicros(last), fromMicros(c), fromMicros(u)
+	return &t, nil
+}
+
+func (s *Store) insertTransport(ctx context.Context, tx *sql.Tx, t *sdwan.Transport) error {
+	_, err := tx.ExecContext(ctx, s.q("INSERT INTO transports ("+transportCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+		t.ID, t.SiteID, t.Name, t.Kind, t.Interface, t.Gateway, jsonText(t.ProbeTargets), t.BandwidthKbps, t.Cost,
+		t.Status, t.LatencyMs, t.LossPct, t.JitterMs, micros(t.LastSampleAt), micros(t.CreatedAt), micros(t.UpdatedAt))
+	if isUnique(err) {
+		return apierr.Conflict("site %s already has a transport named %q", t.SiteID, t.Name)
+	}
+	return err
+}
+
+// CreateSite stores a pre-staged site, the hash of its claim token and its first transports.
+func (s *Store) CreateSite(ctx context.Context, site *sdwan.Site, claimHash string, ts []*sdwan.Transport) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q("INSERT INTO sites (id, name, status, role, location, segments, serial, claim_hash, claim_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+			site.ID, site.Name, site.Status, site.Role, jsonText(site.Location), jsonText(site.Segments), site.Serial,
+			claimHash, micros(site.ClaimExpiresAt), micros(site.CreatedAt), micros(site.UpdatedAt))
+		if isUnique(err) {
+			return apierr.Conflict("a site named %q exists already", site.Name)
+		}
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if err := s.insertTransport(ctx, tx, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store.CreateSite: %w", err)
+	}
+	return nil
+}
+
+// GetSite returns a site with its transports, by name order.
+func (s *Store) GetSite(ctx context.Context, id string) (*sdwan.Site, error) {
+	site, err := scanSite(s.r.QueryRowContext(ctx, s.q("SELECT "+siteCols+" FROM sites WHERE id = ?"), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("site", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store.GetSite: %w", err)
+	}
+	site.Transports, err = s.SiteTransports(ctx, id)
+	return site, err
+}
+
+// SiteTransports returns a site's transports by name.
+func (s *Store) SiteTransports(ctx context.Context, siteID string) ([]*sdwan.Transport, error) {
+	var out []*sdwan.Transport
+	err := s.queryRows(ctx, "SELECT "+transportCols+" FROM transports WHERE site_id = ? ORDER BY name", []any{siteID}, func(r *sql.Rows) error {
+		t, err := scanTransport(r)
+		out = append(out, t)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.SiteTransports: %w", err)
+	}
+	return out, nil
+}
+
+// ListSites lists sites without their transports.
+func (s *Store) ListSites(ctx context.Context, p page.Params, f sdwan.SiteFilter) ([]*sdwan.Site, error) {
+	l := listQuery{cols: siteCols, from: "sites", params: p}
+	l.filter("status", f.Status)
+	l.filter("role", f.Role)
+	query, args := l.sql()
+	var out []*sdwan.Site
+	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
+		site, err := scanSite(r)
+		out = append(out, site)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ListSites: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateSite stores a site's editable fields.
+func (s *Store) UpdateSite(ctx context.Context, site *sdwan.Site) error {
+	res, err := s.exec(ctx, "UPDATE sites SET name = ?, role = ?, location = ?, segments = ?, serial = ?, updated_at = ? WHERE id = ?",
+		site.Name, site.Role, jsonText(site.Location), jsonText(site.Segments), site.Serial, micros(site.UpdatedAt), site.ID)
+	if isUnique(err) {
+		return apierr.Conflict("a site named %q exists already", site.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("store.UpdateSite: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("site", site.ID)
+	}
+	return nil
+}
+
+// SetSiteStatus records a site's status and last report time, with the events announcing a
+// change, in one transaction.
+func (s *Store) SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE sites SET status = ?, last_seen = ?, updated_at = ? WHERE id = ? AND status <> ?"),
+			status, micros(lastSeen), micros(at), id, sdwan.SiteDecommissioned); err != nil {
+			return err
+		}
+		devStatus := org.DeviceOnline
+		if status == sdwan.SiteOffline {
+			devStatus = org.DeviceOffline
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE devices SET status = ?, last_seen = ?, updated_at = ? WHERE site_id = ? AND status <> ?"),
+			devStatus, micros(lastSeen), micros(at), id, org.DeviceDecommissioned); err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if _, err := s.insertEvent(ctx, tx, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store.SetSiteStatus: %w", err)
+	}
+	return nil
+}
+
+// SiteByClaim implements sdwan.Store.
+func (s *Store) SiteByClaim(ctx context.Context, hash string) (*sdwan.Site, time.Time, error) {
+	row := s.w.QueryRowContext(ctx, s.q("SELECT "+siteCols+", claim_expires_at FROM sites WHERE claim_hash = ?"), hash)
+	var site sdwan.Site
+	var loc, segs string
+	var claimed, seen, c, u, exp int64
+	err := row.Scan(&site.ID, &site.Name, &site.Status, &site.Role, &loc, &segs, &site.Serial, &claimed, &site.DeviceID, &seen, &c, &u, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, time.Time{}, notFound("claim", "")
+	}
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("store.SiteByClaim: %w", err)
+	}
+	site.ClaimedAt, site.CreatedAt, site.UpdatedAt = fromMicros(claimed), fromMicros(c), fromMicros(u)
+	return &site, fromMicros(exp), nil
+}
+
+// ClaimSite implements sdwan.Store.
+func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = ?, device_id = ?, status = ?, updated_at = ? WHERE id = ? AND claim_hash = ? AND claimed_at = 0"),
+			micros(c.At), c.Device.ID, sdwan.SiteOffline, micros(c.At), c.SiteID, c.ClaimHash)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apierr.Conflict("site %s was claimed already", c.SiteID)
+		}
+		d := c.Device
+		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO devices ("+deviceCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+			d.ID, d.SiteID, d.Name, d.Serial, d.Status, d.Version, micros(d.LastSeen), micros(d.CreatedAt), micros(d.UpdatedAt)); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q("INSERT INTO mqtt_credentials (username, site_id, hash, mosquitto_hash, created_at) VALUES (?, ?, ?, ?, ?)"),
+			c.MQTTUser, c.SiteID, c.MQTTHash, c.MosquittoHash, micros(c.At))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store.ClaimSite: %w", err)
+	}
+	return nil
+}
+
+// DecommissionSite retires a site, its device and its MQTT credentials.
+func (s *Store) DecommissionSite(ctx context.Context, id string, at time.Time) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET status = ?, claim_hash = '', updated_at = ? WHERE id = ?"), sdwan.SiteDecommissioned, micros(at), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("site", id)
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE devices SET status = ?, updated_at = ? WHERE site_id = ?"), org.DeviceDecommissioned, micros(at), id); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q("UPDATE mqtt_credentials SET revoked_at = ? WHERE site_id = ? AND revoked_at = 0"), micros(at), id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store.DecommissionSite: %w", err)
+	}
+	return nil
+}
+
+// MQTTCredential is an agent's broker credential.
+type MQTTCredential struct {
+	Username, SiteID, Hash, MosquittoHash string
+	Revoked                               bool
+}
+
+// MQTTCredentialByUser returns a credential, or not found.
+func (s *Store) MQTTCredentialByUser(ctx context.Context, username string) (*MQTTCredential, error) {
+	var c MQTTCredential
+	var revoked int64
+	err := s.r.QueryRowContext(ctx, s.q("SELECT username, site_id, hash, mosquitto_hash, revoked_at FROM mqtt_credentials WHERE username = ?"), username).
+		Scan(&c.Username, &c.SiteID, &c.Hash, &c.MosquittoHash, &revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("mqtt user", username)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store.MQTTCredentialByUser: %w", err)
+	}
+	c.Revoked = revoked != 0
+	return &c, nil
+}
+
+// MQTTCredentials lists the active credentials (for writing an external broker's files).
+func (s *Store) MQTTCredentials(ctx context.Context) ([]*MQTTCredential, error) {
+	var out []*MQTTCredential
+	err := s.queryRows(ctx, "SELECT username, site_id, hash, mosquitto_hash FROM mqtt_credentials WHERE revoked_at = 0 ORDER BY username", nil, func(r *sql.Rows) error {
+		var c MQTTCredential
+		out = append(out, &c)
+		return r.Scan(&c.Username, &c.SiteID, &c.Hash, &c.MosquittoHash)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.MQTTCredentials: %w", err)
+	}
+	return out, nil
+}
+
+// CreateTransport adds a transport; a duplicate name on the site is a conflict.
+func (s *Store) CreateTransport(ctx context.Context, t *sdwan.Transport) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.insertTransport(ctx, tx, t); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q("UPDATE sites SET updated_at = ? WHERE id = ?"), micros(t.CreatedAt), t.SiteID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store.CreateTransport: %w", err)
+	}
+	return nil
+}
+
+// ListTransports lists a site's transports.
+func (s *Store) ListTransports(ctx context.Context, siteID string, p page.Params) ([]*sdwan.Transport, error) {
+	l := listQuery{cols: transportCols, from: "transports", params: p}
+	l.filter("site_id", siteID)
+	query, args := l.sql()
+	var out []*sdwan.Transport
+	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
+		t, err := scanTransport(r)
+		out = append(out, t)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ListTransports: %w", err)
+	}
+	return out, nil
+}
+
+// TransportFigures is a transport's latest status and metrics, saved periodically.
+type TransportFigures struct {
+	SiteID, Name, Status         string
+	LatencyMs, LossPct, JitterMs float64
+	At                           time.Time
+}
+
+// SaveTransportFigures stores the latest figures of many transports in one transaction.
+// It does not touch updated_at: figures change every second and would churn every list.
+func (s *Store) SaveTransportFigures(ctx context.Context, fs []TransportFigures) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, s.q("UPDATE transports SET status = ?, latency_ms = ?, loss_pct = ?, jitter_ms = ?, last_sample_at = ? WHERE site_id = ? AND name = ?"))
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, f := range fs {
+			if _, err := stmt.ExecContext(ctx, f.Status, f.LatencyMs, f.LossPct, f.JitterMs, micros(f.At), f.SiteID, f.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store.SaveTransportFigures: %w", err)
+	}
+	return nil
+}
+
+// LiveSites returns every claimed, not decommissioned site with its transports: what the
+// ingest engine loads at start.
+func (s *Store) LiveSites(ctx context.Context) ([]*sdwan.Site, error) {
+	var sites []*sdwan.Site
+	err := s.queryRows(ctx, "SELECT "+siteCols+" FROM sites WHERE claimed_at <> 0 AND status <> ?", []any{sdwan.SiteDecommissioned}, func(r *sql.Rows) error {
+		site, err := scanSite(r)
+		sites = append(sites, site)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.LiveSites: %w", err)
+	}
+	byID := make(map[string]*sdwan.Site, len(sites))
+	for _, site := range sites {
+		byID[site.ID] = site
+	}
+	err = s.queryRows(ctx, "SELECT "+transportCols+" FROM transports ORDER BY site_id, name", nil, func(r *sql.Rows) error {
+		t, err := scanTransport(r)
+		if err == nil && byID[t.SiteID] != nil {
+			byID[t.SiteID].Transports = append(byID[t.SiteID].Transports, t)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.LiveSites: %w", err)
+	}
+	return sites, nil
+}
+
+const policyCols = "id, name, type, description, published_version, created_at, updated_at"
+
+func scanPolicy(sc interface{ Scan(...any) error }) (*sdwan.Policy, error) {
+	var p sdwan.Policy
+	var c, u int64
+	if err := sc.Scan(&p.ID, &p.Name, &p.Type, &p.Description, &p.PublishedVersion, &c, &u); err != nil {
+		return nil, err
+	}
+	p.CreatedAt, p.UpdatedAt = fromMicros(c), fromMicros(u)
+	return &p, nil
+}
+
+func (s *Store) insertVersion(ctx context.Context, tx *sql.Tx, policyID string, v *sdwan.Version) error {
+	_, err := tx.ExecContext(ctx, s.q("INSERT INTO policy_versions (policy_id, version, status, content, comment, created_by, created_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+		policyID, v.Version, v.Status, string(v.Content), v.Comment, v.CreatedBy, micros(v.CreatedAt), micros(v.PublishedAt))
+	return err
+}
+
+// CreatePolicy stores a policy and, if v is not nil, its first version.
+func (s *Store) CreatePolicy(ctx context.Context, p *sdwan.Policy, v *sdwan.Version) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q("INSERT INTO policies ("+policyCols+") VALUES (?, ?, ?, ?, ?, ?, ?)"),
+			p.ID, p.Name, p.Type, p.Description, p.PublishedVersion, micros(p.CreatedAt), micros(p.UpdatedAt))
+		if isUnique(err) {
+			return apierr.Conflict("a policy named %q exists already", p.Name)
+		}
+		if err != nil || v == nil {
+			return err
+		}
+		return s.insertVersion(ctx, tx, p.ID, v)
+	})
+	if err != nil {
+		return fmt.Errorf("store.CreatePolicy: %w", err)
+	}
+	return nil
+}
+
+// AddVersion stores v as the policy's next version and sets v.Version.
+func (s *Store) AddVersion(ctx context.Context, policyID string, v *sdwan.Version) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM policies WHERE id = ?"), policyID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound("policy", policyID)
+		}
+		var last sql.NullInt64
+		if err := tx.QueryRowContext(ctx, s.q("SELECT MAX(version) FROM policy_versions WHERE policy_id = ?"), policyID).Scan(&last); err != nil {
+			return err
+		}
+		v.Version = int(last.Int64) + 1
+		if err := s.insertVersion(ctx, tx, policyID, v); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q("UPDATE policies SET updated_at = ? WHERE id = ?"), micros(v.CreatedAt), policyID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store.AddVersion: %w", err)
+	}
+	return nil
+}
+
+// GetPolicy returns a policy with its versions (oldest first) and the sites running it.
+func (s *Store) GetPolicy(ctx context.Context, id string) (*sdwan.Policy, error) {
+	p, err := scanPolicy(s.r.QueryRowContext(ctx, s.q("SELECT "+policyCols+" FROM policies WHERE id = ?"), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("policy", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store.GetPolicy: %w", err)
+	}
+	if err := s.fillPolicies(ctx, []*sdwan.Policy{p}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// fillPolicies loads the versions and rollout of policies.
+func (s *Store) fillPolicies(ctx context.Context, ps []*sdwan.Policy) error {
+	for _, p := range ps {
+		p.Versions, p.Rollout = []*sdwan.Version{}, []*sdwan.Rollout{}
+		err := s.queryRows(ctx, "SELECT version, status, content, comment, created_by, created_at, published_at FROM policy_versions WHERE policy_id = ? ORDER BY version", []any{p.ID}, func(r *sql.Rows) error {
+			var v sdwan.Version
+			var content string
+			var c, pub int64
+			if err := r.Scan(&v.Version, &v.Status, &content, &v.Comment, &v.CreatedBy, &c, &pub); err != nil {
+				return err
+			}
+			v.Content, v.CreatedAt, v.PublishedAt = json.RawMessage(content), fromMicros(c), fromMicros(pub)
+			p.Versions = append(p.Versions, &v)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("store: policy versions: %w", err)
+		}
+		err = s.queryRows(ctx, "SELECT site_id, policy_id, type, version, state, reason, change_id, updated_at FROM site_policies WHERE policy_id = ? ORDER BY site_id", []any{p.ID}, func(r *sql.Rows) error {
+			ro, err := scanRollout(r)
+			p.Rollout = append(p.Rollout, ro)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("store: policy rollout: %w", err)
+		}
+	}
+	return nil
+}
+
+func scanRollout(sc interface{ Scan(...any) error }) (*sdwan.Rollout, error) {
+	var ro sdwan.Rollout
+	var u int64
+	if err := sc.Scan(&ro.SiteID, &ro.PolicyID, &ro.Type, &ro.Version, &ro.State, &ro.Reason, &ro.ChangeID, &u); err != nil {
+		return nil, err
+	}
+	ro.UpdatedAt = fromMicros(u)
+	return &ro, nil
+}
+
+// ListPolicies lists policies with their versions.
+func (s *Store) ListPolicies(ctx context.Context, p page.Params, typ string) ([]*sdwan.Policy, error) {
+	l := listQuery{cols: policyCols, from: "policies", params: p}
+	l.filter("type", typ)
+	query, args := l.sql()
+	var out []*sdwan.Policy
+	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
+		pol, err := scanPolicy(r)
+		out = append(out, pol)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ListPolicies: %w", err)
+	}
+	return out, s.fillPolicies(ctx, out)
+}
+
+// PublishPolicy implements sdwan.Store.
+func (s *Store) PublishPolicy(ctx context.Context, policyID string, version int, sites []string, typ string, c *sdwan.Change) error {
+	at := micros(c.CreatedAt)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE policy_versions SET status = ? WHERE policy_id = ? AND status = ? AND version <> ?"),
+			sdwan.VersionSuperseded, policyID, sdwan.VersionPublished, version); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE policy_versions SET status = ?, published_at = ? WHERE policy_id = ? AND version = ?"),
+			sdwan.VersionPublished, at, policyID, version); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE policies SET published_version = ?, updated_at = ? WHERE id = ?"), version, at, policyID); err != nil {
+			return err
+		}
+		for _, site := range sites {
+			if _, err := tx.ExecContext(ctx, s.q("INSERT INTO site_policies (site_id, type, policy_id, version, state, reason, change_id, updated_at) VALUES (?, ?, ?, ?, ?, '', ?, ?) "+
+				"ON CONFLICT (site_id, type) DO UPDATE SET policy_id = excluded.policy_id, version = excluded.version, state = excluded.state, reason = '', change_id = excluded.change_id, updated_at = excluded.updated_at"),
+				site, typ, policyID, version, sdwan.RolloutPending, c.ID, at); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, s.q("INSERT INTO changes (id, kind, actor, target, version, from_version, sites, diff, comment, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+			c.ID, c.Kind, c.Actor, c.Target, c.Version, c.FromVersion, jsonText(c.Sites), jsonText(c.Diff), c.Comment, at, at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store.PublishPolicy: %w", err)
+	}
+	return nil
+}
+
+// ListChanges lists change records, optionally for one target.
+func (s *Store) ListChanges(ctx context.Context, p page.Params, target string) ([]*sdwan.Change, error) {
+	l := listQuery{cols: "id, kind, actor, target, version, from_version, sites, diff, comment, created_at, updated_at", from: "changes", params: p}
+	l.filter("target", target)
+	query, args := l.sql()
+	var out []*sdwan.Change
+	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
+		var c sdwan.Change
+		var sites, diff string
+		var cr, up int64
+		if err := r.Scan(&c.ID, &c.Kind, &c.Actor, &c.Target, &c.Version, &c.FromVersion, &sites, &diff, &c.Comment, &cr, &up); err != nil {
+			return err
+		}
+		_ = json.Unmarshal([]byte(sites), &c.Sites)
+		_ = json.Unmarshal([]byte(diff), &c.Diff)
+		c.CreatedAt, c.UpdatedAt = fromMicros(cr), fromMicros(up)
+		out = append(out, &c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ListChanges: %w", err)
+	}
+	return out, nil
+}
+
+// Assignments returns the policy versions a site runs, with their content.
+func (s *Store) Assignments(ctx context.Context, siteID string) ([]*sdwan.Assignment, error) {
+	var out []*sdwan.Assignment
+	err := s.queryRows(ctx, `SELECT sp.site_id, sp.policy_id, sp.type, sp.version, sp.state, sp.reason, sp.change_id, sp.updated_at, v.content
+FROM site_policies sp JOIN policy_versions v ON v.policy_id = sp.policy_id AND v.version = sp.version
+WHERE sp.site_id = ? ORDER BY sp.type`, []any{siteID}, func(r *sql.Rows) error {
+		var a sdwan.Assignment
+		var u int64
+		var content string
+		if err := r.Scan(&a.SiteID, &a.PolicyID, &a.Type, &a.Version, &a.State, &a.Reason, &a.ChangeID, &u, &content); err != nil {
+			return err
+		}
+		a.UpdatedAt, a.Content = fromMicros(u), json.RawMessage(content)
+		out = append(out, &a)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.Assignments: %w", err)
+	}
+	return out, nil
+}
+
+// SetRollout records an agent's acknowledgement; it reports false when the site no longer
+// runs that version (a late ack of an older version is ignored).
+func (s *Store) SetRollout(ctx context.Context, siteID, policyID string, version int, state, reason string, at time.Time) (bool, error) {
+	res, err := s.exec(ctx, "UPDATE site_policies SET state = ?, reason = ?, updated_at = ? WHERE site_id = ? AND policy_id = ? AND version = ?",
+		state, reason, micros(at), siteID, policyID, version)
+	if err != nil {
+		return false, fmt.Errorf("store.SetRollout: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
