@@ -82,7 +82,9 @@ func TestSitesAndClaim(t *testing.T) {
 		wantError(t, s.Do("POST", "/sd-wan/v1/claim", "", `{"claim_token":1}`), 400, "bad_request")
 
 		// The device appears in the core inventory.
-		var devs struct{ Data []struct{ ID, Site, Status, Version string } }
+		var devs struct {
+			Data []struct{ ID, Site, Status, Version string }
+		}
 		s.Do("GET", "/v1/devices?site="+site.ID, s.Key("devices:read"), nil).JSON(t, &devs)
 		if len(devs.Data) != 1 || devs.Data[0].ID != res.Device || devs.Data[0].Version != "1.0.0" {
 			t.Fatalf("devices after claim: %+v", devs.Data)
