@@ -31,7 +31,7 @@ EOF
 
 find_bin() {
 	if [[ -n "${PG_BIN:-}" ]]; then
-		[[ -x "$PG_BIN/initdb" ]] || die "PG_BIN=$PG_BIN has no initdb"
+		[[ -x "$PG_BIN/initdb" ]] || return 1
 		echo "$PG_BIN"
 		return 0
 	fi
@@ -47,9 +47,10 @@ find_bin() {
 }
 
 install_pg() {
-	if find_bin >/dev/null 2>&1; then
+	if find_bin >/dev/null; then
 		return 0
 	fi
+	[[ -z "${PG_BIN:-}" ]] || die "PG_BIN=$PG_BIN has no initdb"
 	local sudo=()
 	if [[ $EUID -ne 0 ]]; then
 		command -v sudo >/dev/null || die "PostgreSQL is not installed and we are not root (no sudo either): install the 'postgresql' package"

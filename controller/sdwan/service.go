@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/ids"
@@ -24,13 +25,12 @@ type SiteFilter struct{ Status, Role string }
 
 // ClaimRecord is what a claim writes: the site's device and its MQTT credential.
 type ClaimRecord struct {
-	SiteID        string
-	ClaimHash     string
-	Device        *org.Device
-	MQTTUser      string
-	MQTTHash      string // SHA-256 of the password, for the embedded broker
-	MosquittoHash string // the password in Mosquitto's password-file format, for an external broker
-	At            time.Time
+	SiteID    string
+	ClaimHash string
+	Device    *org.Device
+	MQTTUser  string
+	MQTTHash  string // mqtt.HashPassword of the password: the embedded broker and Mosquitto both read it
+	At        time.Time
 }
 
 // Assignment is a policy version a site runs, with its content.
@@ -89,13 +89,12 @@ type MQTTAccess struct {
 
 // Options configure the service.
 type Options struct {
-	MQTTURL       string                       // the broker address given to agents at claim
-	CAPEM         string                       // the CA agents should trust (the controller's own)
-	MosquittoHash func(password string) string // nil: no external broker to feed
-	OnClaimed     func(ctx context.Context, siteID string)
-	OnClaimReuse  func(ctx context.Context, siteID, clientIP, reason string)
-	DefaultClaim  time.Duration    // default 7 days
-	Now           func() time.Time // the clock; nil: time.Now
+	MQTTURL      string                                   // the broker address given to agents at claim
+	CAPEM        string                                   // the CA agents should trust (the controller's own)
+	OnClaimed    func(ctx context.Context, siteID string) // e.g. rewrite an external broker's files
+	OnClaimReuse func(ctx context.Context, siteID, clientIP, reason string)
+	DefaultClaim time.Duration    // default 7 days
+	Now          func() time.Time // the clock; nil: time.Now
 }
 
 // Service runs the SD-WAN family.
@@ -384,11 +383,15 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	if dev.Name == "" {
 		dev.Name = dev.ID
 	}
-	password := randomToken("", 24)
-	rec := ClaimRecord{SiteID: site.ID, ClaimHash: hash, Device: dev, MQTTUser: dev.ID, MQTTHash: hashToken(password), At: now}
-	if s.o.MosquittoHash != nil {
-		rec.MosquittoHash = s.o.MosquittoHash(password)
+	password, err := mqtt.NewPassword()
+	if err != nil {
+		return nil, err
 	}
+	pwHash, err := mqtt.HashPassword(password)
+	if err != nil {
+		return nil, err
+	}
+	rec := ClaimRecord{SiteID: site.ID, ClaimHash: hash, Device: dev, MQTTUser: dev.ID, MQTTHash: pwHash, At: now}
 	if err := s.store.ClaimSite(ctx, rec); err != nil {
 		if apierr.From(err).Status == 409 {
 			return nil, reuse(CodeClaimUsed, "was already used")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/event"
@@ -216,8 +217,8 @@ func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 			d.ID, d.SiteID, d.Name, d.Serial, d.Status, d.Version, micros(d.LastSeen), micros(d.CreatedAt), micros(d.UpdatedAt)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.q("INSERT INTO mqtt_credentials (username, site_id, hash, mosquitto_hash, created_at) VALUES (?, ?, ?, ?, ?)"),
-			c.MQTTUser, c.SiteID, c.MQTTHash, c.MosquittoHash, micros(c.At))
+		_, err = tx.ExecContext(ctx, s.q("INSERT INTO mqtt_credentials (username, site_id, hash, created_at) VALUES (?, ?, ?, ?)"),
+			c.MQTTUser, c.SiteID, c.MQTTHash, micros(c.At))
 		return err
 	})
 	if err != nil {
@@ -248,35 +249,30 @@ func (s *Store) DecommissionSite(ctx context.Context, id string, at time.Time) e
 	return nil
 }
 
-// MQTTCredential is an agent's broker credential.
-type MQTTCredential struct {
-	Username, SiteID, Hash, MosquittoHash string
-	Revoked                               bool
-}
+var _ mqtt.CredentialStore = (*Store)(nil)
 
-// MQTTCredentialByUser returns a credential, or not found.
-func (s *Store) MQTTCredentialByUser(ctx context.Context, username string) (*MQTTCredential, error) {
-	var c MQTTCredential
-	var revoked int64
-	err := s.r.QueryRowContext(ctx, s.q("SELECT username, site_id, hash, mosquitto_hash, revoked_at FROM mqtt_credentials WHERE username = ?"), username).
-		Scan(&c.Username, &c.SiteID, &c.Hash, &c.MosquittoHash, &revoked)
+// MQTTCredential returns an agent's active broker credential; a revoked or unknown one is
+// (nil, nil), which refuses the client.
+func (s *Store) MQTTCredential(ctx context.Context, username string) (*mqtt.Credential, error) {
+	var c mqtt.Credential
+	err := s.r.QueryRowContext(ctx, s.q("SELECT username, site_id, hash FROM mqtt_credentials WHERE username = ? AND revoked_at = 0"), username).
+		Scan(&c.Username, &c.Site, &c.Hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("mqtt user", username)
+		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store.MQTTCredentialByUser: %w", err)
+		return nil, fmt.Errorf("store.MQTTCredential: %w", err)
 	}
-	c.Revoked = revoked != 0
 	return &c, nil
 }
 
 // MQTTCredentials lists the active credentials (for writing an external broker's files).
-func (s *Store) MQTTCredentials(ctx context.Context) ([]*MQTTCredential, error) {
-	var out []*MQTTCredential
-	err := s.queryRows(ctx, "SELECT username, site_id, hash, mosquitto_hash FROM mqtt_credentials WHERE revoked_at = 0 ORDER BY username", nil, func(r *sql.Rows) error {
-		var c MQTTCredential
+func (s *Store) MQTTCredentials(ctx context.Context) ([]*mqtt.Credential, error) {
+	var out []*mqtt.Credential
+	err := s.queryRows(ctx, "SELECT username, site_id, hash FROM mqtt_credentials WHERE revoked_at = 0 ORDER BY username", nil, func(r *sql.Rows) error {
+		var c mqtt.Credential
 		out = append(out, &c)
-		return r.Scan(&c.Username, &c.SiteID, &c.Hash, &c.MosquittoHash)
+		return r.Scan(&c.Username, &c.Site, &c.Hash)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.MQTTCredentials: %w", err)

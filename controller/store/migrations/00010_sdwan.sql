@@ -46,8 +46,7 @@ CREATE INDEX transports_updated ON transports (updated_at, id);
 CREATE TABLE mqtt_credentials (
     username       TEXT PRIMARY KEY,
     site_id        TEXT NOT NULL,
-    hash           TEXT NOT NULL,
-    mosquitto_hash TEXT NOT NULL DEFAULT '',
+    hash           TEXT NOT NULL, -- Mosquitto's $7$ PBKDF2-SHA512 format, used by both brokers
     created_at     BIGINT NOT NULL,
     revoked_at     BIGINT NOT NULL DEFAULT 0
 );

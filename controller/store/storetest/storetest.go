@@ -231,7 +231,10 @@ func startServer() (*pgServer, error) {
 		u, err := runScript(script, 15*time.Minute, "start", dir, strconv.Itoa(port))
 		if err != nil {
 			errs = append(errs, err)
-			continue
+			if m := err.Error(); strings.Contains(m, "already in use") || strings.Contains(m, "could not start PostgreSQL") {
+				continue // maybe lost the port to a neighbour: try another
+			}
+			break
 		}
 		s, err := connect(u)
 		if err != nil {

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# THE test command of the project (README and .ci/run call it).
+#
+#   scripts/test.sh                     vet + all tests + short fuzz runs of every Fuzz target
+#   scripts/test.sh ARGS...             vet the ./packages among ARGS, then go test ARGS
+#                                       (e.g. scripts/test.sh -run Foo ./coreapi/...); no fuzzing
+#
+# It starts the real servers the tests need (installing them with apt on a bare Debian 12 if
+# missing), exports where they are, and stops them on exit:
+#   EDGEWAN_TEST_POSTGRES_URL   admin URL of a throwaway PostgreSQL (controller/store/storetest);
+#                               if already set, that server is used and nothing is started
+# Environment: FUZZTIME (default 10s) per fuzz target.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+die() { printf 'test.sh: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------------------------
+# Cleanup: every server started below registers how to stop it; run in reverse order on exit.
+CLEANUPS=()
+cleanup() {
+	local i
+	for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do
+		eval "${CLEANUPS[i]}" || true
+	done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Steps: run each, remember how it went, carry on; the summary at the end says what failed.
+RESULTS=()
+FAILED=0
+step() {
+	local name="$1" t0=$SECONDS
+	shift
+	log "$name"
+	if "$@"; then
+		RESULTS+=("ok    $name ($((SECONDS - t0))s)")
+	else
+		RESULTS+=("FAIL  $name ($((SECONDS - t0))s)")
+		FAILED=1
+	fi
+}
+
+# port_free PORT: nothing listens on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+random_port() {
+	local p
+	for _ in $(seq 1 100); do
+		p=$((20000 + RANDOM % 30000))
+		if port_free "$p"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Arguments
+if (($# > 0)); then
+	GO_TEST_ARGS=("$@")
+	VET_PKGS=()
+	for a in "$@"; do
+		case "$a" in ./* | ../*) VET_PKGS+=("$a") ;; esac
+	done
+	FUZZ=0
+else
+	GO_TEST_ARGS=(./...)
+	VET_PKGS=(./...)
+	FUZZ=1
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Go
+command -v go >/dev/null || die "go is not installed (need the version in go.mod: $(sed -n 's/^go //p' go.mod))"
+log "Go modules ($(go version))"
+go mod download
+
+# ---------------------------------------------------------------------------------------------
+# Server: PostgreSQL — the store and the HTTP server are tested on SQLite AND PostgreSQL.
+start_postgres() {
+	if [[ -n "${EDGEWAN_TEST_POSTGRES_URL:-}" ]]; then
+		log "PostgreSQL: using EDGEWAN_TEST_POSTGRES_URL from the environment"
+		return 0
+	fi
+	log "PostgreSQL"
+	bash scripts/postgres.sh install
+	PG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/edgewan-testpg-XXXXXX")"
+	CLEANUPS+=("bash '$ROOT/scripts/postgres.sh' stop '$PG_DIR'; rm -rf '$PG_DIR'")
+	local attempt port out
+	for attempt in 1 2 3 4 5; do
+		port="$(random_port)"
+		if out="$(bash scripts/postgres.sh start "$PG_DIR" "$port")"; then
+			EDGEWAN_TEST_POSTGRES_URL="$(tail -n 1 <<<"$out")"
+			export EDGEWAN_TEST_POSTGRES_URL
+			log "PostgreSQL: EDGEWAN_TEST_POSTGRES_URL=$EDGEWAN_TEST_POSTGRES_URL"
+			return 0
+		fi
+		echo "test.sh: PostgreSQL did not start on port $port (attempt $attempt); retrying on another port" >&2
+	done
+	die "could not start PostgreSQL (see messages above)"
+}
+start_postgres
+
+# ---------------------------------------------------------------------------------------------
+# Server: Mosquitto — (not yet) start one on a free loopback port with a generated config and
+# export its address, following the PostgreSQL section above.
+
+# ---------------------------------------------------------------------------------------------
+# Server: InfluxDB — (not yet) `GOBIN=DIR go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10`,
+# start it on a free port with flux-enabled, export its URL.
+
+# ---------------------------------------------------------------------------------------------
+# Vet, test, fuzz
+if ((${#VET_PKGS[@]} > 0)); then
+	step "go vet ${VET_PKGS[*]}" go vet "${VET_PKGS[@]}"
+fi
+
+step "go test ${GO_TEST_ARGS[*]}" go test -count=1 -timeout 30m "${GO_TEST_ARGS[@]}"
+
+if ((FUZZ)); then
+	# Every `func FuzzX(f *testing.F)` in a _test.go file, found afresh each run.
+	mapfile -t FUZZ_TARGETS < <(
+		grep -rEo --include='*_test.go' --exclude-dir=.git --exclude-dir=vendor --exclude-dir=testdata \
+			'^func Fuzz[A-Za-z0-9_]*\([A-Za-z0-9_]+ \*testing\.F\)' . | sort || true
+	)
+	if ((${#FUZZ_TARGETS[@]} == 0)); then
+		log "no fuzz targets found"
+	fi
+	for hit in "${FUZZ_TARGETS[@]}"; do
+		file="${hit%%:*}"
+		name="${hit#*:func }"
+		name="${name%%(*}"
+		pkg="$(dirname "$file")"
+		step "fuzz $name in $pkg (${FUZZTIME:-10s})" \
+			go test -run='^$' -fuzz="^${name}\$" -fuzztime="${FUZZTIME:-10s}" "$pkg"
+	done
+fi
+
+# ---------------------------------------------------------------------------------------------
+printf '\n==> Summary\n' >&2
+printf '    %s\n' "${RESULTS[@]}" >&2
+if ((FAILED)); then
+	printf 'test.sh: FAILED\n' >&2
+	exit 1
+fi
+printf 'test.sh: all passed\n' >&2
