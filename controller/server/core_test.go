@@ -221,6 +221,11 @@ func TestCasesLifecycle(t *testing.T) {
 		if resp := s.Do("GET", "/v1/soc/cases/case_nope", r, nil); resp.Status != 404 || resp.Err(t).Error.Code != "not_found" {
 			t.Fatalf("missing case: got %d %s; want 404 not_found", resp.Status, resp.Body)
 		}
+		for _, junk := range []string{"%00", "%FF%FE", "case_%00x"} {
+			if resp := s.Do("GET", "/v1/soc/cases/"+junk, r, nil); resp.Status != 400 || resp.Err(t).Error.Code != "bad_request" {
+				t.Fatalf("GET /v1/soc/cases/%s: got %d %s; want 400 bad_request", junk, resp.Status, resp.Body)
+			}
+		}
 		if resp := s.Do("PATCH", "/v1/soc/cases/case_nope", w, `{"note":"x"}`); resp.Status != 404 {
 			t.Fatalf("patch missing case: got %d; want 404", resp.Status)
 		}

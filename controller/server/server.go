@@ -126,7 +126,7 @@ func (s *Server) build(ctx context.Context) error {
 	if err := e.SetTrustedProxies(nil); err != nil { // the client address is the peer's unless configured
 		return err
 	}
-	e.Use(rest.RequestID(), s.httpMetrics(), accessLog(), rest.Recovery())
+	e.Use(rest.RequestID(), s.httpMetrics(), accessLog(), rest.Recovery(), rest.CleanPath())
 	e.NoRoute(rest.NoRoute)
 	e.NoMethod(rest.NoMethod)
 	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })

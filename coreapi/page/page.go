@@ -176,8 +176,9 @@ func (cd *Codec) decode(s string, binding []byte) (Key, error) {
 	if len(s) > 512 {
 		return Key{}, errors.New("too long")
 	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(s) // Strict: one spelling per cursor
-	if err != nil {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	// One spelling per cursor: the decoder skips newlines and ignores the last character's spare bits.
+	if err != nil || base64.RawURLEncoding.EncodeToString(raw) != s {
 		return Key{}, errors.New("not a cursor issued by this server")
 	}
 	if len(raw) < 1+8+16 || raw[0] != cursorVersion {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -214,4 +215,16 @@ func jsonKind(goKind string) string {
 		return "a number"
 	}
 	return goKind
+}
+
+// CleanPath refuses request paths that are not UTF-8 text or hold a NUL: no resource has such a
+// name, and PostgreSQL's text type refuses them with an error that would surface as a 500.
+func CleanPath() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if p := c.Request.URL.Path; !utf8.ValidString(p) || strings.IndexByte(p, 0) >= 0 {
+			FailWith(c, http.StatusBadRequest, apierr.CodeBadRequest, "the request path must be UTF-8 text without NUL characters")
+			return
+		}
+		c.Next()
+	}
 }
