@@ -30,6 +30,20 @@ type Config struct {
 	WebhookRetryMax    time.Duration // longest delay between attempts
 	WebhookRetryWindow time.Duration // give up after this long
 
+	MQTTListen    string        // the embedded broker's TLS listener
+	MQTTURL       string        // an external broker (mqtts://host:port) instead of the embedded one
+	MQTTUsername  string        // the controller's identity on the external broker
+	MQTTPassword  string        // its password (prefer EDGEWAN_MQTT_PASSWORD to the flag)
+	MQTTCA        string        // CA bundle for the external broker's certificate
+	MQTTPublicURL string        // the broker URL handed to agents at claim; empty: derived
+	MosquittoDir  string        // write an external Mosquitto's password and ACL files here at every claim
+	OfflineAfter  time.Duration // a site that has not reported for this long is offline
+
+	InfluxURL    string // InfluxDB for telemetry history; empty: the embedded store in DataDir
+	InfluxToken  string
+	InfluxOrg    string
+	InfluxBucket string
+
 	RateLimit float64 // requests per second per token; 0 disables
 	RateBurst int     // bucket size
 
@@ -48,6 +62,10 @@ func Default() Config {
 		WebhookRetryBase:   5 * time.Second,
 		WebhookRetryMax:    time.Hour,
 		WebhookRetryWindow: 24 * time.Hour,
+		MQTTListen:         "127.0.0.1:8883",
+		MQTTUsername:       "controller",
+		OfflineAfter:       30 * time.Second,
+		InfluxBucket:       "telemetry/autogen",
 		RateLimit:          50,
 		RateBurst:          100,
 		ShutdownTimeout:    20 * time.Second,
@@ -76,6 +94,18 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.WebhookRetryBase, "webhook-retry-base", c.WebhookRetryBase, "delay before the first webhook retry; doubles each time")
 	fs.DurationVar(&c.WebhookRetryMax, "webhook-retry-max", c.WebhookRetryMax, "longest delay between webhook retries")
 	fs.DurationVar(&c.WebhookRetryWindow, "webhook-retry-window", c.WebhookRetryWindow, "how long to retry a webhook delivery before marking it failed")
+	fs.StringVar(&c.MQTTListen, "mqtt-listen", c.MQTTListen, "the embedded MQTT broker's TLS listen address (agents connect here)")
+	fs.StringVar(&c.MQTTURL, "mqtt-url", c.MQTTURL, "use this external broker (mqtts://host:port) instead of the embedded one")
+	fs.StringVar(&c.MQTTUsername, "mqtt-username", c.MQTTUsername, "the controller's username on the external broker")
+	fs.StringVar(&c.MQTTPassword, "mqtt-password", c.MQTTPassword, "the controller's password on the external broker (prefer EDGEWAN_MQTT_PASSWORD)")
+	fs.StringVar(&c.MQTTCA, "mqtt-ca", c.MQTTCA, "CA bundle (PEM) for the external broker's certificate")
+	fs.StringVar(&c.MQTTPublicURL, "mqtt-public-url", c.MQTTPublicURL, "broker URL given to agents when they claim (default: from --mqtt-url or --mqtt-listen)")
+	fs.StringVar(&c.MosquittoDir, "mosquitto-dir", c.MosquittoDir, "with --mqtt-url: write the Mosquitto password and ACL files for the agents here")
+	fs.DurationVar(&c.OfflineAfter, "offline-after", c.OfflineAfter, "mark a site offline after this long without a report")
+	fs.StringVar(&c.InfluxURL, "influx-url", c.InfluxURL, "InfluxDB URL for telemetry history (empty: embedded store in the data dir)")
+	fs.StringVar(&c.InfluxToken, "influx-token", c.InfluxToken, "InfluxDB token (\"user:password\" for InfluxDB 1.8)")
+	fs.StringVar(&c.InfluxOrg, "influx-org", c.InfluxOrg, "InfluxDB organisation (empty for 1.8)")
+	fs.StringVar(&c.InfluxBucket, "influx-bucket", c.InfluxBucket, "InfluxDB bucket (\"database/retention\" for 1.8)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per token (0 disables)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API request burst per token")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests and queues on SIGTERM")
@@ -135,6 +165,22 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be positive, got %s", name, d))
 		}
+	}
+	if c.MQTTURL == "" {
+		if _, _, err := net.SplitHostPort(c.MQTTListen); err != nil {
+			errs = append(errs, fmt.Errorf("--mqtt-listen %q: %w", c.MQTTListen, err))
+		}
+	} else if !strings.HasPrefix(c.MQTTURL, "mqtts://") && !strings.HasPrefix(c.MQTTURL, "ssl://") && !strings.HasPrefix(c.MQTTURL, "tcp://") {
+		errs = append(errs, fmt.Errorf("--mqtt-url %q: want mqtts://host:port", c.MQTTURL))
+	}
+	if c.MosquittoDir != "" && c.MQTTURL == "" {
+		errs = append(errs, errors.New("--mosquitto-dir goes with --mqtt-url (the embedded broker needs no files)"))
+	}
+	if c.OfflineAfter < 2*time.Second {
+		errs = append(errs, fmt.Errorf("--offline-after must be at least 2s, got %s", c.OfflineAfter))
+	}
+	if c.InfluxURL != "" && !strings.HasPrefix(c.InfluxURL, "http://") && !strings.HasPrefix(c.InfluxURL, "https://") {
+		errs = append(errs, fmt.Errorf("--influx-url %q: want http(s)://host:port", c.InfluxURL))
 	}
 	if c.RateLimit < 0 || c.RateBurst < 0 {
 		errs = append(errs, errors.New("--rate-limit and --rate-burst must not be negative"))

@@ -96,6 +96,13 @@ type Transport struct {
 	UpdatedAt     time.Time `json:"updated_at"`
 }
 
+// TransportFigures is a transport's latest status and metrics, as the controller saves them.
+type TransportFigures struct {
+	SiteID, Name, Status         string
+	LatencyMs, LossPct, JitterMs float64
+	At                           time.Time
+}
+
 // CreateSiteRequest is the body of POST /sites.
 type CreateSiteRequest struct {
 	Name       string                   `json:"name"`

@@ -72,11 +72,14 @@ type Pusher interface {
 	PushPolicies(ctx context.Context, siteID string) error
 }
 
-// Live answers what only the running controller knows: current transport figures and health.
+// Live is the running controller's view of the sites: current transport figures and health,
+// and what must follow a change of a site.
 type Live interface {
 	// Overlay fills the transports' latest status and metrics from memory.
 	Overlay(siteID string, ts []*Transport)
 	Health(siteID string, window time.Duration) (*Health, bool)
+	// SiteChanged reloads a site after a claim, a new transport or decommissioning.
+	SiteChanged(ctx context.Context, siteID string) error
 }
 
 // MQTTAccess is how a claimed agent reaches the broker.
@@ -89,7 +92,7 @@ type MQTTAccess struct {
 
 // Options configure the service.
 type Options struct {
-	MQTTURL      string                                   // the broker address given to agents at claim
+	BrokerURL    func() string                            // the broker address given to agents at claim
 	CAPEM        string                                   // the CA agents should trust (the controller's own)
 	OnClaimed    func(ctx context.Context, siteID string) // e.g. rewrite an external broker's files
 	OnClaimReuse func(ctx context.Context, siteID, clientIP, reason string)
@@ -121,6 +124,13 @@ func NewService(st Store, o Options, notify func()) *Service {
 		clock = time.Now
 	}
 	return &Service{store: st, o: o, notify: notify, now: func() time.Time { return clock().UTC().Truncate(time.Microsecond) }}
+}
+
+func (s *Service) brokerURL() string {
+	if s.o.BrokerURL == nil {
+		return ""
+	}
+	return s.o.BrokerURL()
 }
 
 // Attach connects the service to the running controller's pusher and live view.
@@ -284,7 +294,20 @@ func (s *Service) UpdateSite(ctx context.Context, id string, req UpdateSiteReque
 // DecommissionSite retires a site: its agent's credentials stop working and it leaves the lists
 // of live sites. The record stays.
 func (s *Service) DecommissionSite(ctx context.Context, id string) error {
-	return s.store.DecommissionSite(ctx, id, s.now())
+	if err := s.store.DecommissionSite(ctx, id, s.now()); err != nil {
+		return err
+	}
+	return s.changed(ctx, id)
+}
+
+func (s *Service) changed(ctx context.Context, id string) error {
+	if s.live == nil {
+		return nil
+	}
+	if err := s.live.SiteChanged(ctx, id); err != nil {
+		return fmt.Errorf("sdwan: reloading site %s: %w", id, err)
+	}
+	return nil
 }
 
 // AddTransport adds a circuit to a site.
@@ -305,6 +328,11 @@ func (s *Service) AddTransport(ctx context.Context, siteID string, req CreateTra
 	t := newTransport(siteID, &req, s.now())
 	if err := s.store.CreateTransport(ctx, t); err != nil {
 		return nil, err
+	}
+	if !site.ClaimedAt.IsZero() {
+		if err := s.changed(ctx, siteID); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -401,12 +429,15 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	if s.o.OnClaimed != nil {
 		s.o.OnClaimed(ctx, site.ID)
 	}
+	if err := s.changed(ctx, site.ID); err != nil {
+		return nil, err
+	}
 	site, err = s.GetSite(ctx, site.ID)
 	if err != nil {
 		return nil, err
 	}
 	return &ClaimResult{Site: site, Device: dev.ID,
-		MQTT: MQTTAccess{URL: s.o.MQTTURL, Username: dev.ID, Password: password, CAPEM: s.o.CAPEM}}, nil
+		MQTT: MQTTAccess{URL: s.brokerURL(), Username: dev.ID, Password: password, CAPEM: s.o.CAPEM}}, nil
 }
 
 // CreatePolicyRequest is the body of POST /policies.

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -24,6 +25,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/edgewan/edgewan/controller/config"
+	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/server/servertest"
 	"github.com/edgewan/edgewan/coreapi/auth"
 	"github.com/edgewan/edgewan/coreapi/openapi"
@@ -225,6 +227,12 @@ func oaUndocumented(at string, s *openapi3.Schema, v any) []string {
 	var out []string
 	switch v := v.(type) {
 	case map[string]any:
+		// A oneOf (policy content: steering or QoS) is documented by the branch the value matches.
+		for _, alt := range s.OneOf {
+			if alt.Value.VisitJSON(v, openapi3.VisitAsResponse()) == nil {
+				return oaUndocumented(at, alt.Value, v)
+			}
+		}
 		props := map[string]*openapi3.SchemaRef{}
 		open := s.AdditionalProperties.Has != nil && *s.AdditionalProperties.Has || s.AdditionalProperties.Schema != nil
 		for _, sub := range append([]*openapi3.SchemaRef{{Value: s}}, s.AllOf...) {
@@ -538,6 +546,9 @@ func TestOpenAPIConformance(t *testing.T) {
 	c.want(c.do("DELETE", whDoc, whPath, all, nil), 204)
 	c.want(c.do("DELETE", whDoc, whPath, all, nil), 404)
 
+	// SD-WAN.
+	c.sdwanFamily(all)
+
 	// Unknown paths and methods answer the error body too.
 	for _, x := range []struct {
 		method, path string
@@ -545,8 +556,9 @@ func TestOpenAPIConformance(t *testing.T) {
 		code         string
 	}{
 		{"GET", "/v1/nope", 404, "not_found"},
-		{"GET", "/sd-wan/v1/sites", 404, "not_found"},
+		{"GET", "/sd-wan/v1/nope", 404, "not_found"},
 		{"PUT", "/v1/org", 405, "method_not_allowed"},
+		{"PUT", "/sd-wan/v1/sites", 405, "method_not_allowed"},
 	} {
 		r := s.Do(x.method, x.path, all, nil)
 		if r.Status != x.status || r.Err(t).Error.Code != x.code {
@@ -554,11 +566,13 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 	}
 
-	// Every documented success status was seen at least once.
+	// Every documented success status was seen at least once; for SD-WAN every documented
+	// status but 429 (TestOpenAPIRateLimited) and 500.
 	for _, p := range doc.Paths.Keys() {
 		for method, o := range doc.Paths.Value(p).Operations() {
 			for code := range o.Responses.Map() {
-				if code[0] == '2' && !c.covered[method+" "+p+" "+code] {
+				all := strings.HasPrefix(p, "/sd-wan/v1/") && code != "429" && code != "500"
+				if (code[0] == '2' || all) && !c.covered[method+" "+p+" "+code] {
 					t.Errorf("%s %s %s: documented but never answered in this test", method, p, code)
 				}
 			}
@@ -587,4 +601,480 @@ func TestOpenAPIRateLimited(t *testing.T) {
 	// Failed authentications spend the client address's budget.
 	c.want(c.do("GET", "/v1/ping", "/v1/ping", "", nil), 401)
 	c.want(c.do("GET", "/v1/ping", "/v1/ping", "", nil), 429)
+
+	// SD-WAN: each key its own bucket, with the same headers.
+	sd := s.Key("sdwan:read")
+	r = c.do("GET", "/sd-wan/v1/sites", "/sd-wan/v1/sites", sd, nil)
+	c.want(r, 200)
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		if r.Header.Get(h) == "" {
+			t.Errorf("with rate limiting on, an SD-WAN 200 lacks %s", h)
+		}
+	}
+	c.want(c.do("GET", "/sd-wan/v1/sites", "/sd-wan/v1/sites", sd, nil), 429)
+	// The claim has no key: it spends the address's budget, which the failed authentications
+	// above have used up.
+	claim := map[string]string{"claim_token": "ewc_nope"}
+	c.want(c.do("POST", "/sd-wan/v1/claim", "/sd-wan/v1/claim", "", claim), 429)
+
+	// And claims alone use it up.
+	s2 := servertest.Start(t, servertest.Options{Config: func(cfg *config.Config) {
+		cfg.RateLimit, cfg.RateBurst = 0.5, 1
+	}})
+	c2 := &oaChecker{t: t, doc: doc, s: s2, covered: map[string]bool{}}
+	c2.want(c2.do("POST", "/sd-wan/v1/claim", "/sd-wan/v1/claim", "", claim), 401)
+	r = c2.do("POST", "/sd-wan/v1/claim", "/sd-wan/v1/claim", "", claim)
+	c2.want(r, 429)
+	if r.Err(t).Error.Code != "rate_limited" {
+		t.Errorf("claim over the limit: %s", r.Body)
+	}
+}
+
+// sdwanFamily exercises every SD-WAN operation, its successes and each error status it documents,
+// and checks that the request schemas accept exactly what the handlers accept at the
+// boundaries the schemas can express.
+func (c *oaChecker) sdwanFamily(all string) {
+	t, s := c.t, c.s
+	t.Helper()
+	read, write := s.Key(auth.ScopeSDWANRead), s.Key(auth.ScopeSDWANWrite)
+
+	// Sites: pre-stage one with transports and a pinned serial, and a minimal one.
+	sitesDoc, siteDoc := "/sd-wan/v1/sites", "/sd-wan/v1/sites/{id}"
+	r := c.do("POST", sitesDoc, sitesDoc, write, map[string]any{
+		"name": "OA Branch", "role": "branch", "serial": "SN-OA-1", "claim_ttl": "72h",
+		"location": map[string]any{"address": "1 rue de la Paix", "city": "Lyon", "country": "FR", "lat": 45.76, "lon": 4.83},
+		"segments": []string{"corporate", "guest"},
+		"transports": []map[string]any{
+			{"name": "mpls", "kind": "mpls", "interface": "eth1", "gateway": "198.18.1.1", "probe_targets": []string{"198.18.100.1"}, "bandwidth_kbps": 20000, "cost": 10},
+			{"name": "inet", "kind": "broadband", "interface": "eth2", "gateway": "198.18.2.1", "probe_targets": []string{"198.18.100.1"}, "bandwidth_kbps": 100000, "cost": 1},
+		},
+	})
+	c.want(r, 201)
+	var site sdwan.Site
+	r.JSON(t, &site)
+	if loc := r.Header.Get("Location"); loc != "/sd-wan/v1/sites/"+site.ID {
+		t.Errorf("site Location %q", loc)
+	}
+	if cc := r.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("site creation Cache-Control %q; the document says no-store", cc)
+	}
+	if site.Status != sdwan.SitePending || !strings.HasPrefix(site.Claim, "ewc_") || len(site.Transports) != 2 ||
+		site.ClaimExpiresAt.Sub(site.CreatedAt) != 72*time.Hour {
+		t.Fatalf("created site: %s", r.Body)
+	}
+	sitePath := "/sd-wan/v1/sites/" + site.ID
+	var kiosk sdwan.Site
+	r = c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Kiosk"})
+	c.want(r, 201)
+	r.JSON(t, &kiosk)
+	if kiosk.Role != "branch" || !slices.Equal(kiosk.Segments, []string{"corporate"}) ||
+		kiosk.ClaimExpiresAt.Sub(kiosk.CreatedAt) != 7*24*time.Hour {
+		t.Errorf("the documented defaults (role branch, segments [corporate], claim_ttl 168h) were not applied: %s", r.Body)
+	}
+	kioskPath := "/sd-wan/v1/sites/" + kiosk.ID
+	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Branch"}), 409)
+	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Twice", "transports": []map[string]any{
+		{"name": "a", "interface": "eth1"}, {"name": "a", "interface": "eth2"}}}), 409)
+	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Days", "claim_ttl": "7d"}), 400) // a Go duration: no d
+	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Long", "claim_ttl": "2161h"}), 400)
+	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "  "}), 400)
+	c.want(c.do("POST", sitesDoc, sitesDoc, read, map[string]any{"name": "x"}), 403)
+
+	c.want(c.do("GET", siteDoc, sitePath, read, nil), 200)
+	if r := c.do("GET", siteDoc, sitePath, read, nil); strings.Contains(string(r.Body), "claim_token") {
+		t.Errorf("GET shows the claim token: %s", r.Body)
+	}
+	c.want(c.do("GET", siteDoc, "/sd-wan/v1/sites/site_nope", read, nil), 404)
+
+	// Lists and filters: two pending branch sites, one per page.
+	r = c.do("GET", sitesDoc, "/sd-wan/v1/sites?status=pending&role=branch&limit=1&order=asc", read, nil)
+	c.want(r, 200)
+	var sitePage struct {
+		Data       []sdwan.Site `json:"data"`
+		NextCursor *string      `json:"next_cursor"`
+	}
+	r.JSON(t, &sitePage)
+	if len(sitePage.Data) != 1 || sitePage.NextCursor == nil {
+		t.Fatalf("sites: first page of 1 of 2: %s", r.Body)
+	}
+	c.want(c.do("GET", sitesDoc, "/sd-wan/v1/sites?status=pending&role=branch&limit=1&order=asc&cursor="+*sitePage.NextCursor, read, nil), 200)
+	c.want(c.do("GET", sitesDoc, "/sd-wan/v1/sites?status=happy", read, nil), 400)
+	c.want(c.do("GET", sitesDoc, "/sd-wan/v1/sites?role=spoke", read, nil), 400)
+	c.want(c.do("GET", sitesDoc, "/sd-wan/v1/sites?colour=red", read, nil), 400)
+	c.want(c.do("GET", sitesDoc, "/sd-wan/v1/sites?cursor=bogus", read, nil), 400)
+
+	// PATCH.
+	c.want(c.do("PATCH", siteDoc, sitePath, write, map[string]any{"name": "OA Branch Lyon", "segments": []string{"corporate", "iot"}, "location": map[string]any{"city": "Lyon"}}), 200)
+	c.want(c.do("PATCH", siteDoc, sitePath, write, map[string]any{}), 400)
+	c.want(c.do("PATCH", siteDoc, sitePath, write, map[string]any{"role": "spoke"}), 400)
+	c.want(c.do("PATCH", siteDoc, sitePath, write, map[string]any{"name": "OA Kiosk"}), 409)
+	c.want(c.do("PATCH", siteDoc, "/sd-wan/v1/sites/site_nope", write, map[string]any{"name": "x"}), 404)
+
+	// Transports.
+	trsDoc, trsPath := "/sd-wan/v1/sites/{id}/transports", sitePath+"/transports"
+	r = c.do("POST", trsDoc, trsPath, write, map[string]any{"name": "lte", "kind": "lte", "interface": "wwan0", "probe_targets": []string{"198.18.100.1"}})
+	c.want(r, 201)
+	var tr sdwan.Transport
+	r.JSON(t, &tr)
+	if loc := r.Header.Get("Location"); loc != trsPath+"/"+tr.ID {
+		t.Errorf("transport Location %q; the document says %s/{transport ID}", loc, trsPath)
+	}
+	if tr.Status != sdwan.TransportUnknown || tr.SiteID != site.ID {
+		t.Errorf("new transport: %s", r.Body)
+	}
+	c.want(c.do("POST", trsDoc, trsPath, write, map[string]any{"name": "lte", "interface": "wwan1"}), 409)
+	c.want(c.do("POST", trsDoc, trsPath, write, map[string]any{"name": "x", "interface": "eth0", "gateway": "not-ip"}), 400)
+	c.want(c.do("POST", trsDoc, trsPath, write, map[string]any{"name": "x", "interface": "a/b"}), 400)
+	c.want(c.do("POST", trsDoc, "/sd-wan/v1/sites/site_nope/transports", write, map[string]any{"name": "x", "interface": "e"}), 404)
+	r = c.do("GET", trsDoc, trsPath+"?order=asc", read, nil)
+	c.want(r, 200)
+	var trs struct{ Data []sdwan.Transport }
+	r.JSON(t, &trs)
+	if len(trs.Data) != 3 {
+		t.Errorf("got %d transports; want 3", len(trs.Data))
+	}
+	c.want(c.do("GET", trsDoc, trsPath+"?kind=lte", read, nil), 400) // no filters
+	c.want(c.do("GET", trsDoc, "/sd-wan/v1/sites/site_nope/transports", read, nil), 404)
+
+	// Health.
+	healthDoc, healthPath := "/sd-wan/v1/sites/{id}/health", sitePath+"/health"
+	r = c.do("GET", healthDoc, healthPath+"?window=1h", read, nil)
+	c.want(r, 200)
+	var hl sdwan.Health
+	r.JSON(t, &hl)
+	if hl.Site != site.ID || hl.Window != "1h" || len(hl.Transports) != 3 {
+		t.Errorf("health: %s", r.Body)
+	}
+	r = c.do("GET", healthDoc, healthPath, read, nil)
+	c.want(r, 200)
+	r.JSON(t, &hl)
+	if def := c.operation("GET", healthDoc).Parameters.GetByInAndName("query", "window").Schema.Value.Default; hl.Window != def {
+		t.Errorf("health without window: window %q; the document's default is %v", hl.Window, def)
+	}
+	c.want(c.do("GET", healthDoc, healthPath+"?window=7d", read, nil), 200)
+	c.want(c.do("GET", healthDoc, healthPath+"?window=1d12h", read, nil), 200)
+	for _, w := range []string{"30s", "31d", "-5m", "0", "abc"} {
+		c.want(c.do("GET", healthDoc, healthPath+"?window="+w, read, nil), 400)
+	}
+	c.want(c.do("GET", healthDoc, healthPath+"?since=2026-01-01T00:00:00Z", read, nil), 400)
+	c.want(c.do("GET", healthDoc, "/sd-wan/v1/sites/site_nope/health", read, nil), 404)
+
+	// Zero-touch claim: no bearer token; the pinned serial must match; the token works once.
+	claimDoc := "/sd-wan/v1/claim"
+	claimErr := func(r *servertest.Response, code string) {
+		t.Helper()
+		c.want(r, 401)
+		if got := r.Err(t).Error.Code; got != code {
+			t.Errorf("claim: error code %q; want %q", got, code)
+		}
+		if r.Header.Get("WWW-Authenticate") != "" {
+			t.Errorf("claim: a 401 with WWW-Authenticate; the document says none")
+		}
+	}
+	claimErr(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": site.Claim, "serial": "SN-OTHER"}), sdwan.CodeClaimSerial)
+	claimErr(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": site.Claim}), sdwan.CodeClaimSerial)
+	r = c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": site.Claim, "serial": "SN-OA-1", "hostname": "oa-r1", "version": "1.0.0"})
+	c.want(r, 200)
+	var claimed sdwan.ClaimResult
+	r.JSON(t, &claimed)
+	if claimed.Site.ID != site.ID || claimed.Site.Status != sdwan.SiteOffline || claimed.Site.DeviceID != claimed.Device ||
+		claimed.MQTT.Username != claimed.Device || claimed.MQTT.Password == "" {
+		t.Errorf("claim result: %s", r.Body)
+	}
+	claimErr(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": site.Claim, "serial": "SN-OA-1"}), sdwan.CodeClaimUsed)
+	claimErr(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": "ewc_nope"}), sdwan.CodeClaimUnknown)
+	claimErr(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": "not-a-claim-token"}), sdwan.CodeClaimUnknown)
+	claimErr(c.do("POST", claimDoc, claimDoc, all, map[string]string{"claim_token": "ewc_nope"}), sdwan.CodeClaimUnknown) // a bearer token changes nothing
+	c.want(c.do("POST", claimDoc, claimDoc, "", `{"claim_token":1}`), 400)
+	c.want(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": kiosk.Claim, "hostname": strings.Repeat("h", 256)}), 400)
+	c.want(c.do("PATCH", siteDoc, sitePath, write, map[string]any{"serial": "SN-OA-2"}), 409) // claimed: the serial is fixed
+	c.want(c.do("GET", "/v1/devices", "/v1/devices?site="+site.ID, all, nil), 200)
+
+	// Policies: a steering policy with a first version, a QoS policy, an empty one.
+	polsDoc, polDoc := "/sd-wan/v1/policies", "/sd-wan/v1/policies/{id}"
+	v1 := map[string]any{
+		"classes": []map[string]any{{"name": "voice", "max_latency_ms": 150, "max_loss_pct": 1, "max_jitter_ms": 30}, {"name": "bulk"}},
+		"rules": []map[string]any{
+			{"name": "sip", "class": "voice", "application": "sip"},
+			{"name": "ef", "class": "voice", "dscp": []int{46}},
+			{"name": "erp", "class": "bulk", "destinations": []string{"10.20.0.0/16"}, "sources": []string{"10.1.0.0/16"}, "protocol": "tcp", "ports": []string{"443", "8000-8099"}, "fwmark": 7},
+		},
+		"paths":         map[string][]string{"voice": {"mpls", "inet"}, "bulk": {"inet", "mpls"}},
+		"default_class": "bulk",
+	}
+	r = c.do("POST", polsDoc, polsDoc, write, map[string]any{"name": "oa-standard", "type": "steering", "description": "voice on mpls", "content": v1, "comment": "first"})
+	c.want(r, 201)
+	var pol sdwan.Policy
+	r.JSON(t, &pol)
+	if loc := r.Header.Get("Location"); loc != "/sd-wan/v1/policies/"+pol.ID {
+		t.Errorf("policy Location %q", loc)
+	}
+	if len(pol.Versions) != 1 || pol.Versions[0].Status != sdwan.VersionDraft || pol.PublishedVersion != 0 {
+		t.Fatalf("created policy: %s", r.Body)
+	}
+	polPath := "/sd-wan/v1/policies/" + pol.ID
+	qos := map[string]any{"transports": []map[string]any{{"transport": "mpls", "rate_kbps": 20000, "classes": []map[string]any{
+		{"class": "voice", "rate_kbps": 2000, "ceil_kbps": 4000, "priority": 0}, {"class": "bulk", "rate_kbps": 10000, "ceil_kbps": 20000, "priority": 7}}}}}
+	r = c.do("POST", polsDoc, polsDoc, write, map[string]any{"name": "oa-shaping", "type": "qos", "content": qos})
+	c.want(r, 201)
+	var qpol sdwan.Policy
+	r.JSON(t, &qpol)
+	c.want(c.do("POST", polsDoc, polsDoc, write, map[string]any{"name": "oa-empty", "type": "steering"}), 201)
+	c.want(c.do("POST", polsDoc, polsDoc, write, map[string]any{"name": "oa-standard", "type": "qos"}), 409)
+	c.want(c.do("POST", polsDoc, polsDoc, write, map[string]any{"name": "x", "type": "firewall"}), 400)
+	c.want(c.do("POST", polsDoc, polsDoc, write, map[string]any{"name": "x", "type": "steering", "content": map[string]any{"classes": []any{}}}), 400)
+	c.want(c.do("POST", polsDoc, polsDoc, write, map[string]any{"name": "x", "type": "steering", "content": qos}), 400) // content of the other type
+
+	verDoc, verPath := "/sd-wan/v1/policies/{id}/versions", polPath+"/versions"
+	paths2 := map[string][]string{"voice": {"inet", "mpls"}, "bulk": {"inet", "mpls"}}
+	v2 := maps.Clone(v1)
+	v2["paths"] = paths2
+	r = c.do("POST", verDoc, verPath, write, map[string]any{"content": v2, "comment": "prefer inet"})
+	c.want(r, 201)
+	var ver sdwan.Version
+	r.JSON(t, &ver)
+	if ver.Version != 2 || ver.Status != sdwan.VersionDraft || r.Header.Get("Location") != "" {
+		t.Errorf("added version: %s (Location %q)", r.Body, r.Header.Get("Location"))
+	}
+	c.want(c.do("POST", verDoc, verPath, write, map[string]any{"content": map[string]any{"classes": []map[string]any{{"name": "a"}}, "paths": map[string]any{"b": []string{"x"}}}}), 400)
+	c.want(c.do("POST", verDoc, verPath, write, map[string]any{"comment": "no content"}), 400)
+	c.want(c.do("POST", verDoc, "/sd-wan/v1/policies/pol_nope/versions", write, map[string]any{"content": v1}), 404)
+
+	// Publish: refused (422) when a site lacks a named transport, the version or the sites are
+	// missing; then version 1, then version 2 with its diff, and the QoS policy.
+	pubDoc, pubPath := "/sd-wan/v1/policies/{id}/publish", polPath+"/publish"
+	r = c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 1, "sites": []string{site.ID, kiosk.ID}})
+	c.want(r, 422)
+	if msg := r.Err(t).Error.Message; !strings.Contains(msg, kiosk.ID) || !strings.Contains(msg, "inet") || !strings.Contains(msg, "mpls") {
+		t.Errorf("422 does not name the site and the missing transports: %s", msg)
+	}
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 9, "sites": []string{site.ID}}), 422)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 1}), 422)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 1, "sites": []string{"site_nope"}}), 422)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 1, "sites": []string{site.ID}, "comment": strings.Repeat("c", 2001)}), 400)
+	c.want(c.do("POST", pubDoc, "/sd-wan/v1/policies/pol_nope/publish", write, map[string]any{"version": 1, "sites": []string{site.ID}}), 404)
+	if r := c.do("GET", polDoc, polPath, read, nil); !strings.Contains(string(r.Body), `"published_version":0`) {
+		t.Errorf("a refused publish changed the policy: %s", r.Body)
+	}
+
+	r = c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 1, "sites": []string{site.ID, site.ID}, "comment": "first"})
+	c.want(r, 202)
+	var pub sdwan.PublishResult
+	r.JSON(t, &pub)
+	if pub.Change.Kind != "policy.published" || pub.Change.Version != 1 || pub.Change.FromVersion != 0 || !slices.Equal(pub.Change.Sites, []string{site.ID}) ||
+		len(pub.Rollout) != 1 || pub.Rollout[0].State != sdwan.RolloutPending || pub.Rollout[0].ChangeID != pub.Change.ID || len(pub.Change.Diff) == 0 {
+		t.Fatalf("publish: %s", r.Body)
+	}
+	for _, l := range pub.Change.Diff {
+		if !strings.HasPrefix(l, "+ ") {
+			t.Errorf("a first publish's diff adds every leaf; got %q", l)
+		}
+	}
+	r = c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 2}) // the sites already running it
+	c.want(r, 202)
+	r.JSON(t, &pub)
+	want := []string{`~ paths.voice: ["mpls","inet"] -> ["inet","mpls"]`}
+	if pub.Change.FromVersion != 1 || !slices.Equal(pub.Change.Diff, want) {
+		t.Errorf("diff %q; want %q", pub.Change.Diff, want)
+	}
+	c.want(c.do("POST", pubDoc, "/sd-wan/v1/policies/"+qpol.ID+"/publish", write, map[string]any{"version": 1, "sites": []string{site.ID}}), 202)
+
+	r = c.do("GET", polDoc, polPath, read, nil)
+	c.want(r, 200)
+	r.JSON(t, &pol)
+	if pol.PublishedVersion != 2 || pol.Versions[0].Status != sdwan.VersionSuperseded || pol.Versions[1].Status != sdwan.VersionPublished ||
+		len(pol.Rollout) != 1 || pol.Rollout[0].Version != 2 {
+		t.Errorf("policy after publishing version 2: %s", r.Body)
+	}
+	c.want(c.do("GET", polDoc, "/sd-wan/v1/policies/pol_nope", read, nil), 404)
+	c.want(c.do("GET", polsDoc, polsDoc, read, nil), 200)
+	c.want(c.do("GET", polsDoc, "/sd-wan/v1/policies?type=steering&limit=1", read, nil), 200)
+	c.want(c.do("GET", polsDoc, "/sd-wan/v1/policies?type=firewall", read, nil), 400)
+
+	chDoc := "/sd-wan/v1/changes"
+	r = c.do("GET", chDoc, "/sd-wan/v1/changes?target="+pol.ID, read, nil)
+	c.want(r, 200)
+	var changes struct{ Data []sdwan.Change }
+	r.JSON(t, &changes)
+	if len(changes.Data) != 2 || changes.Data[0].Version != 2 || changes.Data[0].Actor == "" {
+		t.Errorf("changes: %s", r.Body)
+	}
+	c.want(c.do("GET", chDoc, "/sd-wan/v1/changes?order=asc&limit=1", read, nil), 200)
+	c.want(c.do("GET", chDoc, "/sd-wan/v1/changes?policy="+pol.ID, read, nil), 400)
+
+	// Request schemas agree with the handlers: a body the schema refuses is a 400, and one it
+	// accepts is not.
+	agree := func(docPath, path, schema string, ok int, body map[string]any) {
+		t.Helper()
+		raw, _ := json.Marshal(body)
+		var v any
+		_ = json.Unmarshal(raw, &v)
+		verr := c.doc.Components.Schemas[schema].Value.VisitJSON(v, openapi3.VisitAsRequest(), openapi3.MultiErrors())
+		r := c.do("POST", docPath, path, write, body)
+		switch {
+		case verr == nil && r.Status != ok:
+			t.Errorf("%s accepts %s; the server answered %d %s", schema, raw, r.Status, r.Body)
+		case verr != nil && r.Status != 400:
+			t.Errorf("%s refuses %s (%v); the server answered %d, not 400", schema, raw, verr, r.Status)
+		}
+	}
+	for _, b := range []map[string]any{
+		{"name": "t1", "interface": "eth5"},
+		{"name": "t-2_x", "kind": "5g", "interface": "wwan1", "gateway": "2001:db8::1", "probe_targets": []string{"198.18.0.1", "2001:db8::2"}, "bandwidth_kbps": 100000000, "cost": 1000000},
+		{"name": strings.Repeat("a", 64), "interface": "e"},
+		{"name": "Bad", "interface": "eth5"},
+		{"name": "-x", "interface": "eth5"},
+		{"name": strings.Repeat("a", 65), "interface": "eth5"},
+		{"name": "t3", "kind": "pigeon", "interface": "eth5"},
+		{"name": "t3"},
+		{"name": "t3", "interface": ""},
+		{"name": "t3", "interface": "a234567890123456"},
+		{"name": "t3", "interface": "eth5", "probe_targets": []string{"1.1.1.1", "1.1.1.2", "1.1.1.3", "1.1.1.4", "1.1.1.5", "1.1.1.6", "1.1.1.7", "1.1.1.8", "1.1.1.9"}},
+		{"name": "t3", "interface": "eth5", "bandwidth_kbps": -1},
+		{"name": "t3", "interface": "eth5", "bandwidth_kbps": 100000001},
+		{"name": "t3", "interface": "eth5", "cost": 1000001},
+		{"name": "t3", "interface": "eth5", "colour": "red"},
+	} {
+		agree(trsDoc, kioskPath+"/transports", "TransportCreateRequest", 201, b)
+	}
+	for _, b := range []map[string]any{
+		{"name": "OA agree 1", "role": "datacenter", "segments": []string{}, "location": map[string]any{"lat": -90, "lon": 180}},
+		{"name": "OA agree 2", "serial": strings.Repeat("s", 128), "segments": []string{"a", "b-c", "d_0"}},
+		{"name": ""},
+		{"role": "hub"},
+		{"name": "x", "role": "spoke"},
+		{"name": "x", "segments": []string{"Guest"}},
+		{"name": "x", "segments": []string{"a", "a"}},
+		{"name": "x", "segments": slices.Repeat([]string{"s"}, 33)},
+		{"name": "x", "location": map[string]any{"lat": 90.5}},
+		{"name": "x", "location": map[string]any{"country": strings.Repeat("c", 101)}},
+		{"name": "x", "location": map[string]any{"zip": "69001"}},
+		{"name": "x", "serial": strings.Repeat("s", 129)},
+		{"name": strings.Repeat("n", 201)},
+	} {
+		agree(sitesDoc, sitesDoc, "SiteCreateRequest", 201, b)
+	}
+	steer := func(mod func(m map[string]any)) map[string]any {
+		m := map[string]any{"classes": []map[string]any{{"name": "a"}}, "paths": map[string]any{"a": []string{"mpls"}}}
+		mod(m)
+		return map[string]any{"content": m}
+	}
+	rule := func(r map[string]any) func(map[string]any) {
+		return func(m map[string]any) { r["class"] = "a"; m["rules"] = []map[string]any{r} }
+	}
+	for _, b := range []map[string]any{
+		steer(func(map[string]any) {}),
+		steer(rule(map[string]any{"dscp": []int{0, 63}, "protocol": "udp", "ports": []string{"1", "65535", "10000-20000"}, "application": "zoom", "fwmark": 4294967295})),
+		steer(func(m map[string]any) { m["rules"] = nil }),
+		steer(func(m map[string]any) {
+			m["classes"] = []map[string]any{{"name": "a", "max_latency_ms": 0.5, "max_loss_pct": 100, "max_jitter_ms": 1e6}}
+		}),
+		steer(rule(map[string]any{"dscp": []int{64}})),
+		steer(rule(map[string]any{"dscp": []int{-1}})),
+		steer(rule(map[string]any{"protocol": "gre"})),
+		steer(rule(map[string]any{"protocol": "tcp", "ports": []string{"https"}})),
+		steer(rule(map[string]any{"application": "quake"})),
+		steer(rule(map[string]any{"fwmark": -1})),
+		steer(rule(map[string]any{"dscp": []int{46}, "colour": "red"})),
+		steer(func(m map[string]any) { m["classes"] = []map[string]any{} }),
+		steer(func(m map[string]any) {
+			cl := make([]map[string]any, 17)
+			for i := range cl {
+				cl[i] = map[string]any{"name": fmt.Sprintf("c%d", i)}
+			}
+			m["classes"] = cl
+		}),
+		steer(func(m map[string]any) { m["classes"] = []map[string]any{{"name": "a", "max_loss_pct": 101}} }),
+		steer(func(m map[string]any) { m["classes"] = []map[string]any{{"name": "a", "max_latency_ms": -1}} }),
+		steer(func(m map[string]any) { m["classes"] = []map[string]any{{"name": "A"}} }),
+		steer(func(m map[string]any) { m["paths"] = map[string]any{} }),
+		steer(func(m map[string]any) { m["paths"] = map[string]any{"a": []string{}} }),
+		steer(func(m map[string]any) { m["paths"] = map[string]any{"a": []string{"mpls", "mpls"}} }),
+		steer(func(m map[string]any) { m["paths"] = map[string]any{"a": []string{"MPLS"}} }),
+		steer(func(m map[string]any) { m["default_class"] = "A" }),
+		steer(func(m map[string]any) { delete(m, "paths") }),
+		steer(func(m map[string]any) { m["surprise"] = 1 }),
+		{"comment": "no content"},
+		{"content": nil},
+	} {
+		agree(verDoc, verPath, "PolicyVersionRequest", 201, b)
+	}
+	qosVer := "/sd-wan/v1/policies/" + qpol.ID + "/versions"
+	shape := func(mod func(tr, cl map[string]any)) map[string]any {
+		cl := map[string]any{"class": "a", "rate_kbps": 100, "ceil_kbps": 100}
+		tr := map[string]any{"transport": "mpls", "rate_kbps": 100, "classes": []map[string]any{cl}}
+		mod(tr, cl)
+		return map[string]any{"content": map[string]any{"transports": []map[string]any{tr}}}
+	}
+	for _, b := range []map[string]any{
+		shape(func(tr, cl map[string]any) {}),
+		shape(func(tr, cl map[string]any) { tr["rate_kbps"] = 100000000; cl["priority"] = 7 }),
+		shape(func(tr, cl map[string]any) { cl["priority"] = 8 }),
+		shape(func(tr, cl map[string]any) { cl["priority"] = -1 }),
+		shape(func(tr, cl map[string]any) { cl["rate_kbps"] = 0 }),
+		shape(func(tr, cl map[string]any) { tr["rate_kbps"] = 0 }),
+		shape(func(tr, cl map[string]any) { tr["rate_kbps"] = 100000001 }),
+		shape(func(tr, cl map[string]any) { tr["classes"] = []any{} }),
+		shape(func(tr, cl map[string]any) { delete(cl, "ceil_kbps") }),
+		shape(func(tr, cl map[string]any) { tr["transport"] = "Mpls" }),
+		shape(func(tr, cl map[string]any) { cl["weight"] = 1 }),
+		{"content": map[string]any{"transports": []any{}}},
+	} {
+		agree(verDoc, qosVer, "PolicyVersionRequest", 201, b)
+	}
+
+	// Decommission: 204, then the site can no longer change or be claimed.
+	c.want(c.do("DELETE", siteDoc, kioskPath, write, nil), 204)
+	c.want(c.do("DELETE", siteDoc, kioskPath, write, nil), 204)
+	c.want(c.do("DELETE", siteDoc, "/sd-wan/v1/sites/site_nope", write, nil), 404)
+	r = c.do("GET", siteDoc, kioskPath, read, nil)
+	c.want(r, 200)
+	r.JSON(t, &kiosk)
+	if kiosk.Status != sdwan.SiteDecommissioned {
+		t.Errorf("after DELETE the site's status is %q", kiosk.Status)
+	}
+	c.want(c.do("PATCH", siteDoc, kioskPath, write, map[string]any{"name": "OA Kiosk 2"}), 409)
+	c.want(c.do("POST", trsDoc, kioskPath+"/transports", write, map[string]any{"name": "lte", "interface": "wwan0"}), 409)
+	claimErr(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": kiosk.Claim}), sdwan.CodeClaimUnknown)
+	c.want(c.do("POST", pubDoc, "/sd-wan/v1/policies/"+qpol.ID+"/publish", write, map[string]any{"version": 1, "sites": []string{kiosk.ID}}), 422)
+	c.want(c.do("GET", sitesDoc, "/sd-wan/v1/sites?status=decommissioned", read, nil), 200)
+
+	// Every operation: 401 without a token (the claim: its own 401 codes, above), 403 without
+	// its scope, 415 and 413 for a body.
+	ids := map[string]string{"/sd-wan/v1/sites/{id}": site.ID, "/sd-wan/v1/policies/{id}": pol.ID}
+	for _, p := range c.doc.Paths.Keys() {
+		if !strings.HasPrefix(p, "/sd-wan/v1/") {
+			continue
+		}
+		vals := map[string]string{}
+		for prefix, id := range ids {
+			if strings.HasPrefix(p, prefix) {
+				vals["id"] = id
+			}
+		}
+		path := oaFill(p, vals)
+		for method, o := range c.doc.Paths.Value(p).Operations() {
+			tokenless := o.Security != nil && len(*o.Security) == 0
+			if !tokenless {
+				c.want(c.do(method, p, path, "", nil), 401)
+				scope, _ := o.Extensions["x-required-scope"].(string)
+				var others []string
+				for _, sc := range auth.AllScopes {
+					if sc != scope {
+						others = append(others, sc)
+					}
+				}
+				c.want(c.do(method, p, path, s.Key(others...), nil), 403)
+			}
+			if o.RequestBody == nil {
+				continue
+			}
+			c.want(c.raw(method, p, path, all, "text/plain", []byte(`{}`)), 415)
+			size := 1 << 20
+			if tokenless {
+				size = 16 << 10
+			}
+			c.want(c.raw(method, p, path, all, "application/json", append(append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), size)...), `"}`...)), 413)
+		}
+	}
 }

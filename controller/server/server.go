@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/edgewan/edgewan/controller/config"
+	"github.com/edgewan/edgewan/controller/ingest"
+	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/store"
 	"github.com/edgewan/edgewan/controller/tlsgen"
@@ -53,6 +56,14 @@ type Server struct {
 	metricsLn  net.Listener
 	dispatcher *webhook.Dispatcher
 	watcher    *soc.AuthWatcher
+	tls        *tls.Config // the API's and the embedded broker's certificate
+	caPEM      string      // the generated CA, handed to agents at claim
+	broker     *mqtt.Broker
+	bus        mqtt.Bus
+	sink       telemetrySink
+	Engine     *ingest.Engine
+	bgCtx      context.Context // lives until Run's shutdown: the broker and the external bus
+	stopBG     context.CancelFunc
 	registry   *prometheus.Registry
 	ready      atomic.Bool
 	CAFile     string // the generated CA, when the server made its own certificate
@@ -69,15 +80,56 @@ func New(ctx context.Context, cfg config.Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, Store: st, registry: prometheus.NewRegistry()}
-	if err := s.build(ctx); err != nil {
+	s.bgCtx, s.stopBG = context.WithCancel(context.WithoutCancel(ctx))
+	fail := func(err error) (*Server, error) {
+		s.stopBG()
+		s.closeSDWAN()
 		st.Close()
 		return nil, err
+	}
+	if err := s.loadTLS(); err != nil {
+		return fail(err)
+	}
+	if err := s.build(ctx); err != nil {
+		return fail(err)
+	}
+	if err := s.startSDWAN(ctx); err != nil {
+		return fail(err)
 	}
 	if err := s.listen(); err != nil {
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	return s, nil
+}
+
+// loadTLS loads the given certificate or makes the controller's own CA and certificate. The
+// embedded MQTT broker uses it even when the API is plain HTTP behind a proxy.
+func (s *Server) loadTLS() error {
+	cfg := s.cfg
+	certFile, keyFile := cfg.TLSCert, cfg.TLSKey
+	if certFile == "" {
+		if cfg.PlainHTTP && cfg.MQTTURL != "" {
+			return nil // nothing here speaks TLS
+		}
+		f, created, err := tlsgen.Ensure(cfg.DataDir, cfg.TLSHosts)
+		if err != nil {
+			return err
+		}
+		certFile, keyFile, s.CAFile = f.Cert, f.Key, f.CACert
+		pem, err := os.ReadFile(f.CACert)
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		s.caPEM = string(pem)
+		fp, _ := tlsgen.Fingerprint(f.CACert)
+		slog.Info("using the controller's own CA; give clients this file or its fingerprint", "ca", f.CACert, "sha256", fp, "generated", created)
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return fmt.Errorf("server: TLS: %w", err)
+	}
+	s.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	return nil
 }
 
 func (s *Server) build(ctx context.Context) error {
@@ -141,6 +193,9 @@ func (s *Server) build(ctx context.Context) error {
 	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
 
 	s.SDWAN = sdwan.NewService(s.Store, sdwan.Options{
+		BrokerURL: s.mqttPublicURL,
+		CAPEM:     s.caPEM,
+		OnClaimed: s.writeMosquittoFiles,
 		OnClaimReuse: func(ctx context.Context, siteID, clientIP, reason string) {
 			s.raise(ctx, soc.Signal{Rule: soc.RuleClaimReuse, Subject: siteID, Severity: "medium",
 				Title:       "Claim token of site " + siteID + " presented again",
@@ -172,24 +227,8 @@ func (s *Server) listen() error {
 		slog.Warn("serving the API over plain HTTP: only do this behind a TLS-terminating proxy", "listen", ln.Addr().String())
 		s.apiLn = ln
 	} else {
-		certFile, keyFile := cfg.TLSCert, cfg.TLSKey
-		if certFile == "" {
-			f, created, err := tlsgen.Ensure(cfg.DataDir, cfg.TLSHosts)
-			if err != nil {
-				ln.Close()
-				return err
-			}
-			certFile, keyFile, s.CAFile = f.Cert, f.Key, f.CACert
-			fp, _ := tlsgen.Fingerprint(f.CACert)
-			slog.Info("using the controller's own CA; give clients this file or its fingerprint", "ca", f.CACert, "sha256", fp, "generated", created)
-		}
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("server: TLS: %w", err)
-		}
-		s.api.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-		s.apiLn = tls.NewListener(ln, s.api.TLSConfig)
+		s.api.TLSConfig = s.tls
+		s.apiLn = tls.NewListener(ln, s.tls)
 	}
 	if cfg.MetricsListen != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsListen)
@@ -224,6 +263,14 @@ func (s *Server) Handler() http.Handler { return s.engine }
 func (s *Server) Run(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	engineDone := make(chan struct{})
+	go func() {
+		defer close(engineDone)
+		if err := s.Engine.Run(engineCtx); err != nil {
+			slog.Error("ingest stopped", "err", err)
+		}
+	}()
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -242,7 +289,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go func() { errc <- s.metrics.Serve(s.metricsLn) }()
 	}
 	s.ready.Store(true)
-	slog.Info("controller serving", "api", s.Addr(), "metrics", s.MetricsAddr(), "database", s.Store.Backend(), "version", Version)
+	slog.Info("controller serving", "api", s.Addr(), "mqtt", s.MQTTAddr(), "metrics", s.MetricsAddr(), "database", s.Store.Backend(), "version", Version)
 
 	var runErr error
 	select {
@@ -262,7 +309,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.metrics != nil {
 		_ = s.metrics.Shutdown(sctx)
 	}
-	stopBG()
+	stopEngine() // saves the latest figures and flushes the time series
+	<-engineDone
+	s.stopBG()
+	s.closeSDWAN()
+	stopBG() // the webhook dispatcher last: it delivers what the others raised
 	wg.Wait()
 	if err := s.Store.Close(); err != nil {
 		slog.Warn("closing database", "err", err)

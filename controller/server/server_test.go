@@ -51,9 +51,6 @@ func TestPlainHTTP(t *testing.T) {
 	if r := s.Do("GET", "/v1/ping", s.Key("org:read"), nil); r.Status != 200 {
 		t.Fatalf("ping over plain HTTP: got %d %s", r.Status, r.Body)
 	}
-	if _, err := os.Stat(s.Config.DataDir + "/tls/ca.crt"); !os.IsNotExist(err) {
-		t.Errorf("plain HTTP generated TLS files anyway (stat: %v)", err)
-	}
 }
 
 // TestProvidedCertificate serves a certificate given with --tls-cert/--tls-key and checks a

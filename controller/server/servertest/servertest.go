@@ -53,6 +53,7 @@ func Start(t testing.TB, o Options) *Server {
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.MetricsListen = "127.0.0.1:0"
+	cfg.MQTTListen = "127.0.0.1:0"
 	cfg.RateLimit = 0
 	cfg.AllowHTTPWebhooks = true
 	cfg.WebhookRetryBase = 50 * time.Millisecond

@@ -1,0 +1,381 @@
+package mqtt
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/edgewan/edgewan/telemetry"
+)
+
+// Violation is an agent's attempt to use a topic its ACL refuses. The broker refuses it; the
+// controller may open a case.
+type Violation struct {
+	Username string // the agent (device ID)
+	Site     string // the agent's own site
+	Topic    string // the topic or filter it tried (cut to 512 bytes)
+	Write    bool   // true: publish (or a last will); false: subscribe or receive
+	Remote   string // the client's address
+}
+
+// Options configures the embedded broker. Zero values mean the defaults given.
+type Options struct {
+	// Listen is the TLS listener's address. "" means ":8883".
+	Listen string
+	// TLS is the listener's configuration (the controller reuses its HTTPS certificate).
+	// Required: the broker has no plaintext listener. MinVersion 0 means TLS 1.2.
+	TLS *tls.Config
+	// Credentials looks up agents at CONNECT. Required.
+	Credentials CredentialStore
+	// ControllerHash is HashPassword of the controller's own password, for the
+	// ControllerUsername identity over the network. "" means that identity cannot log in (the
+	// controller itself uses the InlineBus, which needs no login).
+	ControllerHash string
+	// OnViolation is called for every refused publish, subscribe, delivery or last will of an
+	// agent, from one goroutine of the broker's, in order, never blocking the broker: when it
+	// falls 1024 behind, further violations are logged and dropped. nil means only log them.
+	OnViolation func(Violation)
+	// ConnectTimeout bounds a new connection's TLS handshake and CONNECT packet. 0 means 10s.
+	ConnectTimeout time.Duration
+	// LookupTimeout bounds one CredentialStore lookup. 0 means 5s.
+	LookupTimeout time.Duration
+	// Logger receives the broker's logs and mochi's. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Limits of the embedded broker.
+const (
+	// MaxPacket is the largest MQTT packet accepted: telemetry.MaxPayload plus room for the
+	// topic and headers. A larger packet is refused before it is read (connection closed).
+	MaxPacket = telemetry.MaxPayload + 1024
+	// A message with a payload over telemetry.MaxPayload is refused and its client disconnected.
+
+	violationQueue = 1024
+	maxInflight    = 64            // QoS 1 messages held per agent session (agents receive little)
+	sessionExpiry  = 7 * 24 * 3600 // seconds a disconnected persistent session is kept
+	sysInterval    = 60            // seconds between $SYS updates
+	defaultListen  = ":8883"       // MQTT over TLS
+	maxTopicReport = 512           // bytes of a violation's topic kept
+)
+
+// Broker is the embedded MQTT broker: mochi-mqtt with a TLS listener, each agent authenticated
+// against the CredentialStore and held to AgentAllowed.
+type Broker struct {
+	opts Options
+	log  *slog.Logger
+	srv  *mochi.Server
+	ln   *tlsListener
+
+	mu         sync.RWMutex
+	principals map[string]principal // by username == client ID: one live session each
+
+	violations chan Violation
+	dropped    atomic.Uint64
+
+	inlineSubID atomic.Int64 // last inline subscription ID given out (see InlineBus.Subscribe)
+
+	ctx      context.Context // Start's; cancels store lookups on shutdown
+	started  atomic.Bool
+	closing  chan struct{}
+	closeOne sync.Once
+	wg       sync.WaitGroup // the violation reporter
+}
+
+// principal is an authenticated identity. Keyed by username, which the broker also makes the
+// client ID (like Mosquitto's use_username_as_clientid): so one identity has at most one live
+// session, and no client can take over or kick another identity's session.
+type principal struct {
+	username, site string
+	controller     bool
+}
+
+// NewBroker validates opts and prepares a broker; Start starts it.
+func NewBroker(opts Options) (*Broker, error) {
+	if opts.TLS == nil {
+		return nil, errors.New("mqtt.NewBroker: Options.TLS is required")
+	}
+	if opts.Credentials == nil {
+		return nil, errors.New("mqtt.NewBroker: Options.Credentials is required")
+	}
+	if opts.ControllerHash != "" {
+		if err := CheckHash(opts.ControllerHash); err != nil {
+			return nil, fmt.Errorf("mqtt.NewBroker: ControllerHash: %w", err)
+		}
+	}
+	if opts.Listen == "" {
+		opts.Listen = defaultListen
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 10 * time.Second
+	}
+	if opts.LookupTimeout <= 0 {
+		opts.LookupTimeout = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	tc := opts.TLS.Clone()
+	if tc.MinVersion == 0 {
+		tc.MinVersion = tls.VersionTLS12
+	}
+
+	caps := mochi.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = MaxPacket
+	// mochi's default (24h) deletes retained messages a day after they were published: an
+	// agent reconnecting later would find no policy. Retained state lives until replaced.
+	caps.MaximumMessageExpiryInterval = 0
+	caps.MaximumInflight = maxInflight
+	caps.MaximumSessionExpiryInterval = sessionExpiry
+
+	b := &Broker{
+		opts:       opts,
+		log:        opts.Logger,
+		principals: make(map[string]principal),
+		violations: make(chan Violation, violationQueue),
+		ctx:        context.Background(),
+		closing:    make(chan struct{}),
+	}
+	b.srv = mochi.New(&mochi.Options{
+		Capabilities:           caps,
+		InlineClient:           true,
+		SysTopicResendInterval: sysInterval,
+		Logger:                 mochiLogger(opts.Logger.With("component", "mqtt-broker")),
+	})
+	if err := b.srv.AddHook(&hook{b: b}, nil); err != nil {
+		return nil, fmt.Errorf("mqtt.NewBroker: %w", err)
+	}
+	b.ln = &tlsListener{id: "tls", address: opts.Listen, tls: tc, connectTimeout: opts.ConnectTimeout}
+	return b, nil
+}
+
+// Start listens and serves until ctx is cancelled or Close is called. Subscribe the InlineBus
+// before Start so that nothing an agent publishes is missed.
+func (b *Broker) Start(ctx context.Context) error {
+	if !b.started.CompareAndSwap(false, true) {
+		return errors.New("mqtt.Broker.Start: already started")
+	}
+	select {
+	case <-b.closing:
+		return errors.New("mqtt.Broker.Start: closed")
+	default:
+	}
+	b.ctx = ctx
+	if err := b.srv.AddListener(b.ln); err != nil {
+		return fmt.Errorf("mqtt.Broker.Start: listen on %s: %w", b.opts.Listen, err)
+	}
+	if b.opts.OnViolation != nil {
+		b.wg.Add(1)
+		go b.reportViolations()
+	}
+	if err := b.srv.Serve(); err != nil {
+		b.Close()
+		return fmt.Errorf("mqtt.Broker.Start: %w", err)
+	}
+	go func() { // stops with ctx; ends when the broker closes either way
+		select {
+		case <-ctx.Done():
+			b.Close()
+		case <-b.closing:
+		}
+	}()
+	return nil
+}
+
+// Addr returns the listener's address (useful with Listen ":0").
+func (b *Broker) Addr() string { return b.ln.Address() }
+
+// Close disconnects every client, stops the listener and waits for the broker's goroutines.
+// Safe to call more than once and concurrently with ctx's cancellation.
+func (b *Broker) Close() {
+	b.closeOne.Do(func() {
+		close(b.closing)
+		_ = b.srv.Close() // closes listeners and clients, waits for client goroutines
+		b.wg.Wait()
+		if n := b.dropped.Load(); n > 0 {
+			b.log.Warn("mqtt: ACL violations not reported (OnViolation too slow)", "dropped", n)
+		}
+	})
+}
+
+// Revoke forgets username's session and disconnects it if connected, e.g. when its device is
+// deleted or re-claimed; its next CONNECT is checked against the CredentialStore again.
+func (b *Broker) Revoke(username string) {
+	b.mu.Lock()
+	delete(b.principals, username)
+	b.mu.Unlock()
+	if cl, ok := b.srv.Clients.Get(username); ok {
+		_ = b.srv.DisconnectClient(cl, packets.ErrNotAuthorized)
+	}
+}
+
+func (b *Broker) principal(username []byte) (principal, bool) {
+	b.mu.RLock()
+	p, ok := b.principals[string(username)]
+	b.mu.RUnlock()
+	return p, ok
+}
+
+// authenticate checks a CONNECT's credentials. Every refusal costs one password hash, so an
+// unknown user and a wrong password cannot be told apart by timing.
+func (b *Broker) authenticate(user string, pass []byte) (principal, error) {
+	switch {
+	case user == ControllerUsername:
+		if b.opts.ControllerHash == "" {
+			VerifyPassword(dummyHash, string(pass))
+			return principal{}, errors.New("controller login over the network is disabled")
+		}
+		if !VerifyPassword(b.opts.ControllerHash, string(pass)) {
+			return principal{}, errors.New("bad password")
+		}
+		return principal{username: user, controller: true}, nil
+	case !ValidAgentUsername(user):
+		VerifyPassword(dummyHash, string(pass))
+		return principal{}, errors.New("bad username")
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, b.opts.LookupTimeout)
+	defer cancel()
+	c, err := b.opts.Credentials.MQTTCredential(ctx, user)
+	switch {
+	case err != nil:
+		VerifyPassword(dummyHash, string(pass))
+		return principal{}, fmt.Errorf("credential lookup: %w", err)
+	case c == nil:
+		VerifyPassword(dummyHash, string(pass))
+		return principal{}, errors.New("unknown username")
+	case c.Username != user || !telemetry.ValidID(c.Site):
+		VerifyPassword(dummyHash, string(pass))
+		return principal{}, fmt.Errorf("the store returned a bad credential (username %q, site %q)", c.Username, c.Site)
+	case !VerifyPassword(c.Hash, string(pass)):
+		return principal{}, errors.New("bad password")
+	}
+	return principal{username: user, site: c.Site}, nil
+}
+
+// violation refuses and reports: never blocks the broker.
+func (b *Broker) violation(v Violation) {
+	if len(v.Topic) > maxTopicReport {
+		v.Topic = v.Topic[:maxTopicReport]
+	}
+	if b.opts.OnViolation == nil {
+		b.log.Warn("mqtt: ACL violation", "username", v.Username, "site", v.Site, "topic", v.Topic, "write", v.Write, "remote", v.Remote)
+		return
+	}
+	select {
+	case b.violations <- v:
+	default:
+		b.dropped.Add(1)
+		b.log.Warn("mqtt: ACL violation (not reported: OnViolation is behind)", "username", v.Username, "site", v.Site, "topic", v.Topic, "write", v.Write, "remote", v.Remote)
+	}
+}
+
+func (b *Broker) reportViolations() {
+	defer b.wg.Done()
+	for {
+		select {
+		case v := <-b.violations:
+			b.opts.OnViolation(v)
+		case <-b.closing:
+			for { // report what was already refused, then stop
+				select {
+				case v := <-b.violations:
+					b.opts.OnViolation(v)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// hook plugs authentication, the ACL and the payload limit into mochi.
+type hook struct {
+	mochi.HookBase
+	b *Broker
+}
+
+func (h *hook) ID() string { return "edgewan" }
+
+func (h *hook) Provides(b byte) bool {
+	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnACLCheck, mochi.OnPublish, mochi.OnPacketRead}, []byte{b})
+}
+
+// OnConnectAuthenticate admits a client whose username and password match, whose last will
+// (if any) its ACL allows, and renames the client after its username.
+func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
+	b := h.b
+	user := string(pk.Connect.Username)
+	if !pk.Connect.UsernameFlag || user == "" {
+		b.log.Info("mqtt: refused anonymous client", "remote", cl.Net.Remote)
+		return false
+	}
+	p, err := b.authenticate(user, pk.Connect.Password)
+	if err != nil {
+		b.log.Info("mqtt: refused client", "username", user, "remote", cl.Net.Remote, "error", err)
+		return false
+	}
+	// mochi publishes a last will without any ACL check (mochi-mqtt/server#503): check it here.
+	if pk.Connect.WillFlag && !p.controller && !AgentAllowed(p.site, pk.Connect.WillTopic, true) {
+		b.violation(Violation{Username: user, Site: p.site, Topic: pk.Connect.WillTopic, Write: true, Remote: cl.Net.Remote})
+		return false
+	}
+	cl.ID = user // one session per identity, see principal
+	if cl.Properties.Props.AssignedClientID != "" {
+		cl.Properties.Props.AssignedClientID = user
+	}
+	b.mu.Lock()
+	b.principals[user] = p
+	b.mu.Unlock()
+	return true
+}
+
+// OnACLCheck holds agents to AgentAllowed, for publishes (write), subscription filters and each
+// delivery (read). A refused publish also disconnects the client (MQTT 3.1.1 has no negative
+// PUBACK; closing the connection is what [MQTT-3.3.5-2] allows), which bounds how fast a
+// misbehaving agent can try.
+func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
+	p, ok := h.b.principal(cl.Properties.Username)
+	if ok && (p.controller || AgentAllowed(p.site, topic, write)) {
+		return true
+	}
+	h.b.violation(Violation{Username: string(cl.Properties.Username), Site: p.site, Topic: topic, Write: write, Remote: cl.Net.Remote})
+	if write {
+		cl.Stop(packets.ErrNotAuthorized)
+	}
+	return false
+}
+
+// OnPacketRead reports an agent's publish to $SYS/...: mochi drops those silently before any
+// ACL check, without a PUBACK, so they would go unreported. The connection is closed, as for
+// any refused publish. (A topic with wildcards fails to decode: mochi closes the connection.)
+func (h *hook) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.FixedHeader.Type != packets.Publish || cl.Net.Inline || pk.TopicName == "" || mochi.IsValidFilter(pk.TopicName, true) {
+		return pk, nil
+	}
+	p, ok := h.b.principal(cl.Properties.Username)
+	if ok && p.controller {
+		return pk, nil
+	}
+	h.b.violation(Violation{Username: string(cl.Properties.Username), Site: p.site, Topic: pk.TopicName, Write: true, Remote: cl.Net.Remote})
+	cl.Stop(packets.ErrNotAuthorized)
+	return pk, packets.ErrRejectPacket // the only error mochi does not ignore here
+}
+
+// OnPublish refuses a payload over telemetry.MaxPayload (the packet limit lets a little more
+// through for the topic and headers) and disconnects its client.
+func (h *hook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
+	if !cl.Net.Inline && len(pk.Payload) > telemetry.MaxPayload {
+		h.b.log.Info("mqtt: refused oversize message", "username", string(cl.Properties.Username), "topic", pk.TopicName, "bytes", len(pk.Payload))
+		cl.Stop(packets.ErrPacketTooLarge)
+		return pk, packets.ErrRejectPacket
+	}
+	return pk, nil
+}

@@ -1,0 +1,265 @@
+// Package mqtttest starts real MQTT brokers for tests: a private Mosquitto per call, secured by
+// the files controller/mqtt.WriteMosquittoFiles generates, and stopped when the test ends.
+//
+//	url := mqtttest.Mosquitto(t, agents, mqtt.MosquittoUser{Password: "pw"})
+//
+// Mosquitto is installed with apt by scripts/mosquitto.sh when missing. When it cannot be
+// installed or started, the test fails; it never skips.
+package mqtttest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/edgewan/edgewan/controller/mqtt"
+)
+
+// Config says what a test Mosquitto holds.
+type Config struct {
+	Agents     []mqtt.MosquittoUser
+	Controller mqtt.MosquittoUser // Username "" means mqtt.ControllerUsername
+	// TLSCert and TLSKey (PEM files), when set, add a TLS listener: Server.TLSURL.
+	TLSCert, TLSKey string
+}
+
+// Server is a running test Mosquitto.
+type Server struct {
+	URL    string // tcp://127.0.0.1:PORT
+	TLSURL string // mqtts://localhost:PORT when Config.TLSCert is set, else ""
+	Dir    string // its files: passwd, acl, edgewan.conf, mosquitto.conf, mosquitto.log
+	Files  mqtt.MosquittoFiles
+
+	script        string
+	port, tlsPort int
+	extra         string
+}
+
+// Mosquitto starts a Mosquitto for agents and the controller and returns its URL
+// (tcp://127.0.0.1:PORT). It is stopped via t.Cleanup.
+func Mosquitto(t testing.TB, agents []mqtt.MosquittoUser, controller mqtt.MosquittoUser) string {
+	t.Helper()
+	return Start(t, Config{Agents: agents, Controller: controller}).URL
+}
+
+const (
+	dirPrefix = "edgewan-mosquitto-"
+	ownerFile = "owner.pid"
+)
+
+var (
+	installOnce sync.Once
+	installErr  error
+)
+
+// Start starts a Mosquitto as cfg says; it is stopped and its directory removed via t.Cleanup.
+func Start(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	script, err := scriptPath()
+	if err != nil {
+		t.Fatalf("mqtttest: %v", err)
+	}
+	install(script)
+	if installErr != nil {
+		t.Fatalf("mqtttest: cannot install Mosquitto: %v", installErr)
+	}
+	dir, err := os.MkdirTemp("", dirPrefix)
+	if err != nil {
+		t.Fatalf("mqtttest: %v", err)
+	}
+	// Mark the dir as ours so a later run can stop the broker if this process dies unclean.
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		t.Fatalf("mqtttest: %v", err)
+	}
+	s := &Server{Dir: dir, script: script}
+	t.Cleanup(func() {
+		if _, err := runScript(script, time.Minute, "stop", dir); err != nil {
+			t.Errorf("mqtttest: stop Mosquitto in %s: %v", dir, err)
+			return
+		}
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		} else {
+			t.Logf("mqtttest: kept %s (see mosquitto.log)", dir)
+		}
+	})
+	s.Files, err = mqtt.WriteMosquittoFiles(dir, cfg.Agents, cfg.Controller)
+	if err != nil {
+		t.Fatalf("mqtttest: %v", err)
+	}
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ { // another process may take a free port first
+		if s.port, err = freePort(); err != nil {
+			t.Fatalf("mqtttest: %v", err)
+		}
+		s.extra = ""
+		if cfg.TLSCert != "" {
+			if s.tlsPort, err = freePort(); err != nil {
+				t.Fatalf("mqtttest: %v", err)
+			}
+			s.extra = fmt.Sprintf("listener %d 127.0.0.1\ncertfile %s\nkeyfile %s\n", s.tlsPort, cfg.TLSCert, cfg.TLSKey)
+		}
+		if err = s.start(); err == nil {
+			return s
+		}
+		errs = append(errs, err)
+		if !strings.Contains(err.Error(), "in use") && !strings.Contains(err.Error(), "does not accept") {
+			break
+		}
+	}
+	t.Fatalf("mqtttest: cannot start Mosquitto:\n%v", errors.Join(errs...))
+	return nil
+}
+
+func (s *Server) start() error {
+	u, err := runScript(s.script, 2*time.Minute, "start", s.Dir, strconv.Itoa(s.port), s.extra)
+	if err != nil {
+		return err
+	}
+	s.URL = u
+	if s.tlsPort != 0 {
+		s.TLSURL = fmt.Sprintf("mqtts://localhost:%d", s.tlsPort)
+	}
+	return nil
+}
+
+// Restart stops the broker and starts it again on the same ports. It keeps no state (no
+// persistence): sessions and retained messages are gone, as after a crash.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop(t)
+	if err := s.start(); err != nil {
+		t.Fatalf("mqtttest: restart Mosquitto: %v", err)
+	}
+}
+
+// Stop stops the broker (Restart starts it again).
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if _, err := runScript(s.script, time.Minute, "stop", s.Dir); err != nil {
+		t.Fatalf("mqtttest: stop Mosquitto: %v", err)
+	}
+}
+
+// Log returns the broker's log so far, for failure messages.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "mosquitto.log"))
+	return string(b)
+}
+
+// PasswdHash returns the hash Mosquitto's own mosquitto_passwd makes of password, to check
+// that hashes cross between Mosquitto and controller/mqtt.
+func PasswdHash(t testing.TB, password string) string {
+	t.Helper()
+	script, err := scriptPath()
+	if err != nil {
+		t.Fatalf("mqtttest: %v", err)
+	}
+	install(script)
+	if installErr != nil {
+		t.Fatalf("mqtttest: cannot install Mosquitto: %v", installErr)
+	}
+	file := filepath.Join(t.TempDir(), "passwd")
+	out, err := exec.Command("mosquitto_passwd", "-c", "-b", file, "user", password).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mqtttest: mosquitto_passwd: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "user:")
+	if !ok {
+		t.Fatalf("mqtttest: mosquitto_passwd wrote %q", b)
+	}
+	return h
+}
+
+func install(script string) {
+	installOnce.Do(func() {
+		reapStale(script)
+		_, installErr = runScript(script, 15*time.Minute, "install") // once, not by every parallel test
+	})
+}
+
+// runScript runs scripts/mosquitto.sh and returns the last line of its stdout.
+func runScript(script string, timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second // never hang on a pipe the daemon kept open
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	out := strings.TrimSpace(stdout.String())
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:]
+	}
+	return out, nil
+}
+
+// reapStale stops brokers left by test processes that died without cleaning up.
+func reapStale(script string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		if _, err := runScript(script, time.Minute, "stop", d); err == nil {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func scriptPath() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			p := filepath.Join(d, "scripts", "mosquitto.sh")
+			if _, err := os.Stat(p); err != nil {
+				return "", err
+			}
+			return p, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.mod above %s, cannot find scripts/mosquitto.sh", wd)
+		}
+		d = parent
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

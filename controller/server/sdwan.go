@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/edgewan/edgewan/controller/ingest"
+	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/coreapi/soc"
+	"github.com/edgewan/edgewan/telemetry/sink"
+)
+
+// telemetrySink is the time-series store as the server holds it.
+type telemetrySink interface {
+	ingest.Sink
+	Close() error
+}
+
+// startSDWAN starts the telemetry side: the time-series sink, the embedded broker or the
+// connection to an external one, and the ingest engine, subscribed before the broker serves.
+func (s *Server) startSDWAN(ctx context.Context) error {
+	cfg := s.cfg
+	var err error
+	if cfg.InfluxURL != "" {
+		s.sink, err = sink.NewInflux(sink.InfluxOptions{URL: cfg.InfluxURL, Token: cfg.InfluxToken, Org: cfg.InfluxOrg, Bucket: cfg.InfluxBucket})
+	} else {
+		s.sink, err = sink.NewEmbedded(sink.EmbeddedOptions{DataDir: cfg.DataDir})
+	}
+	if err != nil {
+		return err
+	}
+	var client *mqtt.ClientBus
+	if cfg.MQTTURL == "" {
+		s.broker, err = mqtt.NewBroker(mqtt.Options{
+			Listen: cfg.MQTTListen, TLS: s.tls, Credentials: s.Store,
+			OnViolation: func(v mqtt.Violation) {
+				dir := "subscribe to"
+				if v.Write {
+					dir = "publish to"
+				}
+				s.raise(context.Background(), soc.Signal{Rule: soc.RuleMQTTACL, Subject: v.Username, Severity: "high",
+					Title:       "Agent " + v.Username + " tried to use another site's topics",
+					Description: fmt.Sprintf("device %s of site %s tried to %s %q", v.Username, v.Site, dir, v.Topic)})
+			},
+		})
+		if err != nil {
+			return err
+		}
+		s.bus = mqtt.NewInlineBus(s.broker, mqtt.BusOptions{})
+	} else {
+		client, err = mqtt.NewClientBus(mqtt.ClientOptions{URL: cfg.MQTTURL, Username: cfg.MQTTUsername, Password: cfg.MQTTPassword, CAFile: cfg.MQTTCA})
+		if err != nil {
+			return err
+		}
+		s.bus = client
+	}
+	s.Engine = ingest.New(s.Store, s.bus, s.sink, ingest.Options{
+		OfflineAfter: cfg.OfflineAfter, Notify: s.dispatcher.Notify, Registerer: s.registry,
+		OnSiteRemoved: func(_, device string) {
+			if s.broker != nil && device != "" {
+				s.broker.Revoke(device)
+			}
+			s.writeMosquittoFiles(context.Background(), "")
+		},
+	})
+	s.SDWAN.Attach(s.Engine, s.Engine)
+	if err := s.Engine.Start(ctx); err != nil {
+		return err
+	}
+	if s.broker != nil {
+		return s.broker.Start(s.bgCtx)
+	}
+	return client.Start(s.bgCtx)
+}
+
+// closeSDWAN stops the bus, the broker and the sink (each may be nil after a failed start).
+func (s *Server) closeSDWAN() {
+	if s.bus != nil {
+		s.bus.Close()
+	}
+	if s.broker != nil {
+		s.broker.Close()
+	}
+	if s.sink != nil {
+		if err := s.sink.Close(); err != nil {
+			slog.Warn("closing the telemetry store", "err", err)
+		}
+	}
+}
+
+// MQTTAddr is the embedded broker's address, or "" with an external broker.
+func (s *Server) MQTTAddr() string {
+	if s.broker == nil {
+		return ""
+	}
+	return s.broker.Addr()
+}
+
+// mqttPublicURL is the broker address agents get at claim.
+func (s *Server) mqttPublicURL() string {
+	cfg := s.cfg
+	switch {
+	case cfg.MQTTPublicURL != "":
+		return cfg.MQTTPublicURL
+	case cfg.MQTTURL != "":
+		return cfg.MQTTURL
+	}
+	addr := cfg.MQTTListen
+	if s.broker != nil {
+		addr = s.broker.Addr()
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return "mqtts://" + net.JoinHostPort(host, port)
+}
+
+// writeMosquittoFiles rewrites an external Mosquitto's password and ACL files from the
+// credentials in the database (with --mosquitto-dir). Mosquitto rereads them on SIGHUP.
+func (s *Server) writeMosquittoFiles(ctx context.Context, _ string) {
+	if s.cfg.MosquittoDir == "" {
+		return
+	}
+	creds, err := s.Store.MQTTCredentials(ctx)
+	if err != nil {
+		slog.Error("mosquitto files: reading credentials", "err", err)
+		return
+	}
+	users := make([]mqtt.MosquittoUser, 0, len(creds))
+	for _, c := range creds {
+		users = append(users, mqtt.MosquittoUser{Username: c.Username, Site: c.Site, Hash: c.Hash})
+	}
+	files, err := mqtt.WriteMosquittoFiles(s.cfg.MosquittoDir, users, mqtt.MosquittoUser{Username: s.cfg.MQTTUsername, Password: s.cfg.MQTTPassword})
+	if err != nil {
+		slog.Error("mosquitto files: writing", "dir", s.cfg.MosquittoDir, "err", err)
+		return
+	}
+	slog.Info("mosquitto password and ACL files written; send mosquitto SIGHUP to load them", "passwd", files.Passwd, "agents", len(users))
+}

@@ -1,0 +1,478 @@
+package steering
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Status is a transport's state as a whole (class SLAs aside).
+type Status uint8
+
+// The transport states.
+const (
+	Up       Status = iota // neither Degraded nor Down
+	Degraded               // BreachAfter windows missed Options.Degraded; RecoverAfter good ones and HoldDown clear it
+	Down                   // a Down window; RecoverAfter non-Down windows and HoldDown clear it
+)
+
+func (s Status) String() string {
+	switch s {
+	case Up:
+		return "up"
+	case Degraded:
+		return "degraded"
+	case Down:
+		return "down"
+	}
+	return "unknown"
+}
+
+// Class is one traffic class's policy.
+type Class struct {
+	Name string
+	SLA  Thresholds
+	// Preferred lists transport names, best first. Transports not listed follow them in the
+	// site's order; empty means the site's order.
+	Preferred []string
+}
+
+// maxTransports bounds a site's transports (indices are bytes).
+const maxTransports = math.MaxUint8
+
+// Site is the steering state of one site: per transport, per (transport, class) pair and per
+// class. It is not safe for concurrent use; Observe and Evaluate do not allocate.
+type Site struct {
+	opts       Options
+	transports []transport
+	classes    []class
+	cells      []cell  // per (class, transport): cells[c*len(transports)+t]
+	order      []uint8 // per class, its transports best first: order[c*len(transports)+k]
+}
+
+type transport struct {
+	name            string
+	last            Metrics
+	downNs, degNs   int64  // UnixNano when it went Down, became Degraded
+	upRun           uint16 // consecutive non-Down windows while Down
+	degBad, degGood uint16 // consecutive windows missing / meeting Options.Degraded
+	down, degraded  bool
+	reported        Status // as last reported by Evaluate
+}
+
+func (t *transport) status() Status {
+	switch {
+	case t.down:
+		return Down
+	case t.degraded:
+		return Degraded
+	}
+	return Up
+}
+
+// cell is one (transport, class) pair: SLA hysteresis and flap damping.
+type cell struct {
+	sinceNs    int64   // UnixNano of the breach
+	penNs      int64   // UnixNano when pen was set
+	pen        float64 // flap penalty at penNs
+	bad, good  uint16  // consecutive windows missing / meeting the class's SLA
+	breached   bool
+	suppressed bool
+}
+
+type class struct {
+	name       string
+	sla        Thresholds
+	switchedNs int64 // UnixNano of the last switch, if switched
+	path       uint8
+	switched   bool
+	breached   bool // the SLA status last reported by Evaluate
+}
+
+// NewSite returns the state of a site with these transports (at least one, at most 255, names
+// unique) and classes (names unique, Preferred naming only these transports). Every transport
+// starts Up and every pair within its SLA; each class starts on the first of its order.
+func NewSite(transports []string, classes []Class, opts Options) (*Site, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("steering.NewSite: %w", err)
+	}
+	s := &Site{opts: opts}
+	if err := s.build(transports, classes); err != nil {
+		return nil, fmt.Errorf("steering.NewSite: %w", err)
+	}
+	for ci := range s.classes {
+		s.classes[ci].path = s.order[ci*len(transports)]
+	}
+	return s, nil
+}
+
+// build validates a policy and lays out fresh state for it.
+func (s *Site) build(transports []string, classes []Class) error {
+	if len(transports) == 0 || len(transports) > maxTransports {
+		return fmt.Errorf("%d transports: want 1..%d", len(transports), maxTransports)
+	}
+	T := len(transports)
+	s.transports = make([]transport, T)
+	for i, name := range transports {
+		if name == "" {
+			return fmt.Errorf("transport %d: empty name", i)
+		}
+		if s.transportIndex(name) >= 0 {
+			return fmt.Errorf("transport %q: listed twice", name)
+		}
+		s.transports[i].name = name
+	}
+	s.classes = make([]class, len(classes))
+	s.cells = make([]cell, len(classes)*T)
+	s.order = make([]uint8, len(classes)*T)
+	for ci, c := range classes {
+		if c.Name == "" {
+			return fmt.Errorf("class %d: empty name", ci)
+		}
+		if s.classIndex(c.Name) >= 0 {
+			return fmt.Errorf("class %q: listed twice", c.Name)
+		}
+		if !c.SLA.valid() {
+			return fmt.Errorf("class %q: SLA %+v: want finite values >= 0", c.Name, c.SLA)
+		}
+		s.classes[ci] = class{name: c.Name, sla: c.SLA}
+		order := s.order[ci*T : ci*T : (ci+1)*T]
+		var listed [maxTransports + 1]bool
+		for _, name := range c.Preferred {
+			ti := s.transportIndex(name)
+			switch {
+			case ti < 0:
+				return fmt.Errorf("class %q: preferred transport %q is not in the site", c.Name, name)
+			case listed[ti]:
+				return fmt.Errorf("class %q: preferred transport %q listed twice", c.Name, name)
+			}
+			listed[ti] = true
+			order = append(order, uint8(ti))
+		}
+		for ti := range T {
+			if !listed[ti] {
+				order = append(order, uint8(ti))
+			}
+		}
+	}
+	return nil
+}
+
+// Reconfigure applies a new policy. State of transports, classes and pairs whose names remain
+// is kept (windows counted, breaches, hold-downs, penalties, paths). New ones start as in
+// NewSite, except that a new class starts on the best live transport. A class whose path was
+// removed moves at once to the best live transport, appended to out as a PathSwitched with
+// ReasonRemoved; a class whose SLA or order changed may switch at the next Evaluate without
+// waiting for HoldDown. On error the site is unchanged.
+func (s *Site) Reconfigure(now time.Time, transports []string, classes []Class, out []Decision) ([]Decision, error) {
+	n := &Site{opts: s.opts}
+	if err := n.build(transports, classes); err != nil {
+		return out, fmt.Errorf("steering.Reconfigure: %w", err)
+	}
+	T, oldT := len(n.transports), len(s.transports)
+	oldIdx := make([]int, T)
+	for ti := range n.transports {
+		oldIdx[ti] = s.transportIndex(n.transports[ti].name)
+		if oldIdx[ti] >= 0 {
+			n.transports[ti] = s.transports[oldIdx[ti]]
+		}
+	}
+	ns := now.UnixNano()
+	for ci := range n.classes {
+		c := &n.classes[ci]
+		oc := s.classIndex(c.name)
+		if oc < 0 {
+			c.path = n.bestOrFirst(ci, ns)
+			continue
+		}
+		old := &s.classes[oc]
+		for ti, oi := range oldIdx {
+			if oi >= 0 {
+				n.cells[ci*T+ti] = s.cells[oc*oldT+oi]
+			}
+		}
+		c.switched, c.switchedNs, c.breached = old.switched, old.switchedNs, old.breached
+		if c.sla != old.sla || !s.sameOrder(oc, n, ci) {
+			c.switched = false // the operator's new policy applies without waiting
+		}
+		from := &s.transports[old.path]
+		if p := n.transportIndex(from.name); p >= 0 {
+			c.path = uint8(p)
+			continue
+		}
+		c.path = n.bestOrFirst(ci, ns)
+		c.switched, c.switchedNs = true, ns
+		out = append(out, Decision{Kind: PathSwitched, Class: c.name, From: from.name,
+			To: n.transports[c.path].name, Reason: ReasonRemoved})
+	}
+	*s = *n
+	return out, nil
+}
+
+// sameOrder reports whether class oc of s and class ci of n rank the same transport names.
+func (s *Site) sameOrder(oc int, n *Site, ci int) bool {
+	T, oldT := len(n.transports), len(s.transports)
+	if T != oldT {
+		return false
+	}
+	for k := range T {
+		if s.transports[s.order[oc*oldT+k]].name != n.transports[n.order[ci*T+k]].name {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Site) bestOrFirst(ci int, ns int64) uint8 {
+	if q, _, _, _ := s.best(ci, -1, ns); q >= 0 {
+		return uint8(q)
+	}
+	return s.order[ci*len(s.transports)]
+}
+
+// Observe feeds one window of one transport, ending at now. It reports false, and does nothing,
+// if the transport is not in the site.
+func (s *Site) Observe(now time.Time, transport string, m Metrics) bool {
+	ti := s.transportIndex(transport)
+	if ti < 0 {
+		return false
+	}
+	ns, o := now.UnixNano(), &s.opts
+	t := &s.transports[ti]
+	t.last = m
+	wasDown := t.down
+	if m.Down {
+		t.upRun = 0
+		if !t.down {
+			t.down, t.downNs = true, ns
+		}
+	} else {
+		if t.down {
+			t.upRun = inc(t.upRun)
+			if int(t.upRun) >= o.RecoverAfter && elapsed(ns, t.downNs) >= o.HoldDown {
+				t.down, t.upRun = false, 0
+			}
+		}
+		step(&t.degraded, &t.degBad, &t.degGood, &t.degNs, !o.Degraded.Meets(m), ns, o)
+	}
+	T := len(s.transports)
+	for ci := range s.classes {
+		c := &s.cells[ci*T+ti]
+		wasUsable := !wasDown && !c.breached
+		if !m.Down { // Down has its own hysteresis above; it does not also count as a bad window
+			step(&c.breached, &c.bad, &c.good, &c.sinceNs, !s.classes[ci].sla.Meets(m), ns, o)
+		}
+		if wasUsable && (t.down || c.breached) {
+			s.charge(c, ns)
+		}
+	}
+	return true
+}
+
+// step is the window hysteresis: BreachAfter consecutive bad windows set *state (at *since);
+// RecoverAfter consecutive good ones clear it, once HoldDown has passed since it was set.
+func step(state *bool, bad, good *uint16, since *int64, isBad bool, ns int64, o *Options) {
+	if isBad {
+		*good, *bad = 0, inc(*bad)
+		if !*state && int(*bad) >= o.BreachAfter {
+			*state, *since = true, ns
+		}
+		return
+	}
+	*bad, *good = 0, inc(*good)
+	if *state && int(*good) >= o.RecoverAfter && elapsed(ns, *since) >= o.HoldDown {
+		*state = false
+	}
+}
+
+func inc(n uint16) uint16 {
+	if n == math.MaxUint16 {
+		return n
+	}
+	return n + 1
+}
+
+// elapsed is ns-since, 0 if the clock went back.
+func elapsed(ns, since int64) time.Duration {
+	if ns < since {
+		return 0
+	}
+	return time.Duration(ns - since)
+}
+
+// charge adds a failure to a pair's flap penalty.
+func (s *Site) charge(c *cell, ns int64) {
+	d := &s.opts.Damping
+	if d.HalfLife == 0 {
+		return
+	}
+	c.pen, c.penNs = min(s.penalty(c, ns)+d.Penalty, d.Max), ns
+	if c.pen >= d.Suppress {
+		c.suppressed = true
+	}
+}
+
+// penalty is the pair's flap penalty decayed to ns.
+func (s *Site) penalty(c *cell, ns int64) float64 {
+	if c.pen == 0 {
+		return 0
+	}
+	return c.pen * math.Exp2(-float64(elapsed(ns, c.penNs))/float64(s.opts.Damping.HalfLife))
+}
+
+// Evaluate appends to out what changed since the previous Evaluate, transports first, and
+// moves classes to their best path:
+//   - a transport whose Status changed: TransportDown, TransportDegraded or TransportRecovered;
+//   - a class whose path is Down moves at once to the best live transport (ReasonDown); if all
+//     are Down it stays and reports SLABreach with ReasonAllDown;
+//   - a class whose path breaches its SLA moves at once to the first transport of its order
+//     that meets it and is not suppressed (ReasonSLA);
+//   - otherwise, once HoldDown has passed since the class's last switch, it moves to a
+//     transport meeting the SLA earlier in its order (ReasonPreferred) or, when none meets
+//     it, to one whose Violation is lower by ScoreMargin (ReasonScore);
+//   - a class whose SLA status on its (new) path changed: SLABreach or SLARecovered.
+//
+// It allocates only if out must grow.
+func (s *Site) Evaluate(now time.Time, out []Decision) []Decision {
+	for i := range s.transports {
+		t := &s.transports[i]
+		st := t.status()
+		if st == t.reported {
+			continue
+		}
+		t.reported = st
+		k := TransportRecovered
+		switch st {
+		case Down:
+			k = TransportDown
+		case Degraded:
+			k = TransportDegraded
+		}
+		out = append(out, Decision{Kind: k, Transport: t.name, Metrics: t.last})
+	}
+	ns := now.UnixNano()
+	for ci := range s.classes {
+		out = s.steer(ci, ns, out)
+	}
+	return out
+}
+
+func (s *Site) steer(ci int, ns int64, out []Decision) []Decision {
+	c := &s.classes[ci]
+	p := int(c.path)
+	q, qSupp, qRank, pRank := s.best(ci, p, ns)
+	var reason Reason
+	switch {
+	case q < 0 || q == p:
+	case s.transports[p].down:
+		reason = ReasonDown
+	case pRank > 0 && qRank == 0 && !qSupp:
+		reason = ReasonSLA
+	case c.switched && elapsed(ns, c.switchedNs) < s.opts.HoldDown:
+		// Voluntary moves wait; this is what bounds switches under flapping.
+	case qRank == 0: // q comes before p in the order, both meet the SLA
+		reason = ReasonPreferred
+	case qRank+s.opts.ScoreMargin < pRank:
+		reason = ReasonScore
+	}
+	if reason != "" {
+		from := &s.transports[p]
+		out = append(out, Decision{Kind: PathSwitched, Class: c.name, From: from.name,
+			To: s.transports[q].name, Reason: reason, Metrics: from.last})
+		c.path, c.switched, c.switchedNs = uint8(q), true, ns
+		p = q
+	}
+	t := &s.transports[p]
+	breached := t.down || s.cells[ci*len(s.transports)+p].breached
+	if breached == c.breached {
+		return out
+	}
+	c.breached = breached
+	d := Decision{Kind: SLARecovered, Transport: t.name, Class: c.name, Metrics: t.last}
+	if breached {
+		d.Kind, d.Reason = SLABreach, ReasonSLA
+		if t.down {
+			d.Reason = ReasonAllDown
+		}
+	}
+	return append(out, d)
+}
+
+// best ranks class ci's live (not Down) transports by (suppressed, rank, order) and returns
+// the first, -1 if all are Down. rank is 0 for a pair within its SLA, else 1+Violation of the
+// last window. The current path p is never taken as suppressed: damping keeps a transport
+// from being chosen, not from being kept. It also returns p's rank and clears suppressions
+// whose penalty has decayed below Reuse.
+func (s *Site) best(ci, p int, ns int64) (q int, qSupp bool, qRank, pRank float64) {
+	T := len(s.transports)
+	cells, order := s.cells[ci*T:(ci+1)*T], s.order[ci*T:(ci+1)*T]
+	sla := &s.classes[ci].sla
+	q = -1
+	for _, ti8 := range order {
+		ti := int(ti8)
+		t := &s.transports[ti]
+		if t.down {
+			continue
+		}
+		c := &cells[ti]
+		if c.suppressed && s.penalty(c, ns) < s.opts.Damping.Reuse {
+			c.suppressed = false
+		}
+		supp := c.suppressed && ti != p
+		var rank float64
+		if c.breached {
+			rank = 1 + sla.Violation(t.last)
+		}
+		if ti == p {
+			pRank = rank
+		}
+		if q < 0 || (!supp && qSupp) || (supp == qSupp && rank < qRank) {
+			q, qSupp, qRank = ti, supp, rank
+		}
+	}
+	return q, qSupp, qRank, pRank
+}
+
+// Path returns the transport class uses now, "" if the class is not in the site.
+func (s *Site) Path(class string) string {
+	ci := s.classIndex(class)
+	if ci < 0 {
+		return ""
+	}
+	return s.transports[s.classes[ci].path].name
+}
+
+// Status returns a transport's state now (Evaluate reports its changes), false if the
+// transport is not in the site.
+func (s *Site) Status(transport string) (Status, bool) {
+	ti := s.transportIndex(transport)
+	if ti < 0 {
+		return Down, false
+	}
+	return s.transports[ti].status(), true
+}
+
+// SLAMet reports whether class's SLA is met on its path as of the last Evaluate: the path is
+// neither Down nor breached for the class. False if the class is not in the site.
+func (s *Site) SLAMet(class string) bool {
+	ci := s.classIndex(class)
+	return ci >= 0 && !s.classes[ci].breached
+}
+
+func (s *Site) transportIndex(name string) int {
+	for i := range s.transports {
+		if s.transports[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Site) classIndex(name string) int {
+	for i := range s.classes {
+		if s.classes[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
