@@ -15,7 +15,9 @@ func mochiLogger(l *slog.Logger) *slog.Logger {
 
 type packetFilter struct{ h slog.Handler }
 
-func (f *packetFilter) Enabled(ctx context.Context, lvl slog.Level) bool { return f.h.Enabled(ctx, lvl) }
+func (f *packetFilter) Enabled(ctx context.Context, lvl slog.Level) bool {
+	return f.h.Enabled(ctx, lvl)
+}
 
 func (f *packetFilter) Handle(ctx context.Context, r slog.Record) error {
 	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
@@ -44,4 +46,6 @@ func (f *packetFilter) WithAttrs(as []slog.Attr) slog.Handler {
 	return &packetFilter{h: f.h.WithAttrs(keep)}
 }
 
-func (f *packetFilter) WithGroup(name string) slog.Handler { return &packetFilter{h: f.h.WithGroup(name)} }
+func (f *packetFilter) WithGroup(name string) slog.Handler {
+	return &packetFilter{h: f.h.WithGroup(name)}
+}
