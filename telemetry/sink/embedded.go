@@ -1,0 +1,584 @@
+package sink
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/edgewan/edgewan/telemetry"
+)
+
+// Defaults for EmbeddedOptions fields left zero.
+const (
+	DefaultEmbeddedFile          = "telemetry.db"
+	DefaultEmbeddedFlushInterval = time.Minute
+	DefaultEmbeddedPruneInterval = time.Hour
+	DefaultMinuteRetention       = 7 * 24 * time.Hour
+	DefaultHourRetention         = 400 * 24 * time.Hour
+	DefaultEmbeddedMaxUnflushed  = 1_000_000
+)
+
+// EmbeddedOptions configure an EmbeddedSink. Only DataDir is required.
+type EmbeddedOptions struct {
+	DataDir string // the database is DataDir/File
+	File    string // "" means DefaultEmbeddedFile
+
+	FlushInterval   time.Duration // how often rollups are written; 0 means DefaultEmbeddedFlushInterval
+	PruneInterval   time.Duration // how often expired rows are deleted; 0 means default, negative never (call Prune)
+	MinuteRetention time.Duration // how long minute rows are kept; 0 means DefaultMinuteRetention
+	HourRetention   time.Duration // how long hour rows are kept; 0 means DefaultHourRetention
+	// MaxUnflushed bounds the rollup rows held in memory when writing them to the database
+	// fails (disk full, say); past it the oldest are dropped and counted. 0 means default.
+	MaxUnflushed int
+
+	Now    func() time.Time // clock for the background pruning; nil means time.Now
+	Logger *slog.Logger     // nil means slog.Default()
+}
+
+// Rollup is a transport's aggregate over one minute or one hour, as History returns it.
+// Latency figures are means over answered probes (each window weighted by its answered probes).
+type Rollup struct {
+	Site, Transport string
+	Time            time.Time     // start of the period
+	Resolution      time.Duration // time.Minute or time.Hour
+
+	Windows     int64   // transport windows aggregated
+	Sent, Lost  int64   // probes
+	LossPct     float64 // Lost / Sent in percent
+	LatencyMs   float64 // mean RTT
+	P95Ms       float64 // mean of the windows' p95
+	JitterMs    float64 // mean of the windows' jitter
+	StdDevMs    float64 // mean of the windows' standard deviation
+	MinMs       float64 // lowest RTT
+	MaxMs       float64 // highest RTT
+	DownWindows int64   // windows the agent reported the transport down
+}
+
+// EmbeddedStats count an EmbeddedSink's work since it was made.
+type EmbeddedStats struct {
+	Windows     int64 // transport windows written
+	RowsFlushed int64 // minute rows written (each also updates an hour row)
+	Dropped     int64 // minute rows dropped after failed flushes (MaxUnflushed)
+	Pruned      int64 // rows deleted by Prune
+}
+
+// EmbeddedSink keeps telemetry history in its own SQLite file (WAL) in the data dir, without
+// InfluxDB: 1-minute and 1-hour rollups per site and transport (windows of all the site's
+// devices together), bucketed by the report's time. Write aggregates in memory; a goroutine
+// writes the rollups every FlushInterval (Flush and Close do too) and prunes rows past their
+// retention every PruneInterval. Rows are merged on write, so late reports (an agent
+// replaying its spool) land in the right minute. A crash loses at most the unflushed interval.
+type EmbeddedSink struct {
+	opts EmbeddedOptions
+	log  *slog.Logger
+	db   *sql.DB
+	path string
+
+	mu      sync.Mutex // guards the in-memory rollups and closed
+	entries map[seriesKey]*entry
+	closed  bool
+
+	flushMu sync.Mutex // one writer at a time: flushes and prunes
+	rows    []minuteRow
+	unsaved []minuteRow // of failed flushes, retried first
+
+	statsMu sync.Mutex
+	stats   EmbeddedStats
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type seriesKey struct{ site, transport string }
+
+type entry struct {
+	key  seriesKey
+	aggs []agg // one per minute with unflushed data, usually one
+}
+
+// agg is a mergeable rollup: sums and extremes.
+type agg struct {
+	ts                            int64 // unix seconds at the start of the period
+	windows, sent, lost, down     int64
+	latSum, p95Sum, jitSum, sdSum float64 // weighted by answered probes
+	minMs, maxMs                  float64
+	hasMin                        bool
+}
+
+func (a *agg) add(tw *telemetry.TransportWindow) {
+	answered := float64(max(tw.Sent-tw.Lost, 0))
+	a.windows++
+	a.sent += int64(tw.Sent)
+	a.lost += int64(tw.Lost)
+	if tw.Down {
+		a.down++
+	}
+	a.latSum += tw.LatencyMs * answered
+	a.p95Sum += tw.P95Ms * answered
+	a.jitSum += tw.JitterMs * answered
+	a.sdSum += tw.StdDevMs * answered
+	if answered > 0 {
+		if !a.hasMin || tw.MinMs < a.minMs {
+			a.minMs = tw.MinMs
+		}
+		a.hasMin = true
+	}
+	a.maxMs = max(a.maxMs, tw.MaxMs)
+}
+
+func (a *agg) merge(b *agg) {
+	a.windows += b.windows
+	a.sent += b.sent
+	a.lost += b.lost
+	a.down += b.down
+	a.latSum += b.latSum
+	a.p95Sum += b.p95Sum
+	a.jitSum += b.jitSum
+	a.sdSum += b.sdSum
+	if b.hasMin && (!a.hasMin || b.minMs < a.minMs) {
+		a.minMs, a.hasMin = b.minMs, true
+	}
+	a.maxMs = max(a.maxMs, b.maxMs)
+}
+
+type minuteRow struct {
+	key seriesKey
+	agg
+}
+
+const embeddedSchema = `
+CREATE TABLE IF NOT EXISTS rollup_1m (
+	site      TEXT    NOT NULL,
+	transport TEXT    NOT NULL,
+	ts        INTEGER NOT NULL, -- unix seconds, start of the minute
+	windows   INTEGER NOT NULL,
+	sent      INTEGER NOT NULL,
+	lost      INTEGER NOT NULL,
+	down      INTEGER NOT NULL,
+	lat_sum   REAL    NOT NULL, -- sums weighted by answered probes
+	p95_sum   REAL    NOT NULL,
+	jit_sum   REAL    NOT NULL,
+	sd_sum    REAL    NOT NULL,
+	min_ms    REAL,             -- NULL: no probe answered
+	max_ms    REAL    NOT NULL,
+	PRIMARY KEY (site, transport, ts)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rollup_1m_ts ON rollup_1m (ts);
+CREATE TABLE IF NOT EXISTS rollup_1h (
+	site      TEXT    NOT NULL,
+	transport TEXT    NOT NULL,
+	ts        INTEGER NOT NULL, -- unix seconds, start of the hour
+	windows   INTEGER NOT NULL,
+	sent      INTEGER NOT NULL,
+	lost      INTEGER NOT NULL,
+	down      INTEGER NOT NULL,
+	lat_sum   REAL    NOT NULL,
+	p95_sum   REAL    NOT NULL,
+	jit_sum   REAL    NOT NULL,
+	sd_sum    REAL    NOT NULL,
+	min_ms    REAL,
+	max_ms    REAL    NOT NULL,
+	PRIMARY KEY (site, transport, ts)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rollup_1h_ts ON rollup_1h (ts);
+`
+
+// upsert merges a row into a table: sums add up, extremes combine.
+const upsertSQL = `INSERT INTO %s (site, transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (site, transport, ts) DO UPDATE SET
+	windows = windows + excluded.windows,
+	sent    = sent + excluded.sent,
+	lost    = lost + excluded.lost,
+	down    = down + excluded.down,
+	lat_sum = lat_sum + excluded.lat_sum,
+	p95_sum = p95_sum + excluded.p95_sum,
+	jit_sum = jit_sum + excluded.jit_sum,
+	sd_sum  = sd_sum + excluded.sd_sum,
+	min_ms  = min(coalesce(min_ms, excluded.min_ms), coalesce(excluded.min_ms, min_ms)),
+	max_ms  = max(max_ms, excluded.max_ms)`
+
+// NewEmbedded opens (creating if needed) the database in opts.DataDir and starts the
+// goroutine that flushes and prunes it.
+func NewEmbedded(opts EmbeddedOptions) (*EmbeddedSink, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("sink.NewEmbedded: no data dir")
+	}
+	if opts.FlushInterval < 0 || opts.MinuteRetention < 0 || opts.HourRetention < 0 || opts.MaxUnflushed < 0 {
+		return nil, errors.New("sink.NewEmbedded: negative interval, retention or size in options")
+	}
+	if opts.File == "" {
+		opts.File = DefaultEmbeddedFile
+	}
+	if opts.FlushInterval == 0 {
+		opts.FlushInterval = DefaultEmbeddedFlushInterval
+	}
+	if opts.PruneInterval == 0 {
+		opts.PruneInterval = DefaultEmbeddedPruneInterval
+	}
+	if opts.MinuteRetention == 0 {
+		opts.MinuteRetention = DefaultMinuteRetention
+	}
+	if opts.HourRetention == 0 {
+		opts.HourRetention = DefaultHourRetention
+	}
+	if opts.MaxUnflushed == 0 {
+		opts.MaxUnflushed = DefaultEmbeddedMaxUnflushed
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sink.NewEmbedded: %w", err)
+	}
+	path := filepath.Join(opts.DataDir, opts.File)
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sink.NewEmbedded: %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, embeddedSchema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sink.NewEmbedded: %s: create schema: %w", path, err)
+	}
+	s := &EmbeddedSink{
+		opts:    opts,
+		log:     opts.Logger.With("sink", "embedded", "path", path),
+		db:      db,
+		path:    path,
+		entries: make(map[seriesKey]*entry),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go s.run()
+	return s, nil
+}
+
+// Path returns the database file's path.
+func (s *EmbeddedSink) Path() string { return s.path }
+
+// Write adds r's transport windows to the in-memory minute rollups of r's time.
+func (s *EmbeddedSink) Write(ctx context.Context, r *telemetry.Report) error {
+	for i := range r.Transport {
+		t := &r.Transport[i]
+		for _, v := range [...]float64{t.LatencyMs, t.P95Ms, t.MinMs, t.MaxMs, t.JitterMs, t.StdDevMs} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("sink.EmbeddedSink.Write: %w: transport %q: a figure is %v", telemetry.ErrInvalid, t.Name, v)
+			}
+		}
+	}
+	minute := floorTo(r.Time.Unix(), 60)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("sink.EmbeddedSink.Write: %w", ErrClosed)
+	}
+	for i := range r.Transport {
+		tw := &r.Transport[i]
+		e := s.entries[seriesKey{r.Site, tw.Name}]
+		if e == nil {
+			k := seriesKey{strings.Clone(r.Site), strings.Clone(tw.Name)}
+			e = &entry{key: k}
+			s.entries[k] = e
+		}
+		e.aggFor(minute).add(tw)
+	}
+	return nil
+}
+
+func (e *entry) aggFor(ts int64) *agg {
+	for i := len(e.aggs) - 1; i >= 0; i-- {
+		if e.aggs[i].ts == ts {
+			return &e.aggs[i]
+		}
+	}
+	e.aggs = append(e.aggs, agg{ts: ts})
+	return &e.aggs[len(e.aggs)-1]
+}
+
+// Flush writes every rollup held in memory to the database.
+func (s *EmbeddedSink) Flush(ctx context.Context) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	return s.flushLocked(ctx)
+}
+
+func (s *EmbeddedSink) flushLocked(ctx context.Context) error {
+	// Take the rollups out under mu (a copy of each, no allocation once warm), write them
+	// without it so Write never waits for the disk.
+	rows := append(s.rows[:0], s.unsaved...)
+	s.unsaved = s.unsaved[:0]
+	s.mu.Lock()
+	var windows int64
+	for _, e := range s.entries {
+		for i := range e.aggs {
+			rows = append(rows, minuteRow{key: e.key, agg: e.aggs[i]})
+			windows += e.aggs[i].windows
+		}
+		e.aggs = e.aggs[:0]
+	}
+	s.mu.Unlock()
+	s.rows = rows
+	if len(rows) == 0 {
+		return nil
+	}
+	slices.SortFunc(rows, func(a, b minuteRow) int {
+		return cmp.Or(strings.Compare(a.key.site, b.key.site), strings.Compare(a.key.transport, b.key.transport), cmp.Compare(a.ts, b.ts))
+	})
+	if err := s.writeRows(ctx, rows); err != nil {
+		// Keep them for the next flush, within bounds.
+		keep := rows
+		if over := len(keep) - s.opts.MaxUnflushed; over > 0 {
+			keep = keep[over:]
+			s.statsMu.Lock()
+			s.stats.Dropped += int64(over)
+			s.statsMu.Unlock()
+			s.log.Error("telemetry rollups dropped after failed writes", "rows", over)
+		}
+		s.unsaved = append(s.unsaved, keep...)
+		return fmt.Errorf("sink.EmbeddedSink.Flush: %s: %w (%d rows kept for the next flush)", s.path, err, len(s.unsaved))
+	}
+	s.statsMu.Lock()
+	s.stats.RowsFlushed += int64(len(rows))
+	s.stats.Windows += windows
+	s.statsMu.Unlock()
+	return nil
+}
+
+// writeRows upserts rows (sorted by key and time) into the minute table, and their sums per
+// hour into the hour table, in one transaction.
+func (s *EmbeddedSink) writeRows(ctx context.Context, rows []minuteRow) (err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	minStmt, err := tx.PrepareContext(ctx, fmt.Sprintf(upsertSQL, "rollup_1m"))
+	if err != nil {
+		return err
+	}
+	defer minStmt.Close()
+	hourStmt, err := tx.PrepareContext(ctx, fmt.Sprintf(upsertSQL, "rollup_1h"))
+	if err != nil {
+		return err
+	}
+	defer hourStmt.Close()
+	exec := func(st *sql.Stmt, k seriesKey, a *agg) error {
+		var minMs any
+		if a.hasMin {
+			minMs = a.minMs
+		}
+		_, err := st.ExecContext(ctx, k.site, k.transport, a.ts, a.windows, a.sent, a.lost, a.down,
+			a.latSum, a.p95Sum, a.jitSum, a.sdSum, minMs, a.maxMs)
+		return err
+	}
+	var hour minuteRow
+	hour.ts = math.MinInt64
+	for i := range rows {
+		r := &rows[i]
+		if err := exec(minStmt, r.key, &r.agg); err != nil {
+			return fmt.Errorf("rollup_1m: %w", err)
+		}
+		h := floorTo(r.ts, 3600)
+		if hour.key != r.key || hour.ts != h {
+			if hour.ts != math.MinInt64 {
+				if err := exec(hourStmt, hour.key, &hour.agg); err != nil {
+					return fmt.Errorf("rollup_1h: %w", err)
+				}
+			}
+			hour = minuteRow{key: r.key, agg: agg{ts: h}}
+		}
+		hour.merge(&r.agg)
+	}
+	if err := exec(hourStmt, hour.key, &hour.agg); err != nil {
+		return fmt.Errorf("rollup_1h: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Prune deletes minute rows older than MinuteRetention and hour rows older than HourRetention
+// before now, and returns how many it deleted. It deletes in slices of time, so writers wait
+// for one slice at most.
+func (s *EmbeddedSink) Prune(ctx context.Context, now time.Time) (int64, error) {
+	var total int64
+	for _, t := range []struct {
+		table string
+		keep  time.Duration
+		slice int64 // seconds per DELETE
+	}{
+		{"rollup_1m", s.opts.MinuteRetention, 600},
+		{"rollup_1h", s.opts.HourRetention, 7 * 86400},
+	} {
+		cutoff := now.Add(-t.keep).Unix()
+		for {
+			var oldest sql.NullInt64
+			if err := s.db.QueryRowContext(ctx, "SELECT min(ts) FROM "+t.table+" WHERE ts < ?", cutoff).Scan(&oldest); err != nil {
+				return total, fmt.Errorf("sink.EmbeddedSink.Prune: %s: %w", t.table, err)
+			}
+			if !oldest.Valid {
+				break
+			}
+			s.flushMu.Lock()
+			res, err := s.db.ExecContext(ctx, "DELETE FROM "+t.table+" WHERE ts >= ? AND ts < ?", oldest.Int64, min(oldest.Int64+t.slice, cutoff))
+			s.flushMu.Unlock()
+			if err != nil {
+				return total, fmt.Errorf("sink.EmbeddedSink.Prune: %s: %w", t.table, err)
+			}
+			n, _ := res.RowsAffected()
+			total += n
+		}
+	}
+	s.statsMu.Lock()
+	s.stats.Pruned += total
+	s.statsMu.Unlock()
+	return total, nil
+}
+
+// History returns site's rollups for transport (every transport if "") whose period starts in
+// [from, to), ordered by transport and time. resolution is time.Minute, time.Hour, or 0 for
+// minutes when the range is at most a day and within MinuteRetention of now, else hours.
+// Rollups still in memory (up to FlushInterval old) are not included: Flush first for them.
+func (s *EmbeddedSink) History(ctx context.Context, site, transport string, from, to time.Time, resolution time.Duration) ([]Rollup, error) {
+	if resolution == 0 {
+		resolution = time.Hour
+		if to.Sub(from) <= 24*time.Hour && from.After(s.opts.Now().Add(-s.opts.MinuteRetention)) {
+			resolution = time.Minute
+		}
+	}
+	var table string
+	switch resolution {
+	case time.Minute:
+		table = "rollup_1m"
+	case time.Hour:
+		table = "rollup_1h"
+	default:
+		return nil, fmt.Errorf("sink.EmbeddedSink.History: resolution %v; want 1m, 1h or 0 (automatic)", resolution)
+	}
+	step := int64(resolution / time.Second)
+	q := `SELECT transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms
+FROM ` + table + ` WHERE site = ? AND ts >= ? AND ts < ?`
+	args := []any{site, floorTo(from.Unix()+step-1, step), to.Unix()}
+	if transport != "" {
+		q += ` AND transport = ?`
+		args = append(args, transport)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY transport, ts`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sink.EmbeddedSink.History: %w", err)
+	}
+	defer rows.Close()
+	var out []Rollup
+	for rows.Next() {
+		var r Rollup
+		var ts int64
+		var latSum, p95Sum, jitSum, sdSum float64
+		var minMs sql.NullFloat64
+		if err := rows.Scan(&r.Transport, &ts, &r.Windows, &r.Sent, &r.Lost, &r.DownWindows,
+			&latSum, &p95Sum, &jitSum, &sdSum, &minMs, &r.MaxMs); err != nil {
+			return nil, fmt.Errorf("sink.EmbeddedSink.History: %w", err)
+		}
+		r.Site, r.Time, r.Resolution = site, time.Unix(ts, 0).UTC(), resolution
+		r.MinMs = minMs.Float64
+		if r.Sent > 0 {
+			r.LossPct = 100 * float64(r.Lost) / float64(r.Sent)
+		}
+		if a := float64(r.Sent - r.Lost); a > 0 {
+			r.LatencyMs, r.P95Ms, r.JitterMs, r.StdDevMs = latSum/a, p95Sum/a, jitSum/a, sdSum/a
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sink.EmbeddedSink.History: %w", err)
+	}
+	return out, nil
+}
+
+// Stats returns the sink's counters.
+func (s *EmbeddedSink) Stats() EmbeddedStats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	return s.stats
+}
+
+// Close stops the background work, writes what is in memory and closes the database.
+func (s *EmbeddedSink) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := s.Flush(ctx)
+	if cerr := s.db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("sink.EmbeddedSink.Close: %w", cerr)
+	}
+	return err
+}
+
+// run flushes every FlushInterval and prunes every PruneInterval until Close.
+func (s *EmbeddedSink) run() {
+	defer close(s.done)
+	flush := time.NewTicker(s.opts.FlushInterval)
+	defer flush.Stop()
+	var prune <-chan time.Time
+	if s.opts.PruneInterval > 0 {
+		t := time.NewTicker(s.opts.PruneInterval)
+		defer t.Stop()
+		prune = t.C
+	}
+	// Work stops with Close; a flush in progress finishes (Close flushes again after).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-flush.C:
+			if err := s.Flush(ctx); err != nil {
+				s.log.Error("writing telemetry rollups", "err", err)
+			}
+		case <-prune:
+			if n, err := s.Prune(ctx, s.opts.Now()); err != nil {
+				s.log.Error("pruning telemetry history", "err", err)
+			} else if n > 0 {
+				s.log.Debug("pruned telemetry history", "rows", n)
+			}
+		}
+	}
+}
+
+// floorTo rounds sec down to a multiple of step, also below zero.
+func floorTo(sec, step int64) int64 {
+	r := sec % step
+	if r < 0 {
+		r += step
+	}
+	return sec - r
+}

@@ -1,0 +1,362 @@
+// Package influxtest runs real InfluxDB 1.8 servers for tests.
+//
+// A package whose tests use it calls Main from TestMain:
+//
+//	func TestMain(m *testing.M) { influxtest.Main(m) }
+//
+//	func TestThing(t *testing.T) {
+//		db := influxtest.NewDatabase(t) // a fresh database on the shared server, dropped when t ends
+//		s, err := sink.NewInflux(sink.InfluxOptions{URL: db.URL, Bucket: db.Bucket})
+//		...
+//	}
+//
+// The shared server is the one at EDGEWAN_TEST_INFLUX_URL (e.g. http://127.0.0.1:8086, auth
+// off, Flux on), else one this test binary starts once with scripts/influxdb.sh and stops in
+// Main. Start runs a server of the test's own, for tests that stop and restart it. When
+// InfluxDB cannot be started or reached, tests fail; they never skip.
+package influxtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// EnvURL names the environment variable with the URL of a running InfluxDB 1.8 server for
+// tests (auth off, Flux on). Unset means each test binary starts its own.
+const EnvURL = "EDGEWAN_TEST_INFLUX_URL"
+
+// URL returns the base URL of the shared test server, starting it on first use, or fails t.
+func URL(t testing.TB) string {
+	t.Helper()
+	if !mainCalled.Load() {
+		t.Fatalf("influxtest: this package needs\n\tfunc TestMain(m *testing.M) { influxtest.Main(m) }\nso the InfluxDB server it may start is stopped when the tests end")
+	}
+	srvOnce.Do(func() {
+		srvMu.Lock()
+		defer srvMu.Unlock()
+		shared, sharedErr = startShared()
+	})
+	srvMu.Lock()
+	s, err := shared, sharedErr
+	srvMu.Unlock()
+	if err != nil {
+		t.Fatalf("influxtest: no InfluxDB server for tests: %v", err)
+	}
+	return s.URL
+}
+
+// Database is a database on a test server, as an InfluxDB 2 client addresses it.
+type Database struct {
+	URL    string // server base URL
+	Name   string // database name
+	Bucket string // Name + "/autogen", the bucket of the v2 API
+}
+
+// NewDatabase creates a fresh, uniquely named database on the shared server, dropped via
+// t.Cleanup.
+func NewDatabase(t testing.TB) Database {
+	t.Helper()
+	return CreateDatabase(t, URL(t))
+}
+
+// CreateDatabase creates a fresh, uniquely named database on the server at base, dropped via
+// t.Cleanup (if the server is still up then).
+func CreateDatabase(t testing.TB, base string) Database {
+	t.Helper()
+	name := fmt.Sprintf("edgewan_test_%d_%d_%s", os.Getpid(), dbSeq.Add(1), randHex(4))
+	if err := Exec(base, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("influxtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := Exec(base, "DROP DATABASE "+name); err != nil && !isConnRefused(err) {
+			t.Errorf("influxtest: %v", err)
+		}
+	})
+	return Database{URL: base, Name: name, Bucket: name + "/autogen"}
+}
+
+// Exec runs an InfluxQL statement (CREATE DATABASE, DROP DATABASE, ...) with POST /query.
+func Exec(base, stmt string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/query", strings.NewReader(url.Values{"q": {stmt}}.Encode()))
+	if err != nil {
+		return fmt.Errorf("%s: %w", stmt, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", stmt, base, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK || bytes.Contains(body, []byte(`"error"`)) {
+		return fmt.Errorf("%s on %s: %s: %s", stmt, base, resp.Status, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// Server is a test's own InfluxDB server, which it may stop and start again.
+type Server struct {
+	URL    string
+	dir    string
+	port   int
+	script string
+}
+
+// Start starts a server of t's own on a free port, with its data in a temporary directory;
+// it is stopped via t.Cleanup.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	script, err := scriptPath()
+	if err != nil {
+		t.Fatalf("influxtest: %v", err)
+	}
+	s := &Server{dir: t.TempDir(), script: script}
+	t.Cleanup(func() {
+		if _, err := runScript(s.script, 2*time.Minute, "stop", s.dir); err != nil {
+			t.Errorf("influxtest: %v", err)
+		}
+	})
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ { // another process may grab the free port first
+		s.port, err = freePort()
+		if err == nil {
+			s.URL, err = runScript(script, 15*time.Minute, "start", s.dir, strconv.Itoa(s.port))
+		}
+		if err == nil {
+			return s
+		}
+		errs = append(errs, err)
+	}
+	t.Fatalf("influxtest: could not start InfluxDB with %s:\n%v", script, errors.Join(errs...))
+	return nil
+}
+
+// Stop stops the server; its data stays for Restart.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if _, err := runScript(s.script, 2*time.Minute, "stop", s.dir); err != nil {
+		t.Fatalf("influxtest: %v", err)
+	}
+}
+
+// Restart starts the stopped server again, on the same port with the same data.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if _, err := runScript(s.script, 15*time.Minute, "start", s.dir, strconv.Itoa(s.port)); err != nil {
+		t.Fatalf("influxtest: %v", err)
+	}
+}
+
+// Main runs the package's tests and then stops the InfluxDB server this binary started, if any.
+func Main(m *testing.M) {
+	mainCalled.Store(true)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		shutdown()
+		signal.Stop(sigs)
+		if s, ok := sig.(syscall.Signal); ok {
+			_ = syscall.Kill(os.Getpid(), s)
+		}
+	}()
+	code := m.Run()
+	signal.Stop(sigs)
+	shutdown()
+	os.Exit(code)
+}
+
+type sharedServer struct {
+	URL    string
+	dir    string // when this binary started it, else ""
+	script string
+}
+
+var (
+	srvOnce    sync.Once
+	srvMu      sync.Mutex // guards shared and sharedErr
+	shared     *sharedServer
+	sharedErr  error
+	dbSeq      atomic.Int64
+	mainCalled atomic.Bool
+)
+
+const (
+	stalePrefix = "edgewan-influxtest-"
+	ownerFile   = "owner.pid"
+)
+
+// startShared uses EDGEWAN_TEST_INFLUX_URL or starts a server. Called with srvMu held.
+func startShared() (*sharedServer, error) {
+	if u := os.Getenv(EnvURL); u != "" {
+		u = strings.TrimRight(u, "/")
+		if err := ping(u); err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", EnvURL, u, err)
+		}
+		return &sharedServer{URL: u}, nil
+	}
+	script, err := scriptPath()
+	if err != nil {
+		return nil, fmt.Errorf("%w (or set %s to a running server's URL)", err, EnvURL)
+	}
+	reapStale(script)
+	dir, err := os.MkdirTemp("", stalePrefix)
+	if err != nil {
+		return nil, err
+	}
+	// Mark the dir as ours so a later run can stop the server if this process dies unclean.
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	var errs []error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		u, err := runScript(script, 15*time.Minute, "start", filepath.Join(dir, "influxdb"), strconv.Itoa(port))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return &sharedServer{URL: u, dir: dir, script: script}, nil
+	}
+	_, _ = runScript(script, time.Minute, "stop", filepath.Join(dir, "influxdb"))
+	os.RemoveAll(dir)
+	return nil, fmt.Errorf("could not start one with %s (or set %s to a running server's URL):\n%w", script, EnvURL, errors.Join(errs...))
+}
+
+func shutdown() {
+	srvMu.Lock()
+	defer srvMu.Unlock()
+	s := shared
+	if s == nil {
+		return
+	}
+	shared, sharedErr = nil, errors.New("influxtest: server already shut down")
+	if s.dir == "" {
+		return
+	}
+	if _, err := runScript(s.script, 2*time.Minute, "stop", filepath.Join(s.dir, "influxdb")); err != nil {
+		fmt.Fprintf(os.Stderr, "influxtest: stopping the test InfluxDB server: %v\n", err)
+		return // keep the dir: the next run's reapStale tries again
+	}
+	os.RemoveAll(s.dir)
+}
+
+// reapStale stops and removes servers left by earlier test binaries that died without
+// running Main's cleanup.
+func reapStale(script string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), stalePrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // owner still alive (or unknown): not ours to touch
+		}
+		if _, err := runScript(script, time.Minute, "stop", filepath.Join(dir, "influxdb")); err == nil {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+func ping(base string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/ping", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("GET %s/ping: %s; want 204 No Content", base, resp.Status)
+	}
+	return nil
+}
+
+// runScript runs scripts/influxdb.sh and returns the last line of its stdout.
+func runScript(script string, timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second // never hang on a pipe a daemon kept open
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1]), nil
+}
+
+// scriptPath finds scripts/influxdb.sh above the working directory.
+func scriptPath() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			p := filepath.Join(d, "scripts", "influxdb.sh")
+			if _, err := os.Stat(p); err != nil {
+				return "", err
+			}
+			return p, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.mod above %s, cannot find scripts/influxdb.sh", wd)
+		}
+		d = parent
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
