@@ -312,17 +312,16 @@ func (s *Store) ListTransports(ctx context.Context, siteID string, p page.Params
 	return out, nil
 }
 
-// TransportFigures is a transport's latest status and metrics, saved periodically.
-type TransportFigures struct {
-	SiteID, Name, Status         string
-	LatencyMs, LossPct, JitterMs float64
-	At                           time.Time
-}
-
-// SaveTransportFigures stores the latest figures of many transports in one transaction.
-// It does not touch updated_at: figures change every second and would churn every list.
-func (s *Store) SaveTransportFigures(ctx context.Context, fs []TransportFigures) error {
+// SaveFigures stores the latest figures of many transports and the last report time of their
+// sites, in one transaction. It does not touch updated_at: figures change every second and
+// would churn every list.
+func (s *Store) SaveFigures(ctx context.Context, sites map[string]time.Time, fs []sdwan.TransportFigures) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for id, seen := range sites {
+			if _, err := tx.ExecContext(ctx, s.q("UPDATE sites SET last_seen = ? WHERE id = ?"), micros(seen), id); err != nil {
+				return err
+			}
+		}
 		stmt, err := tx.PrepareContext(ctx, s.q("UPDATE transports SET status = ?, latency_ms = ?, loss_pct = ?, jitter_ms = ?, last_sample_at = ? WHERE site_id = ? AND name = ?"))
 		if err != nil {
 			return err
@@ -336,7 +335,7 @@ func (s *Store) SaveTransportFigures(ctx context.Context, fs []TransportFigures)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store.SaveTransportFigures: %w", err)
+		return fmt.Errorf("store.SaveFigures: %w", err)
 	}
 	return nil
 }
@@ -595,4 +594,23 @@ func (s *Store) SetRollout(ctx context.Context, siteID, policyID string, version
 	}
 	n, _ := res.RowsAffected()
 	return n > 0, nil
+}
+
+// InsertEvents stores events and their deliveries in one transaction.
+func (s *Store) InsertEvents(ctx context.Context, evs ...*event.Envelope) (int, error) {
+	var n int
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for _, ev := range evs {
+			k, err := s.insertEvent(ctx, tx, ev)
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store.InsertEvents: %w", err)
+	}
+	return n, nil
 }
