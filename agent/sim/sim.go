@@ -89,7 +89,7 @@ func Connect(ctx context.Context, a *Access) (*Agent, error) {
 	will, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: a.Device, State: "offline"})
 	opts := paho.NewClientOptions().AddBroker(a.MQTT.URL).SetClientID(a.Device).
 		SetUsername(a.MQTT.Username).SetPassword(a.MQTT.Password).SetTLSConfig(tc).
-		SetCleanSession(false).SetAutoReconnect(true).SetConnectRetry(false).
+		SetCleanSession(false).SetAutoReconnect(true).SetConnectRetry(false).SetConnectTimeout(10 * time.Second).
 		SetBinaryWill(telemetry.Topic(a.Site.ID, telemetry.KindStatus), will, 1, true).
 		SetOrderMatters(true)
 	opts.SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {})
@@ -187,3 +187,6 @@ func Window(name string, sent, lost int, latencyMs, jitterMs float64) telemetry.
 		P95Ms: latencyMs + 2*jitterMs, MinMs: max(0, latencyMs-jitterMs), MaxMs: latencyMs + 3*jitterMs, JitterMs: jitterMs, StdDevMs: jitterMs,
 		Down: sent > 0 && lost == sent}
 }
+
+// Connected reports whether the MQTT connection is up now.
+func (a *Agent) Connected() bool { return a.client.IsConnectionOpen() }

@@ -244,3 +244,36 @@ func TestTelemetryLoop(t *testing.T) {
 		})
 	}
 }
+
+// TestDecommissionDisconnects decommissions a reporting site: its agent is disconnected, cannot
+// connect again, and the site leaves the controller's live state.
+func TestDecommissionDisconnects(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rw := s.Key("sdwan:read", "sdwan:write")
+	var site sdwan.Site
+	s.Do("POST", "/sd-wan/v1/sites", rw, branchSite).JSON(t, &site)
+	acc, err := sim.Claim(ctx, s.Client, s.URL, site.Claim, "br")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := sim.Connect(ctx, acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	if err := ag.Report(ctx, time.Now(), time.Second, sim.Window("mpls", 5, 0, 20, 1), sim.Window("inet", 5, 0, 30, 1)); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, s.Do("DELETE", "/sd-wan/v1/sites/"+site.ID, rw, nil), 204)
+	waitFor(t, func() bool { return !ag.Connected() })
+	if _, err := sim.Connect(ctx, acc); err == nil {
+		t.Fatal("a decommissioned site's agent connected again")
+	}
+	var h sdwan.Health
+	s.Do("GET", "/sd-wan/v1/sites/"+site.ID+"/health", rw, nil).JSON(t, &h)
+	if h.Status != "decommissioned" || len(h.SLA) != 0 {
+		t.Fatalf("health of a decommissioned site: %+v", h)
+	}
+}
