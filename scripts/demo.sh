@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the controller on embedded defaults (SQLite and a generated CA in ./data), mints an API
-# key, shows the API answering over HTTPS, then keeps the controller running until Ctrl-C.
+# Runs the controller on embedded defaults (SQLite, embedded MQTT broker, embedded time-series
+# store and a generated CA in ./data) with two simulated branch agents that claim their sites and
+# report telemetry, shows the API answering over HTTPS, then keeps running until Ctrl-C.
 # Usage: scripts/demo.sh [extra controller serve flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,11 +20,13 @@ mkdir -p bin
 VERSION=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 go build -ldflags "-X github.com/edgewan/edgewan/controller/server.Version=$VERSION" -o bin/controller ./controller
 go build -ldflags "-X main.Version=$VERSION" -o bin/agent ./agent
+go build -o bin/simagent ./scripts/simagent
 
 echo "==> starting the controller (data in $DATA_DIR, API on $BASE)"
-./bin/controller serve --data-dir "$DATA_DIR" --listen "$LISTEN" --allow-http-webhooks "$@" &
+./bin/controller serve --data-dir "$DATA_DIR" --listen "$LISTEN" --mqtt-listen "${MQTT_LISTEN:-127.0.0.1:8883}" --allow-http-webhooks "$@" &
 CTL=$!
-trap 'kill -TERM $CTL 2>/dev/null; wait $CTL 2>/dev/null || true' EXIT INT TERM
+SIM=
+trap '[ -n "$SIM" ] && kill -TERM $SIM 2>/dev/null; kill -TERM $CTL 2>/dev/null; wait $CTL 2>/dev/null || true' EXIT INT TERM
 
 CA="$DATA_DIR/tls/ca.crt"
 for _ in $(seq 1 100); do
@@ -43,11 +46,24 @@ api() { # api METHOD PATH [JSON]
   curl "${args[@]}"; echo; echo
 }
 
+echo "==> starting two simulated branch agents (scripts/simagent): pre-stage, claim, report"
+./bin/simagent --api "$BASE" --ca "$CA" --token "$TOKEN" --sites 2 > "$DATA_DIR/simagent.log" 2>&1 &
+SIM=$!
+for _ in $(seq 1 100); do
+  [ "$(grep -c claimed "$DATA_DIR/simagent.log" 2>/dev/null)" -ge 2 ] && break
+  kill -0 $SIM 2>/dev/null || { cat "$DATA_DIR/simagent.log"; echo "demo: simagent exited" >&2; exit 1; }
+  sleep 0.1
+done
+sleep 5 # let a few seconds of telemetry arrive
+
+SITE=$(curl -sS --cacert "$CA" -H "Authorization: Bearer $TOKEN" "$BASE/sd-wan/v1/sites?limit=1" | sed -n 's/.*"id":"\(site_[a-z0-9]*\)".*/\1/p' | head -n 1)
 echo
 api GET /v1/ping
 api GET /v1/org
+api GET '/sd-wan/v1/sites?limit=2'
+api GET "/sd-wan/v1/sites/$SITE/health?window=5m"
+api GET /v1/devices
 api POST /v1/soc/cases '{"title":"Demo: suspicious login at branch 12","severity":"high"}'
-api GET '/v1/soc/cases?limit=5'
 echo "\$ curl $BASE/v1/org   (no token)"
 curl -sS --cacert "$CA" "$BASE/v1/org"; echo; echo
 
@@ -55,6 +71,7 @@ cat <<TXT
 The controller is running (pid $CTL). Try it yourself:
 
   export TOKEN=$TOKEN
+  curl --cacert $CA -H "Authorization: Bearer \$TOKEN" $BASE/sd-wan/v1/sites/$SITE/health?window=1m
   curl --cacert $CA -H "Authorization: Bearer \$TOKEN" $BASE/v1/soc/cases
   curl --cacert $CA $BASE/openapi.json
   curl http://127.0.0.1:9108/metrics
