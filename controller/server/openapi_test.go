@@ -290,6 +290,11 @@ func (c *oaChecker) check(method, docPath string, r *servertest.Response) *serve
 			c.t.Errorf("%s: the required header %s is missing", name, h)
 		}
 	}
+	for _, h := range []string{"Location", "Cache-Control", "WWW-Authenticate", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		if r.Header.Get(h) != "" && resp.Value.Headers[h] == nil {
+			c.t.Errorf("%s: the response carries %s, which the document does not declare", name, h)
+		}
+	}
 	mt := resp.Value.Content.Get("application/json")
 	if mt == nil {
 		if len(r.Body) != 0 {
@@ -945,7 +950,8 @@ func (c *oaChecker) sdwanFamily(all string) {
 		{"name": "x", "role": "spoke"},
 		{"name": "x", "segments": []string{"Guest"}},
 		{"name": "x", "segments": []string{"a", "a"}},
-		{"name": "x", "segments": slices.Repeat([]string{"s"}, 33)},
+		{"name": "OA agree 3", "segments": oaSegments(32)},
+		{"name": "x", "segments": oaSegments(33)},
 		{"name": "x", "location": map[string]any{"lat": 90.5}},
 		{"name": "x", "location": map[string]any{"country": strings.Repeat("c", 101)}},
 		{"name": "x", "location": map[string]any{"zip": "69001"}},
@@ -1077,4 +1083,13 @@ func (c *oaChecker) sdwanFamily(all string) {
 			c.want(c.raw(method, p, path, all, "application/json", append(append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), size)...), `"}`...)), 413)
 		}
 	}
+}
+
+// oaSegments returns n distinct segment names.
+func oaSegments(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("seg%d", i)
+	}
+	return out
 }

@@ -3,9 +3,11 @@ package openapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/coreapi/auth"
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/openapi"
@@ -25,10 +28,32 @@ import (
 	"github.com/edgewan/edgewan/coreapi/rest"
 	"github.com/edgewan/edgewan/coreapi/soc"
 	"github.com/edgewan/edgewan/coreapi/webhook"
+	"github.com/edgewan/edgewan/telemetry/rollup"
 )
 
 // unauthenticated are the operations outside the API families: they need no token.
 var unauthenticated = map[string]bool{"/healthz": true, "/readyz": true, "/openapi.json": true}
+
+// families are the path prefixes of the API families served today.
+var families = []string{"/v1/", "/sd-wan/v1/"}
+
+// tokenless are the family operations that take no bearer token: their credential is in the
+// body (an agent's one-time claim token), they answer 401 with their own codes and no
+// WWW-Authenticate, and the client address's budget rate-limits them.
+var tokenless = map[string]bool{"POST /sd-wan/v1/claim": true}
+
+// noLocation are the 201s that carry no Location, because what they create has no path of
+// its own; the operation's description must say so.
+var noLocation = map[string]bool{"POST /sd-wan/v1/policies/{id}/versions": true}
+
+func family(path string) string {
+	for _, f := range families {
+		if strings.HasPrefix(path, f) {
+			return f
+		}
+	}
+	return ""
+}
 
 func load(t *testing.T) *openapi3.T {
 	t.Helper()
@@ -130,16 +155,37 @@ func TestOpenAPIOperationsAreComplete(t *testing.T) {
 				}
 				return
 			}
-			if !strings.HasPrefix(o.path, "/v1/") {
-				t.Errorf("%s is neither an unauthenticated operation nor in an API family", o.path)
-			}
-			if o.Security != nil {
-				t.Error("overrides security; every family operation uses the document's bearer default")
+			if family(o.path) == "" {
+				t.Errorf("%s is neither an unauthenticated operation nor in an API family %v", o.path, families)
 			}
 			need(401, 429)
 
 			scope := requiredScope(o)
+			if tokenless[o.String()] {
+				if o.Security == nil || len(*o.Security) != 0 {
+					t.Error("takes no bearer token, so must declare security: []")
+				}
+				if scope != "" || has(403) {
+					t.Error("takes no bearer token, so has no x-required-scope and no 403")
+				}
+				if !strings.Contains(o.Description, "Needs no token") {
+					t.Error(`description does not say "Needs no token"`)
+				}
+			} else if o.Security != nil {
+				t.Error("overrides security; every family operation but the tokenless ones uses the document's bearer default")
+			}
+			// SD-WAN: reads need sdwan:read, writes sdwan:write (controller/sdwan.Register).
+			if family(o.path) == "/sd-wan/v1/" && !tokenless[o.String()] {
+				want := auth.ScopeSDWANWrite
+				if o.method == "GET" {
+					want = auth.ScopeSDWANRead
+				}
+				if scope != want {
+					t.Errorf("x-required-scope %q; SD-WAN %s operations need %s", scope, o.method, want)
+				}
+			}
 			switch {
+			case tokenless[o.String()]:
 			case o.path == "/v1/ping":
 				if scope != "" || has(403) {
 					t.Error("GET /v1/ping accepts any valid key: it has no x-required-scope and no 403")
@@ -230,10 +276,23 @@ func TestOpenAPIResponsesAreConsistent(t *testing.T) {
 			if status == 429 && r.Value.Headers["Retry-After"] == nil {
 				t.Errorf("%s: a 429 carries Retry-After", name)
 			}
-			if status == 401 && r.Value.Headers["WWW-Authenticate"] == nil {
+			if status == 401 && !tokenless[o.String()] && r.Value.Headers["WWW-Authenticate"] == nil {
 				t.Errorf("%s: a 401 carries WWW-Authenticate", name)
 			}
-			if status == 201 && r.Value.Headers["Location"] == nil {
+			if status == 401 && tokenless[o.String()] {
+				// Its 401 refuses the body's credential, with its own codes and no challenge.
+				if r.Ref != "#/components/responses/ClaimRejected" || r.Value.Headers["WWW-Authenticate"] != nil {
+					t.Errorf("%s: a tokenless 401 is the ClaimRejected response, without WWW-Authenticate", name)
+				}
+			}
+			if status == 201 && noLocation[o.String()] {
+				if r.Value.Headers["Location"] != nil {
+					t.Errorf("%s: the handler sends no Location here; do not declare one", name)
+				}
+				if !strings.Contains(o.Description, "no `Location`") {
+					t.Errorf("%s: the description does not say why there is no `Location`", name)
+				}
+			} else if status == 201 && r.Value.Headers["Location"] == nil {
 				t.Errorf("%s: a 201 carries Location", name)
 			}
 		}
@@ -267,10 +326,51 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		{"CaseSource", []string{soc.SourceManual, soc.SourceSystem}},
 		{"DeviceStatus", org.DeviceStatuses},
 		{"DeliveryStatus", []string{webhook.StatusPending, webhook.StatusDelivering, webhook.StatusSucceeded, webhook.StatusFailed}},
+		{"SiteStatus", sdwan.SiteStatuses},
+		{"SiteRole", sdwan.Roles},
+		{"TransportKind", sdwan.TransportKinds},
+		{"TransportStatus", []string{sdwan.TransportUnknown, sdwan.TransportUp, sdwan.TransportDegraded, sdwan.TransportDown}},
+		{"PolicyType", []string{sdwan.TypeSteering, sdwan.TypeQoS}},
+		{"VersionStatus", []string{sdwan.VersionDraft, sdwan.VersionPublished, sdwan.VersionSuperseded}},
+		{"RolloutState", []string{sdwan.RolloutPending, sdwan.RolloutApplied, sdwan.RolloutFailed}},
+		{"Application", slices.Sorted(maps.Keys(sdwan.Applications))},
 	} {
 		if got := enum(t, doc, c.schema); !slices.Equal(got, c.code) {
 			t.Errorf("components/schemas/%s enum is %v; the code has %v", c.schema, got, c.code)
 		}
+	}
+
+	// The application table gives each application's protocol and ports as the code maps them.
+	apps := doc.Components.Schemas["Application"].Value.Description
+	for name, a := range sdwan.Applications {
+		if row := fmt.Sprintf("| `%s` | %s | %s |", name, a.Protocol, strings.Join(a.Ports, ", ")); !strings.Contains(apps, row) {
+			t.Errorf("the Application table lacks the row %q", row)
+		}
+	}
+
+	// The health window's documented range is the one rollup.ParseWindow accepts.
+	var window *openapi3.Parameter
+	for _, p := range doc.Paths.Value("/sd-wan/v1/sites/{id}/health").Get.Parameters {
+		if p.Value.Name == "window" {
+			window = p.Value
+		}
+	}
+	if window == nil {
+		t.Fatal("GET /sd-wan/v1/sites/{id}/health has no window parameter")
+	}
+	var lo, hi string
+	if _, err := fmt.Sscanf(window.Description[strings.Index(window.Description, "from "):], "from %s to %s", &lo, &hi); err != nil {
+		t.Fatalf(`the window parameter's description does not say "from MIN to MAX": %v`, err)
+	}
+	hi = strings.TrimRight(hi, ",.")
+	if d, err := rollup.ParseWindow(lo); err != nil || d != rollup.MinWindow {
+		t.Errorf("window: the document's minimum %q is not rollup.MinWindow (%v)", lo, rollup.MinWindow)
+	}
+	if d, err := rollup.ParseWindow(hi); err != nil || d != rollup.MaxWindow {
+		t.Errorf("window: the document's maximum %q is not rollup.MaxWindow (%v)", hi, rollup.MaxWindow)
+	}
+	if _, err := rollup.ParseWindow(window.Schema.Value.Default.(string)); err != nil {
+		t.Errorf("window: the default %v is not a valid window: %v", window.Schema.Value.Default, err)
 	}
 
 	if got := doc.Components.Parameters["limit"].Value.Schema.Value; *got.Max != page.MaxLimit || got.Default != float64(page.DefaultLimit) {
@@ -284,7 +384,7 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 	for _, h := range []string{
 		rest.HeaderRequestID, ratelimit.HeaderLimit, ratelimit.HeaderRemaining, ratelimit.HeaderReset, ratelimit.HeaderRetry,
 		webhook.HeaderSignature, webhook.HeaderTimestamp, webhook.HeaderSigned, webhook.HeaderEventID,
-		webhook.HeaderEventType, webhook.HeaderDelivery, webhook.HeaderAttempt,
+		webhook.HeaderEventType, webhook.HeaderDelivery, webhook.HeaderAttempt, "Cache-Control",
 	} {
 		if doc.Components.Headers[h] == nil {
 			t.Errorf("components/headers has no %s", h)
@@ -324,6 +424,18 @@ func TestOpenAPIErrorCodesMatchCode(t *testing.T) {
 	}
 	if len(codes) < 10 {
 		t.Fatalf("found only %d error codes in apierr.go: %v", len(codes), codes)
+	}
+	// The claim's codes (controller/sdwan) are listed too, and by its 401 response.
+	claimCodes := []string{sdwan.CodeClaimUnknown, sdwan.CodeClaimUsed, sdwan.CodeClaimExpired, sdwan.CodeClaimSerial}
+	codes = append(codes, claimCodes...)
+	rejected := doc.Components.Responses["ClaimRejected"]
+	if rejected == nil {
+		t.Fatal("components/responses has no ClaimRejected")
+	}
+	for _, c := range claimCodes {
+		if !strings.Contains(*rejected.Value.Description, "`"+c+"`") {
+			t.Errorf("components/responses/ClaimRejected does not list the claim error code %s", c)
+		}
 	}
 	detail := doc.Components.Schemas["ErrorDetail"].Value.Properties["code"].Value.Description
 	for _, c := range codes {
@@ -425,6 +537,42 @@ func TestOpenAPISchemasMatchStructs(t *testing.T) {
 		{schema: "CaseCreateRequest", typ: soc.CreateRequest{}, request: true},
 		{schema: "CaseUpdateRequest", typ: soc.UpdateRequest{}, request: true},
 		{schema: "WebhookCreateRequest", typ: webhook.CreateRequest{}, request: true},
+
+		// SD-WAN. A site has three views: in lists (no transports), in detail (GET, PATCH,
+		// the claim: with transports), and at creation (with the claim token).
+		{schema: "Site", typ: sdwan.Site{}, excluded: []string{"transports", "claim_token", "claim_expires_at"}},
+		{schema: "SiteDetail", typ: sdwan.Site{}, excluded: []string{"claim_token", "claim_expires_at"}, always: []string{"transports"}},
+		{schema: "SiteCreated", typ: sdwan.Site{}, always: []string{"claim_token", "claim_expires_at"}}, // transports: only when given
+		{schema: "Transport", typ: sdwan.Transport{}},
+		{schema: "SiteHealth", typ: sdwan.Health{}},
+		{schema: "TransportHealth", typ: sdwan.TransportHealth{}},
+		{schema: "SLAHealth", typ: sdwan.SLAHealth{}},
+		{schema: "ClaimResult", typ: sdwan.ClaimResult{}},
+		{schema: "MQTTAccess", typ: sdwan.MQTTAccess{}},
+		{schema: "Policy", typ: sdwan.Policy{}},
+		{schema: "PolicyVersion", typ: sdwan.Version{}},
+		{schema: "Rollout", typ: sdwan.Rollout{}},
+		{schema: "Change", typ: sdwan.Change{}},
+		{schema: "PublishResult", typ: sdwan.PublishResult{}},
+		{schema: "SiteList", typ: page.Envelope[*sdwan.Site]{}},
+		{schema: "TransportList", typ: page.Envelope[*sdwan.Transport]{}},
+		{schema: "PolicyList", typ: page.Envelope[*sdwan.Policy]{}},
+		{schema: "ChangeList", typ: page.Envelope[*sdwan.Change]{}},
+		{schema: "Location", typ: sdwan.Location{}, request: true}, // also in responses: every field optional
+		{schema: "SiteCreateRequest", typ: sdwan.CreateSiteRequest{}, request: true},
+		{schema: "SiteUpdateRequest", typ: sdwan.UpdateSiteRequest{}, request: true},
+		{schema: "TransportCreateRequest", typ: sdwan.CreateTransportRequest{}, request: true},
+		{schema: "ClaimRequest", typ: sdwan.ClaimRequest{}, request: true},
+		{schema: "PolicyCreateRequest", typ: sdwan.CreatePolicyRequest{}, request: true},
+		{schema: "PolicyVersionRequest", typ: sdwan.AddVersionRequest{}, request: true},
+		{schema: "PublishRequest", typ: sdwan.PublishRequest{}, request: true},
+		// Policy content: decoded strictly (unknown fields refused), also returned as stored.
+		{schema: "SteeringContent", typ: sdwan.SteeringContent{}, request: true},
+		{schema: "SLAClass", typ: sdwan.SLAClass{}, request: true},
+		{schema: "MatchRule", typ: sdwan.MatchRule{}, request: true},
+		{schema: "QoSContent", typ: sdwan.QoSContent{}, request: true},
+		{schema: "QoSTransport", typ: sdwan.QoSTransport{}, request: true},
+		{schema: "QoSClass", typ: sdwan.QoSClass{}, request: true},
 	} {
 		t.Run(c.schema, func(t *testing.T) {
 			ref := doc.Components.Schemas[c.schema]
