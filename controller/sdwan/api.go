@@ -47,6 +47,7 @@ func RegisterClaim(g *gin.RouterGroup, s *Service) {
 			rest.Fail(c, err)
 			return
 		}
+		c.Header("Cache-Control", "no-store") // the MQTT password is in the body
 		c.JSON(http.StatusOK, res)
 	})
 }
@@ -139,8 +140,8 @@ func (h *handlers) addTransport(c *gin.Context) {
 
 func (h *handlers) health(c *gin.Context) {
 	q := c.Request.URL.Query()
-	for k := range q {
-		if k != "window" {
+	for k, vs := range q {
+		if k != "window" || len(vs) > 1 {
 			rest.Fail(c, badParam(k))
 			return
 		}

@@ -4,8 +4,10 @@ package sdwan
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +71,7 @@ type Site struct {
 	LastSeen   time.Time    `json:"last_seen,omitzero"`
 	CreatedAt  time.Time    `json:"created_at"`
 	UpdatedAt  time.Time    `json:"updated_at"`
-	Transports []*Transport `json:"transports,omitempty"` // in the detail view
+	Transports []*Transport `json:"transports,omitzero"` // in the detail and creation views, not in lists
 
 	// Claim is the one-time claim token: set only in the response to POST /sites.
 	Claim          string    `json:"claim_token,omitempty"`
@@ -219,9 +221,30 @@ func mustJSON(v any) string {
 }
 
 func badParam(k string) error {
-	return apierr.BadRequest("unknown query parameter %q; health accepts window", k)
+	return apierr.BadRequest("query parameter %q unknown or repeated; health accepts window, once", k)
 }
 
 func badWindow(text string, err error) error {
 	return apierr.BadRequest("window %q: %v; use a duration from 1m to 30d such as 5m, 1h or 7d", text, err)
+}
+
+// parseDays parses a duration that may start with whole days: "7d", "1d12h", "72h", "30m".
+func parseDays(s string) (time.Duration, error) {
+	var d time.Duration
+	rest := s
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		days, err := strconv.ParseUint(s[:i], 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration", s)
+		}
+		d, rest = time.Duration(days)*24*time.Hour, s[i+1:]
+	}
+	if rest != "" || s == "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || strings.HasPrefix(rest, "-") {
+			return 0, fmt.Errorf("%q is not a duration", s)
+		}
+		d += r
+	}
+	return d, nil
 }

@@ -372,6 +372,28 @@ func Diff(a, b json.RawMessage) []string {
 	return out
 }
 
+// keyField is the field that names the objects of an array when every one of them has it and
+// no two share a value: "name", then "class", then "transport"; "" means key by index.
+func keyField(x []any) string {
+	for _, f := range []string{"name", "class", "transport"} {
+		seen := make(map[string]bool, len(x))
+		ok := true
+		for _, e := range x {
+			m, isObj := e.(map[string]any)
+			s, isStr := m[f].(string)
+			if !isObj || !isStr || s == "" || seen[s] {
+				ok = false
+				break
+			}
+			seen[s] = true
+		}
+		if ok {
+			return f
+		}
+	}
+	return ""
+}
+
 func decodeAny(raw json.RawMessage) any {
 	if len(raw) == 0 {
 		return nil
@@ -409,22 +431,16 @@ func flatten(prefix string, v any, out map[string]string) {
 			out[prefix] = string(b)
 			return
 		}
+		field := keyField(x)
 		for i, e := range x {
 			key := "[" + strconv.Itoa(i) + "]"
-			if m, ok := e.(map[string]any); ok {
-				for _, f := range []string{"name", "class", "transport"} {
-					if s, ok := m[f].(string); ok && s != "" {
-						key = "[" + s + "]"
-						break
-					}
-				}
+			if m, ok := e.(map[string]any); ok && field != "" {
+				key = "[" + m[field].(string) + "]"
 			}
 			flatten(prefix+key, e, out)
 		}
 	case nil:
-		if prefix != "" {
-			out[prefix] = "null"
-		}
+		// null and absent are the same in policy content: no line.
 	default:
 		b, _ := json.Marshal(x)
 		out[prefix] = string(b)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -96,8 +97,10 @@ type Options struct {
 	CAPEM        string                                   // the CA agents should trust (the controller's own)
 	OnClaimed    func(ctx context.Context, siteID string) // e.g. rewrite an external broker's files
 	OnClaimReuse func(ctx context.Context, siteID, clientIP, reason string)
-	DefaultClaim time.Duration    // default 7 days
-	Now          func() time.Time // the clock; nil: time.Now
+	// OnClaimUnknown is told of a claim with an unknown token (counts towards brute force).
+	OnClaimUnknown func(ctx context.Context, clientIP string)
+	DefaultClaim   time.Duration    // default 7 days
+	Now            func() time.Time // the clock; nil: time.Now
 }
 
 // Service runs the SD-WAN family.
@@ -173,9 +176,9 @@ func (s *Service) CreateSite(ctx context.Context, req CreateSiteRequest) (*Site,
 	}
 	ttl := s.o.DefaultClaim
 	if req.ClaimTTL != "" {
-		d, err := time.ParseDuration(req.ClaimTTL)
+		d, err := parseDays(req.ClaimTTL)
 		if err != nil || d < time.Minute || d > 90*24*time.Hour {
-			return nil, apierr.BadRequest("claim_ttl must be a duration from 1m to 2160h (90 days), such as 72h; got %q", req.ClaimTTL)
+			return nil, apierr.BadRequest("claim_ttl must be a duration from 1m to 90d, such as 72h or 7d; got %q", req.ClaimTTL)
 		}
 		ttl = d
 	}
@@ -196,7 +199,7 @@ func (s *Service) CreateSite(ctx context.Context, req CreateSiteRequest) (*Site,
 		}
 		for _, t := range ts {
 			if t.Name == r.Name {
-				return nil, apierr.Conflict("transport %q given twice", r.Name)
+				return nil, apierr.BadRequest("transport %q given twice", r.Name)
 			}
 		}
 		ts = append(ts, newTransport(site.ID, r, now))
@@ -205,6 +208,9 @@ func (s *Service) CreateSite(ctx context.Context, req CreateSiteRequest) (*Site,
 		return nil, err
 	}
 	site.Transports = ts
+	if site.Transports == nil {
+		site.Transports = []*Transport{}
+	}
 	return site, nil
 }
 
@@ -279,6 +285,9 @@ func (s *Service) UpdateSite(ctx context.Context, id string, req UpdateSiteReque
 		site.Segments = *req.Segments
 	}
 	if req.Serial != nil {
+		if len(*req.Serial) > 128 {
+			return nil, apierr.BadRequest("serial is longer than 128 characters")
+		}
 		if !site.ClaimedAt.IsZero() {
 			return nil, apierr.Conflict("site %s is already claimed; its serial cannot change", id)
 		}
@@ -385,6 +394,9 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	site, expires, err := s.store.SiteByClaim(ctx, hash)
 	if err != nil {
 		if apierr.From(err).Status == 404 {
+			if s.o.OnClaimUnknown != nil {
+				s.o.OnClaimUnknown(ctx, clientIP)
+			}
 			return nil, apierr.New(401, CodeClaimUnknown, "unknown claim token")
 		}
 		return nil, err
@@ -613,8 +625,10 @@ func (s *Service) Publish(ctx context.Context, policyID string, req PublishReque
 		res.Rollout = append(res.Rollout, &Rollout{SiteID: id, PolicyID: policyID, Type: p.Type, Version: v.Version,
 			State: RolloutPending, ChangeID: c.ID, UpdatedAt: now})
 		if s.push != nil {
+			// The publish is committed: a push that fails leaves the site's rollout pending, and
+			// the controller pushes every site's policies again when it starts.
 			if err := s.push.PushPolicies(ctx, id); err != nil {
-				return nil, fmt.Errorf("sdwan.Publish: pushing to %s: %w", id, err)
+				slog.Error("sdwan: pushing a published policy; the site's rollout stays pending", "site", id, "policy", policyID, "err", err)
 			}
 		}
 	}

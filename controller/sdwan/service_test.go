@@ -54,6 +54,10 @@ func TestDiff(t *testing.T) {
 		{"changed and removed", `{"x":1,"y":{"z":true}}`, `{"x":2}`, []string{"~ x: 1 -> 2", "- y.z: true"}},
 		{"named list items", `{"classes":[{"name":"a","max":1},{"name":"b","max":2}]}`, `{"classes":[{"name":"b","max":3},{"name":"a","max":1}]}`,
 			[]string{"~ classes[b].max: 2 -> 3"}},
+		{"unnamed rules of one class keyed by index", `{"rules":[{"class":"v","dscp":[46]},{"class":"v","dscp":[34]}]}`,
+			`{"rules":[{"class":"v","dscp":[26]},{"class":"v","dscp":[34]}]}`, []string{"~ rules[0].dscp: [46] -> [26]"}},
+		{"null is absent", `{"rules":null,"x":1}`, `{"rules":[{"name":"a","class":"v"}],"x":1}`,
+			[]string{"+ rules[a].class: \"v\"", "+ rules[a].name: \"a\""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

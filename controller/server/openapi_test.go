@@ -679,8 +679,9 @@ func (c *oaChecker) sdwanFamily(all string) {
 	kioskPath := "/sd-wan/v1/sites/" + kiosk.ID
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Branch"}), 409)
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Twice", "transports": []map[string]any{
-		{"name": "a", "interface": "eth1"}, {"name": "a", "interface": "eth2"}}}), 409)
-	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Days", "claim_ttl": "7d"}), 400) // a Go duration: no d
+		{"name": "a", "interface": "eth1"}, {"name": "a", "interface": "eth2"}}}), 400)
+	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Days", "claim_ttl": "7d"}), 201) // days are accepted
+	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Days 2", "claim_ttl": "91d"}), 400) // over 90 days
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Long", "claim_ttl": "2161h"}), 400)
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "  "}), 400)
 	c.want(c.do("POST", sitesDoc, sitesDoc, read, map[string]any{"name": "x"}), 403)
@@ -1041,7 +1042,7 @@ func (c *oaChecker) sdwanFamily(all string) {
 	}
 	c.want(c.do("PATCH", siteDoc, kioskPath, write, map[string]any{"name": "OA Kiosk 2"}), 409)
 	c.want(c.do("POST", trsDoc, kioskPath+"/transports", write, map[string]any{"name": "lte", "interface": "wwan0"}), 409)
-	claimErr(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": kiosk.Claim}), sdwan.CodeClaimUnknown)
+	claimErr(c.do("POST", claimDoc, claimDoc, "", map[string]string{"claim_token": kiosk.Claim}), sdwan.CodeClaimUsed) // a decommissioned site's token is reuse
 	c.want(c.do("POST", pubDoc, "/sd-wan/v1/policies/"+qpol.ID+"/publish", write, map[string]any{"version": 1, "sites": []string{kiosk.ID}}), 422)
 	c.want(c.do("GET", sitesDoc, "/sd-wan/v1/sites?status=decommissioned", read, nil), 200)
 

@@ -117,7 +117,7 @@ func TestSitesAndClaim(t *testing.T) {
 		if gone.Status != "decommissioned" {
 			t.Fatalf("after DELETE status %q; want decommissioned", gone.Status)
 		}
-		wantError(t, s.Do("POST", "/sd-wan/v1/claim", "", map[string]string{"claim_token": short.Claim}), 401, sdwan.CodeClaimUnknown)
+		wantError(t, s.Do("POST", "/sd-wan/v1/claim", "", map[string]string{"claim_token": short.Claim}), 401, sdwan.CodeClaimUsed)
 
 		// Health of a site with no live state yet, and bad windows.
 		wantStatus(t, s.Do("GET", "/sd-wan/v1/sites/"+site.ID+"/health?window=1h", rw, nil), 200)

@@ -196,6 +196,9 @@ func (s *Server) build(ctx context.Context) error {
 		BrokerURL: s.mqttPublicURL,
 		CAPEM:     s.caPEM,
 		OnClaimed: s.writeMosquittoFiles,
+		OnClaimUnknown: func(_ context.Context, clientIP string) {
+			s.watcher.Failure(clientIP, "", "unknown claim token", time.Now())
+		},
 		OnClaimReuse: func(ctx context.Context, siteID, clientIP, reason string) {
 			s.raise(ctx, soc.Signal{Rule: soc.RuleClaimReuse, Subject: siteID, Severity: "medium",
 				Title:       "Claim token of site " + siteID + " presented again",

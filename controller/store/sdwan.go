@@ -230,12 +230,21 @@ func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 // DecommissionSite retires a site, its device and its MQTT credentials.
 func (s *Store) DecommissionSite(ctx context.Context, id string, at time.Time) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET status = ?, claim_hash = '', updated_at = ? WHERE id = ?"), sdwan.SiteDecommissioned, micros(at), id)
+		// The claim hash stays: a decommissioned site's token presented again is reuse, a SOC case.
+		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET status = ?, updated_at = ? WHERE id = ? AND status <> ?"),
+			sdwan.SiteDecommissioned, micros(at), id, sdwan.SiteDecommissioned)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("site", id)
+			var k int
+			if err := tx.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM sites WHERE id = ?"), id).Scan(&k); err != nil {
+				return err
+			}
+			if k == 0 {
+				return notFound("site", id)
+			}
+			return nil // decommissioned already: nothing changes
 		}
 		if _, err := tx.ExecContext(ctx, s.q("UPDATE devices SET status = ?, updated_at = ? WHERE site_id = ?"), org.DeviceDecommissioned, micros(at), id); err != nil {
 			return err
