@@ -680,7 +680,7 @@ func (c *oaChecker) sdwanFamily(all string) {
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Branch"}), 409)
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Twice", "transports": []map[string]any{
 		{"name": "a", "interface": "eth1"}, {"name": "a", "interface": "eth2"}}}), 400)
-	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Days", "claim_ttl": "7d"}), 201) // days are accepted
+	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Days", "claim_ttl": "7d"}), 201)    // days are accepted
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Days 2", "claim_ttl": "91d"}), 400) // over 90 days
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "OA Long", "claim_ttl": "2161h"}), 400)
 	c.want(c.do("POST", sitesDoc, sitesDoc, all, map[string]any{"name": "  "}), 400)
