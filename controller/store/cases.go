@@ -100,9 +100,8 @@ func (s *Store) ListCases(ctx context.Context, p page.Params, f soc.Filter) ([]*
 	l.filter("status", f.Status)
 	l.filter("severity", f.Severity)
 	l.filter("source", f.Source)
-	query, args := l.sql()
 	var out []*soc.Case
-	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
+	err := s.queryList(ctx, l, func(r *sql.Rows) error {
 		c, err := scanCase(r)
 		out = append(out, c)
 		return err
