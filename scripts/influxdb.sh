@@ -82,6 +82,15 @@ ping() {
 	) 2>/dev/null
 }
 
+# listens PID PORT: PID holds the socket listening on TCP port PORT (another process may have
+# taken the port while influxd was starting: answering /ping is not enough).
+listens() {
+	local hex inode
+	hex="$(printf '%04X' "$2")"
+	inode="$(awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10; exit }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)"
+	[[ -n "$inode" ]] && ls -l "/proc/$1/fd" 2>/dev/null | grep -qF "socket:[$inode]"
+}
+
 # pid_of DIR: the pid of DIR's running influxd, or nothing.
 pid_of() {
 	local dir="$1" pid
@@ -169,13 +178,16 @@ EOF
 
 	local i
 	for ((i = 0; i < 600; i++)); do
-		if ping "$port"; then
+		if ping "$port" && listens "$child" "$port"; then
 			say "ready on 127.0.0.1:$port"
 			echo "http://127.0.0.1:$port"
 			return 0
 		fi
 		if ! kill -0 "$child" 2>/dev/null; then
 			show_log "$dir"
+			if grep -q "address already in use" "$dir/influxd.log" 2>/dev/null; then
+				die "port $port on 127.0.0.1 is already in use by another process (taken while influxd started)"
+			fi
 			die "could not start influxd on port $port (it exited)"
 		fi
 		sleep 0.1

@@ -384,12 +384,17 @@ func TestParseWindow(t *testing.T) {
 func TestStore(t *testing.T) {
 	s := NewStore()
 	now := at(30 * time.Second)
-	r := &telemetry.Report{Site: "site-1", Transport: []telemetry.TransportWindow{
+	r := &telemetry.Report{Site: "site-1", Time: now.Add(time.Hour), Transport: []telemetry.TransportWindow{
 		{Name: "wan2", Sent: 10, Lost: 5, LatencyMs: 50, MaxMs: 60},
 		{Name: "wan1", Sent: 10, LatencyMs: 10, MaxMs: 12},
 	}}
-	if n := s.AddReport(now, r); n != 2 {
+	if n := s.AddReport(now, r); n != 2 { // an hour ahead of now: added at now
 		t.Fatalf("AddReport: got %d; want 2", n)
+	}
+	past := &telemetry.Report{Site: "site-1", Time: now.Add(-10 * time.Minute), Transport: []telemetry.TransportWindow{
+		{Name: "wan1", Sent: 10, LatencyMs: 100, MaxMs: 100}}}
+	if n := s.AddReport(now, past); n != 1 {
+		t.Fatalf("AddReport(past): got %d; want 1", n)
 	}
 	w3 := tw(4, 0, 5, 1, 6)
 	w3.Name = "lte"
@@ -420,8 +425,11 @@ func TestStore(t *testing.T) {
 	}
 
 	site := s.Site(now, "site-1", 5*time.Minute)
-	if len(site) != 2 || site[0].Transport != "wan1" || site[1].Transport != "wan2" || site[1].LossPct != 50 {
-		t.Errorf("Site: got %+v; want wan1 then wan2 (50%% loss)", site)
+	if len(site) != 2 || site[0].Transport != "wan1" || site[1].Transport != "wan2" || site[1].LossPct != 50 || site[0].Samples != 1 {
+		t.Errorf("Site: got %+v; want wan1 (1 window in 5m) then wan2 (50%% loss)", site)
+	}
+	if st, _ := s.Summary(now, "site-1", "wan1", 15*time.Minute); st.Samples != 2 || st.LatencyMs != 55 {
+		t.Errorf("Summary 15m with the past report: got samples=%d latency=%v; want 2 55", st.Samples, st.LatencyMs)
 	}
 	if got := s.Site(now, "nope", time.Minute); got != nil {
 		t.Errorf("Site(unknown): got %+v; want nil", got)

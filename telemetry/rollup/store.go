@@ -90,8 +90,8 @@ func (s *Store) shard(site string) *shard {
 	return &s.shards[maphash.String(s.seed, site)%nShards]
 }
 
-// Add adds site's transport window tw at t (the controller passes the time it received the
-// report, so a skewed agent clock cannot misplace history). It reports whether it was kept.
+// Add adds site's transport window tw, which ended at t, and reports whether it was kept
+// (see Series.Add).
 func (s *Store) Add(t time.Time, site string, tw *telemetry.TransportWindow) bool {
 	sh := s.shard(site)
 	sh.mu.Lock()
@@ -99,8 +99,15 @@ func (s *Store) Add(t time.Time, site string, tw *telemetry.TransportWindow) boo
 	return sh.add(s, t, site, tw)
 }
 
-// AddReport adds every transport window of r at t under one lock, and reports how many were kept.
-func (s *Store) AddReport(t time.Time, r *telemetry.Report) int {
+// AddReport adds every transport window of r at r.Time under one lock, and reports how many
+// were kept. r.Time is capped at now, the controller's clock, so an agent whose clock runs
+// ahead cannot push the rings forward; reports an agent replays from its spool after an outage
+// land at their own (past) time.
+func (s *Store) AddReport(now time.Time, r *telemetry.Report) int {
+	t := r.Time
+	if t.After(now) {
+		t = now
+	}
 	sh := s.shard(r.Site)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

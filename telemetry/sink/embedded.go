@@ -195,10 +195,17 @@ CREATE TABLE IF NOT EXISTS rollup_1h (
 CREATE INDEX IF NOT EXISTS rollup_1h_ts ON rollup_1h (ts);
 `
 
-// upsert merges a row into a table: sums add up, extremes combine.
-const upsertSQL = `INSERT INTO %s (site, transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (site, transport, ts) DO UPDATE SET
+// upsertSQL merges rows into a table: sums add up, extremes combine.
+func upsertSQL(table string, rows int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + table + " (site, transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms) VALUES ")
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?)")
+	}
+	b.WriteString(` ON CONFLICT (site, transport, ts) DO UPDATE SET
 	windows = windows + excluded.windows,
 	sent    = sent + excluded.sent,
 	lost    = lost + excluded.lost,
@@ -208,7 +215,61 @@ ON CONFLICT (site, transport, ts) DO UPDATE SET
 	jit_sum = jit_sum + excluded.jit_sum,
 	sd_sum  = sd_sum + excluded.sd_sum,
 	min_ms  = min(coalesce(min_ms, excluded.min_ms), coalesce(excluded.min_ms, min_ms)),
-	max_ms  = max(max_ms, excluded.max_ms)`
+	max_ms  = max(max_ms, excluded.max_ms)`)
+	return b.String()
+}
+
+// upsertChunk is how many rows one INSERT carries: per-statement overhead dominates otherwise.
+const upsertChunk = 64
+
+// upserter merges rows into one table in chunks of upsertChunk, within a transaction.
+type upserter struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	table string
+	stmt  *sql.Stmt // for a full chunk
+	args  []any
+	n     int
+}
+
+func newUpserter(ctx context.Context, tx *sql.Tx, table string) (*upserter, error) {
+	st, err := tx.PrepareContext(ctx, upsertSQL(table, upsertChunk))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", table, err)
+	}
+	return &upserter{ctx: ctx, tx: tx, table: table, stmt: st, args: make([]any, 0, 13*upsertChunk)}, nil
+}
+
+func (u *upserter) add(k seriesKey, a *agg) error {
+	var minMs any
+	if a.hasMin {
+		minMs = a.minMs
+	}
+	u.args = append(u.args, k.site, k.transport, a.ts, a.windows, a.sent, a.lost, a.down,
+		a.latSum, a.p95Sum, a.jitSum, a.sdSum, minMs, a.maxMs)
+	u.n++
+	if u.n < upsertChunk {
+		return nil
+	}
+	_, err := u.stmt.ExecContext(u.ctx, u.args...)
+	u.args, u.n = u.args[:0], 0
+	if err != nil {
+		return fmt.Errorf("%s: %w", u.table, err)
+	}
+	return nil
+}
+
+// finish writes the last, partial chunk and releases the statement.
+func (u *upserter) finish() error {
+	defer u.stmt.Close()
+	if u.n == 0 {
+		return nil
+	}
+	if _, err := u.tx.ExecContext(u.ctx, upsertSQL(u.table, u.n), u.args...); err != nil {
+		return fmt.Errorf("%s: %w", u.table, err)
+	}
+	return nil
+}
 
 // NewEmbedded opens (creating if needed) the database in opts.DataDir and starts the
 // goroutine that flushes and prunes it.
@@ -375,45 +436,47 @@ func (s *EmbeddedSink) writeRows(ctx context.Context, rows []minuteRow) (err err
 			_ = tx.Rollback()
 		}
 	}()
-	minStmt, err := tx.PrepareContext(ctx, fmt.Sprintf(upsertSQL, "rollup_1m"))
+	minutes, err := newUpserter(ctx, tx, "rollup_1m")
 	if err != nil {
 		return err
 	}
-	defer minStmt.Close()
-	hourStmt, err := tx.PrepareContext(ctx, fmt.Sprintf(upsertSQL, "rollup_1h"))
+	hours, err := newUpserter(ctx, tx, "rollup_1h")
 	if err != nil {
-		return err
-	}
-	defer hourStmt.Close()
-	exec := func(st *sql.Stmt, k seriesKey, a *agg) error {
-		var minMs any
-		if a.hasMin {
-			minMs = a.minMs
-		}
-		_, err := st.ExecContext(ctx, k.site, k.transport, a.ts, a.windows, a.sent, a.lost, a.down,
-			a.latSum, a.p95Sum, a.jitSum, a.sdSum, minMs, a.maxMs)
+		minutes.stmt.Close()
 		return err
 	}
 	var hour minuteRow
 	hour.ts = math.MinInt64
 	for i := range rows {
 		r := &rows[i]
-		if err := exec(minStmt, r.key, &r.agg); err != nil {
-			return fmt.Errorf("rollup_1m: %w", err)
+		if err = minutes.add(r.key, &r.agg); err != nil {
+			break
 		}
-		h := floorTo(r.ts, 3600)
-		if hour.key != r.key || hour.ts != h {
+		if h := floorTo(r.ts, 3600); hour.key != r.key || hour.ts != h {
 			if hour.ts != math.MinInt64 {
-				if err := exec(hourStmt, hour.key, &hour.agg); err != nil {
-					return fmt.Errorf("rollup_1h: %w", err)
+				if err = hours.add(hour.key, &hour.agg); err != nil {
+					break
 				}
 			}
 			hour = minuteRow{key: r.key, agg: agg{ts: h}}
 		}
 		hour.merge(&r.agg)
 	}
-	if err := exec(hourStmt, hour.key, &hour.agg); err != nil {
-		return fmt.Errorf("rollup_1h: %w", err)
+	if err == nil {
+		err = hours.add(hour.key, &hour.agg)
+	}
+	if err == nil {
+		err = minutes.finish()
+	} else {
+		minutes.stmt.Close()
+	}
+	if err == nil {
+		err = hours.finish()
+	} else {
+		hours.stmt.Close()
+	}
+	if err != nil {
+		return err
 	}
 	return tx.Commit()
 }
