@@ -9,6 +9,8 @@
 # missing), exports where they are, and stops them on exit:
 #   EDGEWAN_TEST_POSTGRES_URL   admin URL of a throwaway PostgreSQL (controller/store/storetest);
 #                               if already set, that server is used and nothing is started
+#   EDGEWAN_TEST_INFLUX_URL     URL of a throwaway InfluxDB 1.8 (telemetry/sink/influxtest); likewise
+# Mosquitto is installed here; each test starts its own (controller/mqtt/mqtttest).
 # Environment: FUZZTIME (default 10s) per fuzz target.
 set -euo pipefail
 
@@ -108,12 +110,38 @@ start_postgres() {
 start_postgres
 
 # ---------------------------------------------------------------------------------------------
-# Server: Mosquitto — (not yet) start one on a free loopback port with a generated config and
-# export its address, following the PostgreSQL section above.
+# Server: Mosquitto — each test starts its own broker with generated password/ACL files
+# (controller/mqtt/mqtttest); install it once here so parallel test binaries do not race apt.
+log "Mosquitto"
+bash scripts/mosquitto.sh install
 
 # ---------------------------------------------------------------------------------------------
-# Server: InfluxDB — (not yet) `GOBIN=DIR go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10`,
-# start it on a free port with flux-enabled, export its URL.
+# Server: InfluxDB 1.8 — built with `go install` (cached in ~/.cache/edgewan/bin), started once
+# with Flux on, shared by every test binary through EDGEWAN_TEST_INFLUX_URL (each test makes
+# its own database).
+start_influxdb() {
+	if [[ -n "${EDGEWAN_TEST_INFLUX_URL:-}" ]]; then
+		log "InfluxDB: using EDGEWAN_TEST_INFLUX_URL from the environment"
+		return 0
+	fi
+	log "InfluxDB"
+	bash scripts/influxdb.sh install >/dev/null
+	INFLUX_DIR="$(mktemp -d "${TMPDIR:-/tmp}/edgewan-testinflux-XXXXXX")"
+	CLEANUPS+=("bash '$ROOT/scripts/influxdb.sh' stop '$INFLUX_DIR'; rm -rf '$INFLUX_DIR'")
+	local attempt port out
+	for attempt in 1 2 3; do
+		port="$(random_port)"
+		if out="$(bash scripts/influxdb.sh start "$INFLUX_DIR" "$port")"; then
+			EDGEWAN_TEST_INFLUX_URL="$(tail -n 1 <<<"$out")"
+			export EDGEWAN_TEST_INFLUX_URL
+			log "InfluxDB: EDGEWAN_TEST_INFLUX_URL=$EDGEWAN_TEST_INFLUX_URL"
+			return 0
+		fi
+		echo "test.sh: InfluxDB did not start on port $port (attempt $attempt); retrying" >&2
+	done
+	die "could not start InfluxDB (see messages above)"
+}
+start_influxdb
 
 # ---------------------------------------------------------------------------------------------
 # Vet, test, fuzz
