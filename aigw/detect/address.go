@@ -1,0 +1,603 @@
+package detect
+
+import (
+	"strings"
+)
+
+// addressDetector finds street addresses in four layouts:
+//
+//	A "742 Evergreen Terrace", "221B Baker St", "1600 N 5th Ave NW"   number, name, street type
+//	B "12 rue de la Paix", "8 bis avenue Foch"                        number, type, name (French)
+//	C "Hauptstraße 12", "Berliner Allee 5a", "Keizersgracht 123"      name with type, number
+//	D "Calle de Alcalá 23", "Via Roma 10", "Rua Augusta, 274"         type, name, number
+//
+// followed optionally by a unit ("Apt 4B", "Suite 200", "#12") and by a locality that carries a
+// postal code or state ("Springfield, IL 62704", "London SW1A 2AA", "10115 Berlin"). A locality
+// without a postal code or state is not included: "12 Oak Street, Springfield and ..." is
+// ambiguous.
+type addressDetector struct{}
+
+const (
+	addrScore      = 0.7
+	addrAbbrScore  = 0.65 // "St", "Rd": also abbreviations of other words
+	addrLocalBoost = 0.2  // a locality with a postal code or state follows
+	addrMaxName    = 5    // name words between number and street type
+)
+
+var addressContext = &contextRule{
+	pos: newKeywords("address", "addr", "live at", "lives at", "living at", "located at", "reside",
+		"resides", "residing", "ship to", "shipping", "deliver to", "delivery", "billing", "mailing",
+		"home", "visit us at", "office at", "moved to", "adresse", "anschrift", "wohne", "wohnt",
+		"dirección", "direccion", "domicilio", "indirizzo", "endereço", "adres", "woon", "habite"),
+	boost: 0.1,
+}
+
+// Kinds of street words.
+const (
+	stSuffix = 1 << iota // English type after the name: "Street", "Ave"
+	stAbbr               // an abbreviation ("St", "Rd"), weaker
+	stFrench             // French type after the number: "rue", "avenue"
+	stPrefix             // type before the name: "Calle", "Via", "Rua"
+	stGerman             // separate German/Dutch type word after an adjective: "Straße", "Allee"
+)
+
+var streetWords = map[string]int{
+	"street": stSuffix, "st": stSuffix | stAbbr, "avenue": stSuffix | stFrench, "ave": stSuffix | stAbbr,
+	"av": stSuffix | stAbbr, "road": stSuffix, "rd": stSuffix | stAbbr, "boulevard": stSuffix | stFrench,
+	"blvd": stSuffix | stAbbr, "lane": stSuffix, "ln": stSuffix | stAbbr, "drive": stSuffix,
+	"dr": stSuffix | stAbbr, "court": stSuffix, "ct": stSuffix | stAbbr, "way": stSuffix,
+	"place": stSuffix | stFrench, "pl": stSuffix | stAbbr, "terrace": stSuffix, "ter": stSuffix | stAbbr,
+	"parkway": stSuffix, "pkwy": stSuffix | stAbbr, "highway": stSuffix, "hwy": stSuffix | stAbbr,
+	"square": stSuffix | stFrench, "sq": stSuffix | stAbbr, "circle": stSuffix, "cir": stSuffix | stAbbr,
+	"trail": stSuffix, "trl": stSuffix | stAbbr, "crescent": stSuffix, "cres": stSuffix | stAbbr,
+	"close": stSuffix, "grove": stSuffix, "gardens": stSuffix, "row": stSuffix, "mews": stSuffix,
+	"alley": stSuffix, "plaza": stSuffix | stPrefix, "loop": stSuffix, "pike": stSuffix,
+	"expressway": stSuffix, "causeway": stSuffix, "turnpike": stSuffix,
+	"rue": stFrench, "bd": stFrench, "chemin": stFrench, "allée": stFrench, "impasse": stFrench,
+	"quai": stFrench, "cours": stFrench, "route": stFrench, "passage": stFrench,
+	"calle": stPrefix, "avenida": stPrefix, "avda": stPrefix, "paseo": stPrefix, "camino": stPrefix,
+	"carrera": stPrefix, "via": stPrefix, "viale": stPrefix, "piazza": stPrefix, "corso": stPrefix,
+	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "travessa": stPrefix, "praça": stPrefix,
+	"alameda": stPrefix, "rambla": stPrefix, "ronda": stPrefix, "carretera": stPrefix, "plazuela": stPrefix,
+	"straße": stGerman, "strasse": stGerman, "str": stGerman, "allee": stGerman, "weg": stGerman,
+	"platz": stGerman, "ring": stGerman, "damm": stGerman, "gasse": stGerman, "chaussee": stGerman,
+}
+
+// germanSuffixes end compound street names: "Hauptstraße", "Lindenweg", "Keizersgracht".
+// Endings that are also English words ("ring": "Spring 2024", "gate", "gade": "Brigade 5") are
+// left out.
+var germanSuffixes = []string{"straße", "strasse", "str.", "weg", "gasse", "platz", "allee",
+	"damm", "ufer", "chaussee", "steig", "pfad", "straat", "laan", "gracht", "plein", "kade",
+	"singel", "dijk", "vej", "gatan", "vägen", "veien"}
+
+// nameParticles may appear inside French, Spanish, Italian and Portuguese street names.
+var nameParticles = map[string]bool{
+	"de": true, "du": true, "des": true, "la": true, "le": true, "les": true, "del": true,
+	"della": true, "delle": true, "dei": true, "degli": true, "di": true, "da": true, "das": true,
+	"do": true, "dos": true, "los": true, "las": true, "y": true, "e": true, "l'": true, "d'": true,
+	"of": true, "the": true,
+}
+
+var directionals = map[string]bool{
+	"N": true, "S": true, "E": true, "W": true, "NE": true, "NW": true, "SE": true, "SW": true,
+	"North": true, "South": true, "East": true, "West": true,
+}
+
+var unitWords = map[string]bool{
+	"apt": true, "apartment": true, "suite": true, "ste": true, "unit": true, "flat": true,
+}
+
+// commaUnitWords start a unit only after a comma: "12 Main St, Floor 3" but not "... Main St
+// Room 404 is booked".
+var commaUnitWords = map[string]bool{
+	"fl": true, "floor": true, "room": true, "rm": true, "bldg": true, "building": true,
+}
+
+// usStates holds US state, territory and Canadian province codes.
+var usStates = map[string]bool{}
+
+func init() {
+	for _, s := range strings.Fields(`AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD
+		MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY
+		PR GU VI AS MP AB BC MB NB NL NS NT NU ON PE QC SK YT`) {
+		usStates[s] = true
+	}
+}
+
+func (addressDetector) Detect(text string, out []Entity) []Entity {
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case isDigit(c):
+			if numLeftOK(text, i) {
+				if e, score := addressNumberFirst(text, i); e > 0 {
+					e, score = addressTail(text, e, score)
+					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+					i = e
+					continue
+				}
+			}
+			i = digitsAt(text, i)
+		case isLetterAt(text, i) && (i == 0 || !isWordByte(text[i-1])):
+			we := wordEnd(text, i)
+			if e, score := addressNameFirst(text, i, we); e > 0 {
+				e, score = addressTail(text, e, score)
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				i = e
+				continue
+			}
+			i = we
+		default:
+			i++
+		}
+	}
+	return out
+}
+
+// streetKind returns the kinds of the street word text[s:e], and the end including a '.' that
+// follows an abbreviation.
+func streetKind(text string, s, e int) int {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[s:e])
+	if !ok {
+		return 0
+	}
+	return streetWords[string(lw)]
+}
+
+// houseNumber returns the end of a house number at i: 1-5 digits, an optional letter
+// ("221B") and an optional range ("12-14").
+func houseNumber(text string, i int) int {
+	e := digitsAt(text, i)
+	if e-i > 5 || e == i {
+		return -1
+	}
+	if e+1 < len(text) && text[e] == '-' && isDigit(text[e+1]) {
+		f := digitsAt(text, e+1)
+		if f-e-1 <= 5 {
+			e = f
+		}
+	}
+	if e < len(text) && isAlpha(text[e]) && (e+1 == len(text) || !isWordByte(text[e+1])) {
+		e++
+	}
+	if e < len(text) && isWordByte(text[e]) {
+		return -1
+	}
+	return e
+}
+
+// space returns j+1 when text[j] is a single space followed by a non-space, else -1.
+func space(text string, j int) int {
+	if j+1 < len(text) && text[j] == ' ' && text[j+1] != ' ' {
+		return j + 1
+	}
+	return -1
+}
+
+// ordinalAt returns the end of "5th", "42nd", "1st", "3rd" at j, or -1.
+func ordinalAt(text string, j int) int {
+	e := digitsAt(text, j)
+	if e == j || e-j > 3 || e+2 > len(text) {
+		return -1
+	}
+	switch string([]byte{lowerASCII(text[e]), lowerASCII(text[e+1])}) {
+	case "st", "nd", "rd", "th":
+		if e+2 == len(text) || !isWordByte(text[e+2]) {
+			return e + 2
+		}
+	}
+	return -1
+}
+
+// addressNumberFirst matches layouts A and B at the house number at i.
+func addressNumberFirst(text string, i int) (int, float64) {
+	hn := houseNumber(text, i)
+	if hn < 0 {
+		return -1, 0
+	}
+	j := hn
+	if j < len(text) && text[j] == ',' {
+		j++
+	}
+	j = space(text, j)
+	if j < 0 {
+		return -1, 0
+	}
+	// Layout B: "12 rue de la Paix", "8 bis rue ..."
+	if strings.HasPrefix(text[j:], "bis ") || strings.HasPrefix(text[j:], "ter ") {
+		j += 4
+	}
+	if j < len(text) && isLetterAt(text, j) {
+		we := wordEnd(text, j)
+		if k := streetKind(text, j, we); k&stFrench != 0 && isLower(text[j]) {
+			if e := nameWords(text, we, true); e > 0 {
+				return e, addrScore
+			}
+		}
+	}
+	// Layout A: name words then a street type.
+	names := 0
+	for names <= addrMaxName && j > 0 && j < len(text) {
+		var we int
+		if isDigit(text[j]) {
+			we = ordinalAt(text, j)
+			if we < 0 {
+				return -1, 0
+			}
+		} else {
+			if !isLetterAt(text, j) {
+				return -1, 0
+			}
+			we = wordEnd(text, j)
+			w := text[j:we]
+			if !isCapWord(w) && !directionals[w] {
+				return -1, 0
+			}
+			if names > 0 {
+				if k := streetKind(text, j, we); k&stSuffix != 0 {
+					// "Tottenham Court Road": a type word followed by another is part of the name.
+					if s := space(text, we); s > 0 && isLetterAt(text, s) && names < addrMaxName {
+						if ne := wordEnd(text, s); isCapWord(text[s:ne]) && streetKind(text, s, ne)&stSuffix != 0 {
+							names++
+							j = s
+							continue
+						}
+					}
+					e := we
+					score := addrScore
+					if k&stAbbr != 0 {
+						score = addrAbbrScore
+						if e+1 < len(text) && text[e] == '.' && text[e+1] == ',' {
+							e++
+						}
+					}
+					// Trailing directional: "Main St NW".
+					if s := space(text, e); s > 0 {
+						de := wordEnd(text, s)
+						if de > s && directionals[text[s:de]] && (de == len(text) || !isWordByte(text[de])) {
+							e = de
+						}
+					}
+					return e, score
+				}
+			}
+			if we < len(text) && text[we] == '.' && we-j == 1 { // initial "N."
+				we++
+			}
+		}
+		names++
+		j = space(text, we)
+	}
+	return -1, 0
+}
+
+// nameWords consumes " Name", " de la Name" words after position j (which ends a street type)
+// and returns the end of the last capitalised word, or -1. Particles are allowed only between
+// words when particles is true.
+func nameWords(text string, j int, particles bool) int {
+	end := -1
+	for n := 0; n < 6; n++ {
+		s := space(text, j)
+		if s < 0 {
+			break
+		}
+		if !isLetterAt(text, s) {
+			break
+		}
+		we := wordEnd(text, s)
+		w := text[s:we]
+		if isCapWord(w) {
+			end = we
+			j = we
+			continue
+		}
+		// "l'Église", "d'Orsay"
+		if particles && len(w) > 2 && (w[:2] == "l'" || w[:2] == "d'") && isCapWord(w[2:]) {
+			end = we
+			j = we
+			continue
+		}
+		if particles && nameParticles[w] {
+			j = we
+			continue
+		}
+		break
+	}
+	return end
+}
+
+// addressNameFirst matches layouts C and D at the word text[s:we].
+func addressNameFirst(text string, s, we int) (int, float64) {
+	w := text[s:we]
+	if !isCapWord(w) {
+		return -1, 0
+	}
+	// Layout D: "Calle de Alcalá 23", "Via Roma 10".
+	if streetKind(text, s, we)&stPrefix != 0 {
+		e := we
+		if e < len(text) && text[e] == '.' {
+			e++
+		}
+		if ne := nameWords(text, e, true); ne > 0 {
+			if n := numberAfterName(text, ne); n > 0 {
+				return n, addrScore
+			}
+		}
+		return -1, 0
+	}
+	// Layout C: "Hauptstraße 12", "Kaiserstr. 5".
+	for _, suf := range germanSuffixes {
+		if len(w) > len(suf)+2 && hasSuffixFold(w, strings.TrimSuffix(suf, ".")) {
+			e := we
+			if strings.HasSuffix(suf, ".") {
+				if e >= len(text) || text[e] != '.' {
+					continue
+				}
+				e++
+			}
+			if n := numberAfterName(text, e); n > 0 {
+				return n, addrScore
+			}
+		}
+	}
+	// Layout C with a separate type word: "Berliner Straße 12".
+	if t := space(text, we); t > 0 && isLetterAt(text, t) {
+		te := wordEnd(text, t)
+		if streetKind(text, t, te)&stGerman != 0 && isCapWord(text[t:te]) {
+			e := te
+			if e < len(text) && text[e] == '.' {
+				e++
+			}
+			if n := numberAfterName(text, e); n > 0 {
+				return n, addrScore
+			}
+		}
+	}
+	return -1, 0
+}
+
+// numberAfterName returns the end of a house number after a street name: " 12", ", 274", " 5a".
+func numberAfterName(text string, j int) int {
+	if j < len(text) && text[j] == ',' {
+		j++
+	}
+	j = space(text, j)
+	if j < 0 || !isDigit(text[j]) {
+		return -1
+	}
+	return houseNumber(text, j)
+}
+
+// addressTail extends an address ending at e with a unit and a locality.
+func addressTail(text string, e int, score float64) (int, float64) {
+	// Unit: ", Apt 4B", " Suite 200", " #12".
+	j := e
+	if j < len(text) && text[j] == ',' {
+		j++
+	}
+	if s := space(text, j); s > 0 {
+		if text[s] == '#' {
+			if ue := unitID(text, s+1); ue > 0 {
+				e = ue
+			}
+		} else if isLetterAt(text, s) {
+			we := wordEnd(text, s)
+			var buf [16]byte
+			if lw, ok := lowerInto(buf[:0:len(buf)], text[s:we]); ok && (unitWords[string(lw)] || j > e && commaUnitWords[string(lw)]) {
+				k := we
+				if k < len(text) && text[k] == '.' {
+					k++
+				}
+				if k < len(text) && text[k] == ' ' {
+					k++
+				}
+				if k < len(text) && text[k] == '#' {
+					k++
+				}
+				if ue := unitID(text, k); ue > 0 {
+					e = ue
+				}
+			}
+		}
+	}
+	// Locality.
+	if e+1 >= len(text) || text[e] != ',' {
+		return e, score
+	}
+	j = space(text, e+1)
+	if j < 0 {
+		return e, score
+	}
+	// "10115 Berlin", "75002 Paris", "1010 Wien"
+	if isDigit(text[j]) {
+		pe := digitsAt(text, j)
+		if pe-j >= 4 && pe-j <= 5 {
+			if ce := postalCity(text, pe); ce > 0 {
+				return ce, score + addrLocalBoost
+			}
+		}
+		return e, score
+	}
+	ce := cityWords(text, j-1)
+	if ce < 0 {
+		return e, score
+	}
+	// "City, ST 12345", "City, ST", "City ST 12345", "City SW1A 2AA", "City, ON M5V 2T6"
+	k := ce
+	if k < len(text) && text[k] == ',' {
+		k++
+	}
+	k = space(text, k)
+	if k < 0 {
+		return e, score
+	}
+	if k+2 <= len(text) && usStates[text[k:k+2]] && (k+2 == len(text) || !isWordByte(text[k+2])) {
+		end := k + 2
+		if z := space(text, end); z > 0 {
+			if ze := zipAt(text, z); ze > 0 {
+				end = ze
+			} else if pe := postcodeAt(text, z); pe > 0 {
+				end = pe
+			}
+		}
+		return end, score + addrLocalBoost
+	}
+	if ze := zipAt(text, k); ze > 0 {
+		return ze, score + addrLocalBoost
+	}
+	if pe := postcodeAt(text, k); pe > 0 {
+		return pe, score + addrLocalBoost
+	}
+	return e, score
+}
+
+// unitID returns the end of a unit identifier ("4B", "200", "12-A") at j, or -1.
+func unitID(text string, j int) int {
+	k := j
+	for k < len(text) && k-j < 6 && (isAlnum(text[k]) || (text[k] == '-' && k > j)) {
+		k++
+	}
+	if k == j || (k < len(text) && isWordByte(text[k])) || !strings.ContainsAny(text[j:k], "0123456789") && k-j > 1 {
+		return -1
+	}
+	return k
+}
+
+// cityPrefixes begin two-word place names: "Bad Homburg", "San Sebastián", "Den Haag".
+var cityPrefixes = map[string]bool{
+	"Bad": true, "San": true, "Santa": true, "Saint": true, "St": true, "Sankt": true, "Den": true,
+	"La": true, "Le": true, "Les": true, "Los": true, "Las": true, "El": true, "New": true, "Port": true,
+	"Fort": true, "Mont": true, "Villa": true, "Castel": true,
+}
+
+// postalCity returns the end of " City" after a postal code ("10115 Berlin", "60311 Frankfurt am
+// Main"), or -1. The name is one word, two after a prefix such as "Bad" or "San", and more only
+// through particles ("am", "im", "an der", "sur", "de"): words after it start the next sentence.
+func postalCity(text string, j int) int {
+	s := space(text, j)
+	if s < 0 || !isLetterAt(text, s) {
+		return -1
+	}
+	we := wordEnd(text, s)
+	if !isCapWord(text[s:we]) || (we < len(text) && isWordByte(text[we])) {
+		return -1
+	}
+	end := we
+	if cityPrefixes[text[s:we]] {
+		if t := space(text, we); t > 0 && isLetterAt(text, t) {
+			if te := wordEnd(text, t); isCapWord(text[t:te]) {
+				end = te
+			}
+		}
+	}
+	// Particles: "am Main", "im Breisgau", "an der Ruhr", "sur Mer".
+	k := end
+	for n := 0; n < 3; n++ {
+		t := space(text, k)
+		if t < 0 || !isLower(text[t]) {
+			break
+		}
+		te := wordEnd(text, t)
+		switch text[t:te] {
+		case "am", "im", "an", "der", "ob", "sur", "de", "del", "di", "sul", "upon", "on":
+			k = te
+			continue
+		}
+		break
+	}
+	if k > end {
+		if t := space(text, k); t > 0 && isLetterAt(text, t) {
+			if te := wordEnd(text, t); isCapWord(text[t:te]) {
+				end = te
+			}
+		}
+	}
+	return end
+}
+
+// cityWords consumes " City", " Saint-Denis", " Frankfurt am Main" after j and returns the
+// end, or -1. At most three capitalised words.
+func cityWords(text string, j int) int {
+	end := -1
+	for n := 0; n < 4; n++ {
+		s := space(text, j)
+		if s < 0 || !isLetterAt(text, s) {
+			break
+		}
+		we := wordEnd(text, s)
+		w := text[s:we]
+		if we < len(text) && isDigit(text[we]) { // "SW1A": a postcode, not a city
+			break
+		}
+		if isCapWord(w) && !usStates[w] {
+			end = we
+			j = we
+			continue
+		}
+		if end > 0 && (w == "am" || w == "an" || w == "der" || w == "sur" || w == "upon" || w == "on") {
+			j = we
+			continue
+		}
+		break
+	}
+	return end
+}
+
+// zipAt returns the end of a US ZIP code ("62704", "62704-1234") at j, or -1.
+func zipAt(text string, j int) int {
+	e := digitsAt(text, j)
+	if e-j != 5 {
+		return -1
+	}
+	if e+5 <= len(text) && text[e] == '-' && digitsAt(text, e+1) == e+5 {
+		e += 5
+	}
+	if !numRightOK(text, e) {
+		return -1
+	}
+	return e
+}
+
+// postcodeAt returns the end of a UK ("SW1A 2AA", "M1 1AE") or Canadian ("M5V 2T6") postcode
+// at j, or -1.
+func postcodeAt(text string, j int) int {
+	// Outward code: letter, [letter], digit, [letter or digit]; then space; inward: digit letter letter
+	// (UK) or digit letter digit (Canada).
+	k := j
+	for k < len(text) && k-j < 4 && (isUpper(text[k]) || isDigit(text[k])) {
+		k++
+	}
+	out := text[j:k]
+	if len(out) < 2 || !isUpper(out[0]) || k+4 > len(text) || text[k] != ' ' {
+		return -1
+	}
+	hasDigit := false
+	for i := 1; i < len(out); i++ {
+		if isDigit(out[i]) {
+			hasDigit = true
+		}
+	}
+	in := text[k+1 : k+4]
+	if !hasDigit || !isDigit(in[0]) || !isUpper(in[1]) || !(isUpper(in[2]) || isDigit(in[2])) {
+		return -1
+	}
+	if k+4 < len(text) && isWordByte(text[k+4]) {
+		return -1
+	}
+	return k + 4
+}
+
+// hasSuffixFold reports whether s ends with the lower-case suffix, ignoring ASCII case.
+func hasSuffixFold(s, suffix string) bool {
+	if len(s) < len(suffix) {
+		return false
+	}
+	s = s[len(s)-len(suffix):]
+	for i := 0; i < len(suffix); i++ {
+		if lowerASCII(s[i]) != suffix[i] {
+			return false
+		}
+	}
+	return true
+}

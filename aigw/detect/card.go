@@ -1,0 +1,182 @@
+package detect
+
+// cardDetector finds payment card numbers: 13 to 19 digits, optionally grouped by single spaces
+// or hyphens, that pass the Luhn check and start with a known brand prefix (IIN range) of a
+// length that brand issues.
+type cardDetector struct{}
+
+const (
+	cardScore          = 0.9  // Luhn, brand and length agree, standard grouping
+	cardOddGroupsScore = 0.75 // the same, grouped unusually ("41 1111 11111 111 11")
+)
+
+var cardContext = &contextRule{
+	pos: newKeywords("card", "cards", "credit", "debit", "visa", "mastercard", "master card", "amex",
+		"american express", "discover", "jcb", "diners", "unionpay", "maestro", "cc", "ccn", "pan",
+		"card number", "card no", "payment", "pay with", "charge", "kreditkarte", "carte", "tarjeta",
+		"carta", "cartão"),
+	neg: newKeywords("order", "invoice", "tracking", "ref", "reference", "isbn", "serial", "sku",
+		"imei", "account id", "customer id", "transaction id", "ticket"),
+	boost:   0.08,
+	penalty: 0.25,
+}
+
+// cardBrand returns the brand of a card number from its issuer prefix and length, or "".
+func cardBrand(d []byte) string {
+	n := len(d)
+	p := func(k int) int { // the first k digits as a number
+		v := 0
+		for i := 0; i < k && i < n; i++ {
+			v = v*10 + int(d[i]-'0')
+		}
+		return v
+	}
+	switch {
+	case d[0] == '4' && (n == 13 || n == 16 || n == 19):
+		return "visa"
+	case (p(2) >= 51 && p(2) <= 55 || p(4) >= 2221 && p(4) <= 2720) && n == 16:
+		return "mastercard"
+	case (p(2) == 34 || p(2) == 37) && n == 15:
+		return "amex"
+	case (p(4) == 6011 || p(3) >= 644 && p(3) <= 649 || p(2) == 65 ||
+		p(6) >= 622126 && p(6) <= 622925) && n >= 16 && n <= 19:
+		return "discover"
+	case p(4) >= 3528 && p(4) <= 3589 && n >= 16 && n <= 19:
+		return "jcb"
+	case (p(3) >= 300 && p(3) <= 305 || p(2) == 36 || p(2) == 38 || p(2) == 39) && n >= 14 && n <= 19:
+		return "diners"
+	case p(2) == 62 && n >= 16 && n <= 19:
+		return "unionpay"
+	case (p(2) == 50 || p(2) >= 56 && p(2) <= 69) && n >= 12 && n <= 19:
+		return "maestro"
+	case p(4) == 2200 || p(4) == 2201 || p(4) == 2202 || p(4) == 2203 || p(4) == 2204:
+		if n == 16 {
+			return "mir"
+		}
+	}
+	return ""
+}
+
+// luhn reports whether the digits pass the Luhn (mod 10) check.
+func luhn(d []byte) bool {
+	sum := 0
+	double := false
+	for i := len(d) - 1; i >= 0; i-- {
+		v := int(d[i] - '0')
+		if double {
+			v *= 2
+			if v > 9 {
+				v -= 9
+			}
+		}
+		sum += v
+		double = !double
+	}
+	return sum%10 == 0
+}
+
+func (cardDetector) Detect(text string, out []Entity) []Entity {
+	var digits [19]byte
+	var glen [19]int // group lengths of the current window
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		if !numLeftOK(text, i) || (i > 0 && text[i-1] == '+') { // "+4915..." is a phone number
+			i = digitsAt(text, i)
+			continue
+		}
+		// The run: digit groups joined by one separator, used consistently.
+		var sep byte
+		if e := digitsAt(text, i); e+1 < len(text) && (text[e] == ' ' || text[e] == '-') && isDigit(text[e+1]) {
+			sep = text[e]
+		}
+		list := restDigits(text, i, sep) > 19 // long enough to hold more than one number
+		// Windows start at the run start, or at any group of a list. Each spans at most 19
+		// digits, so the work per group is bounded.
+		g := i
+		for {
+			nd, ng, h := 0, 0, g
+			best, bestGroups := -1, 0
+			var bestBrand string
+			for {
+				e := digitsAt(text, h)
+				if nd+(e-h) > 19 {
+					break
+				}
+				nd += copy(digits[nd:], text[h:e])
+				glen[ng] = e - h
+				ng++
+				more := sep != 0 && e+1 < len(text) && text[e] == sep && isDigit(text[e+1])
+				// A window ends the run, or is followed by a long enough rest (a list of cards):
+				// "5451 6996 2862 3133" is one number, not the card "6996 2862 3133".
+				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+1, sep) >= 12
+				if nd >= 12 && ends && luhn(digits[:nd]) {
+					if b := cardBrand(digits[:nd]); b != "" {
+						best, bestGroups, bestBrand = e, ng, b
+					}
+				}
+				if !more {
+					break
+				}
+				h = e + 1
+			}
+			if best >= 0 {
+				score := cardOddGroupsScore
+				if standardCardGroups(glen[:bestGroups]) {
+					score = cardScore
+				}
+				out = append(out, Entity{Type: TypeCreditCard, Subtype: bestBrand, Start: g, End: best, Score: score})
+				i = best
+				break
+			}
+			e := digitsAt(text, g)
+			more := sep != 0 && e+1 < len(text) && text[e] == sep && isDigit(text[e+1])
+			if more && list {
+				g = e + 1
+				continue
+			}
+			for more { // skip the rest of the run
+				e = digitsAt(text, e+1)
+				more = e+1 < len(text) && text[e] == sep && isDigit(text[e+1])
+			}
+			i = e
+			break
+		}
+	}
+	return out
+}
+
+// standardCardGroups reports whether the group lengths are a layout issuers print: one block,
+// 4-4-4-4 (with a last group of 1-4), or Amex/Diners 4-6-4/5.
+func standardCardGroups(gl []int) bool {
+	if len(gl) == 1 {
+		return true
+	}
+	if len(gl) == 3 && gl[0] == 4 && gl[1] == 6 && (gl[2] == 4 || gl[2] == 5) {
+		return true
+	}
+	for i := 0; i < len(gl)-1; i++ {
+		if gl[i] != 4 {
+			return false
+		}
+	}
+	return gl[len(gl)-1] <= 4
+}
+
+// restDigits counts the digits of the run that continues at j with separator sep (0: none),
+// stopping past 20.
+func restDigits(text string, j int, sep byte) int {
+	n := 0
+	for n <= 20 {
+		e := digitsAt(text, j)
+		n += e - j
+		if sep != 0 && e+1 < len(text) && text[e] == sep && isDigit(text[e+1]) {
+			j = e + 1
+			continue
+		}
+		break
+	}
+	return n
+}

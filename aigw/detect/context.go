@@ -1,0 +1,222 @@
+package detect
+
+// Context words: a keyword near a candidate raises (pos) or lowers (neg) its score. Only the
+// nearest keyword counts, so "order 123, SSN 078-..." scores the SSN by "SSN", not "order".
+
+const (
+	ctxBefore = 48 // bytes searched before a candidate
+	ctxAfter  = 24 // bytes searched after it
+)
+
+// contextRule holds the keywords of one type. Keywords are lower-case; they match ASCII
+// case-insensitively at word bounds (a keyword that ends in punctuation needs no bound there).
+// max caps the final score (zero means 1), so that a weaker type cannot outrank a validated one
+// through context alone.
+type contextRule struct {
+	pos     *keywords
+	neg     *keywords
+	boost   float64
+	penalty float64
+	max     float64
+}
+
+// keywords holds lower-case keywords indexed by first byte, so that a context window is scanned
+// once rather than once per keyword.
+type keywords struct {
+	first [256][]string
+}
+
+// newKeywords indexes list.
+func newKeywords(list ...string) *keywords {
+	k := &keywords{}
+	for _, w := range list {
+		k.first[w[0]] = append(k.first[w[0]], w)
+	}
+	return k
+}
+
+// apply returns score adjusted by the nearest keyword around text[start:end].
+func (r *contextRule) apply(text string, start, end int, score float64) float64 {
+	if r == nil {
+		return score
+	}
+	p := nearestKeyword(text, start, end, r.pos)
+	n := nearestKeyword(text, start, end, r.neg)
+	switch {
+	case !p.found && !n.found:
+	case !n.found || p.found && p.closer(n):
+		score += r.boost
+	default:
+		score -= r.penalty
+	}
+	if r.max > 0 && score > r.max {
+		score = r.max
+	}
+	return clamp01(score)
+}
+
+func clamp01(f float64) float64 {
+	if f < 0 {
+		return 0
+	}
+	if f > 1 {
+		return 1
+	}
+	return f
+}
+
+// keywordHit is the nearest keyword found: its weighted distance and length.
+type keywordHit struct {
+	found bool
+	dist  int
+	n     int
+}
+
+// closer reports whether h wins over o: nearer, or as near and longer ("part number" beats
+// "number"), or a tie (h is the positive hit).
+func (h keywordHit) closer(o keywordHit) bool {
+	if h.dist != o.dist {
+		return h.dist < o.dist
+	}
+	return h.n >= o.n
+}
+
+// hasKeyword reports whether any keyword occurs around text[start:end].
+func hasKeyword(text string, start, end int, kws *keywords) bool {
+	return nearestKeyword(text, start, end, kws).found
+}
+
+// hasKeywordBefore reports whether any keyword occurs in the window before text[start:].
+func hasKeywordBefore(text string, start int, kws *keywords) bool {
+	return nearestKeyword(text, start, -1, kws).found
+}
+
+// windowStart returns the start of the context window before pos: at most ctxBefore bytes, not
+// crossing a line break (unless the line before ends with ':', as in "SSN:\n...") or the end
+// of a sentence.
+func windowStart(text string, pos int) int {
+	lo := max(0, pos-ctxBefore)
+	crossed := false
+	for p := pos - 1; p >= lo; p-- {
+		switch c := text[p]; {
+		case c == '\n':
+			if !crossed && isBlank(text[p+1:pos]) && lineEndsWithColon(text[lo:p]) {
+				crossed = true
+				continue
+			}
+			return p + 1
+		case (c == '.' || c == '!' || c == '?') && p+1 < pos && text[p+1] == ' ' && sentenceEnd(text, p):
+			return p + 1
+		}
+	}
+	return lo
+}
+
+func isBlank(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isSpaceByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lineEndsWithColon(s string) bool {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == ' ' || s[i] == '\t' || s[i] == '\r' {
+			continue
+		}
+		return s[i] == ':'
+	}
+	return false
+}
+
+// windowEnd returns the end of the context window after pos: at most ctxAfter bytes, not
+// crossing a line break or the end of a sentence, and stopping before a label such as
+// "Invoice date:" that belongs to what follows it.
+func windowEnd(text string, pos int) int {
+	hi := min(len(text), pos+ctxAfter)
+	for p := pos; p < hi; p++ {
+		switch c := text[p]; {
+		case c == '\n':
+			return p
+		case (c == '.' || c == '!' || c == '?') && p+1 < len(text) && text[p+1] == ' ' && sentenceEnd(text, p):
+			return p
+		case c == ':' && p > pos:
+			q := p
+			for q > pos && isAlpha(text[q-1]) {
+				q--
+			}
+			return q
+		}
+	}
+	return hi
+}
+
+// sentenceEnd reports whether the '.', '!' or '?' at p ends a sentence rather than an
+// abbreviation such as "Tel." or "No.".
+func sentenceEnd(text string, p int) bool {
+	if text[p] != '.' {
+		return true
+	}
+	k := p
+	for k > 0 && isAlpha(text[k-1]) {
+		k--
+	}
+	return p-k > 3 || p-k == 0
+}
+
+// nearestKeyword returns the nearest keyword within the context window around text[start:end]
+// (before only when end < 0). Distances after the candidate count double: labels usually come
+// first. The cost is bounded by the window size times the number of keywords.
+func nearestKeyword(text string, start, end int, kws *keywords) keywordHit {
+	var best keywordHit
+	if kws == nil {
+		return best
+	}
+	consider := func(d, n int) {
+		h := keywordHit{true, d, n}
+		if !best.found || h.closer(best) {
+			best = h
+		}
+	}
+	for p := windowStart(text, start); p < start; p++ {
+		for _, kw := range kws.first[lowerASCII(text[p])] {
+			if p+len(kw) <= start && matchKeyword(text, p, kw) {
+				consider(start-(p+len(kw)), len(kw))
+			}
+		}
+	}
+	if end < 0 {
+		return best
+	}
+	hi := windowEnd(text, end)
+	for p := end; p < hi; p++ {
+		for _, kw := range kws.first[lowerASCII(text[p])] {
+			if p+len(kw) <= hi && matchKeyword(text, p, kw) {
+				consider(2*(p-end)+1, len(kw))
+			}
+		}
+	}
+	return best
+}
+
+// matchKeyword reports whether kw occurs at text[p:] case-insensitively and at word bounds.
+func matchKeyword(text string, p int, kw string) bool {
+	if lowerASCII(text[p]) != kw[0] {
+		return false
+	}
+	for i := 1; i < len(kw); i++ {
+		if lowerASCII(text[p+i]) != kw[i] {
+			return false
+		}
+	}
+	if isAlnum(kw[0]) && p > 0 && isAlnum(text[p-1]) {
+		return false
+	}
+	q := p + len(kw)
+	if isAlnum(kw[len(kw)-1]) && q < len(text) && isAlpha(text[q]) {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,317 @@
+package detect
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func newEngine(t testing.TB, o Options) *Engine {
+	t.Helper()
+	e, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// found renders entities as "type:text" for compact comparisons.
+func found(es []Entity) []string {
+	out := []string{}
+	for _, e := range es {
+		out = append(out, e.Type+":"+e.Text)
+	}
+	return out
+}
+
+func TestScan(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"empty", "", nil},
+		{"one byte", "0", nil},
+		// E-mail.
+		{"email plain", "mail jane.doe+tag@mail.example.co.uk now", []string{"email:jane.doe+tag@mail.example.co.uk"}},
+		{"email sentence end", "Write to ops@example.com.", []string{"email:ops@example.com"}},
+		{"email no tld", "user@localhost is local", nil},
+		{"email mention", "thanks @alice for the review", nil},
+		// Phones.
+		{"phone us formatted", "Call me at (415) 555-2671.", []string{"phone:(415) 555-2671"}},
+		{"phone international", "Tel: +44 20 7946 0958", []string{"phone:+44 20 7946 0958"}},
+		{"phone e164", "whatsapp +4915123456789", []string{"phone:+4915123456789"}},
+		{"phone national fallback region", "Telefon: 030 12345678", []string{"phone:030 12345678"}},
+		{"phone then number", "call 415-555-2671 24 hours a day", []string{"phone:415-555-2671"}},
+		{"phone plain without context", "the value 4155552671 was logged", nil},
+		{"phone after order", "Order number 4155552671 was cancelled.", nil},
+		{"phone date is not phone", "on 2024-06-18 10:30 we met", nil},
+		{"phone ip is not phone", "gateway 34.63.227.112 is down", []string{"ip_address:34.63.227.112"}},
+		// Cards.
+		{"card visa spaced", "card 4111 1111 1111 1111 exp 09/27", []string{"credit_card:4111 1111 1111 1111"}},
+		{"card amex", "amex 3782 822463 10005", []string{"credit_card:3782 822463 10005"}},
+		{"card luhn invalid", "card 4111 1111 1111 1112", nil},
+		{"card part of longer number", "ref 5451 6996 2862 3133 failed", nil},
+		{"card unknown brand", "card 9111 1111 1111 1117", nil},
+		{"card after plus is phone", "+4915123452000", []string{"phone:+4915123452000"}},
+		// SSNs.
+		{"ssn dashed", "SSN: 123-45-6788", []string{"ssn:123-45-6788"}},
+		{"ssn area 000", "SSN: 000-45-6788", nil},
+		{"ssn area 666", "SSN: 666-45-6788", nil},
+		{"ssn area 9xx", "SSN: 912-45-6788", nil},
+		{"ssn group 00", "SSN: 123-00-6788", nil},
+		{"ssn serial 0000", "SSN: 123-45-0000", nil},
+		{"ssn plain needs context", "number 123456788 here", nil},
+		{"ssn plain with context", "social security 123456788", []string{"ssn:123456788"}},
+		{"ssn example number", "SSN 078-05-1120", nil},
+		// IBAN.
+		{"iban grouped", "IBAN DE89 3704 0044 0532 0130 00 please", []string{"iban:DE89 3704 0044 0532 0130 00"}},
+		{"iban compact", "GB29NWBK60161331926819", []string{"iban:GB29NWBK60161331926819"}},
+		{"iban bad checksum", "DE89 3704 0044 0532 0130 01", nil},
+		{"iban wrong length", "DE89 3704 0044 0532 0130", nil},
+		// IP and MAC.
+		{"ipv4", "server 192.168.1.10 is up", []string{"ip_address:192.168.1.10"}},
+		{"ipv4 version", "version 1.2.3.4 shipped", nil},
+		{"ipv4 octet too big", "host 256.1.1.1", nil},
+		{"ipv4 oid", "OID 1.3.6.1.4.1.311", nil},
+		{"ipv6", "host 2001:db8::ff00:42:8329 down", []string{"ip_address:2001:db8::ff00:42:8329"}},
+		{"ipv6 after label", "ip:fe80::1ff:fe23:4567:890a", []string{"ip_address:fe80::1ff:fe23:4567:890a"}},
+		{"time is not ipv6", "at 10:30:45 today", nil},
+		{"mac colon", "MAC 00:1A:2B:3C:4D:5E", []string{"mac_address:00:1A:2B:3C:4D:5E"}},
+		{"mac cisco", "mac 001a.2b3c.4d5e", []string{"mac_address:001a.2b3c.4d5e"}},
+		{"mac too long", "00:1A:2B:3C:4D:5E:6F", nil},
+		// URLs.
+		{"url https", "See https://example.com/a?b=1#c.", []string{"url:https://example.com/a?b=1#c"}},
+		{"url in parens", "(see https://en.wikipedia.org/wiki/Go_(language))", []string{"url:https://en.wikipedia.org/wiki/Go_(language)"}},
+		{"url www", "open www.example.org, then", []string{"url:www.example.org"}},
+		{"url contains email", "https://example.com/u?mail=a@b.com", []string{"url:https://example.com/u?mail=a@b.com"}},
+		{"url bare domain", "edit main.go and example.com", nil},
+		// Dates of birth.
+		{"dob iso", "DOB: 1985-03-12", []string{"date_of_birth:1985-03-12"}},
+		{"dob written", "I was born on 12 March 1985.", []string{"date_of_birth:12 March 1985"}},
+		{"dob us written", "born March 12th, 1985", []string{"date_of_birth:March 12th, 1985"}},
+		{"dob german", "Geboren am 12. März 1985.", []string{"date_of_birth:12. März 1985"}},
+		{"dob spanish", "nacido el 12 de marzo de 1985", []string{"date_of_birth:12 de marzo de 1985"}},
+		{"date without birth context", "The meeting is on 2024-03-12.", nil},
+		{"invoice date", "Invoice date: 03/12/1985", nil},
+		{"invalid day", "born 1985-02-30", nil},
+		{"timestamp", "born 2024-01-15T10:30:00Z", nil},
+		// Addresses.
+		{"address us", "I live at 742 Evergreen Terrace, Springfield, IL 62704.", []string{"street_address:742 Evergreen Terrace, Springfield, IL 62704"}},
+		{"address uk", "Ship to 221B Baker Street, London NW1 6XE.", []string{"street_address:221B Baker Street, London NW1 6XE"}},
+		{"address german", "Adresse: Hauptstraße 12, 10115 Berlin.", []string{"street_address:Hauptstraße 12, 10115 Berlin"}},
+		{"address french", "au 12 rue de la Paix, 75002 Paris.", []string{"street_address:12 rue de la Paix, 75002 Paris"}},
+		{"address spanish", "Calle de Alcalá 23, Madrid", []string{"street_address:Calle de Alcalá 23"}},
+		{"address unit", "at 10 Main St, Apt 4B, Boston, MA 02110", []string{"street_address:10 Main St, Apt 4B, Boston, MA 02110"}},
+		{"not an address", "I walked 5 blocks down the street", nil},
+		{"season is not a street", "Spring 2024 release", nil},
+		// People.
+		{"name intro", "Hi, my name is John Smith.", []string{"person:John Smith"}},
+		{"name unknown after intro", "My name is Zoltan Kovacs.", []string{"person:Zoltan Kovacs"}},
+		{"name title", "Dr. Kowalski will call.", []string{"person:Kowalski"}},
+		{"name signature", "Best regards,\nZoltan Kovacs\n", []string{"person:Zoltan Kovacs"}},
+		{"name greeting", "Dear Anna,", []string{"person:Anna"}},
+		{"name gazetteer pair", "Yesterday Maria Garcia called.", []string{"person:Maria Garcia"}},
+		{"name accents", "Mein Name ist Jürgen Müller.", []string{"person:Jürgen Müller"}},
+		{"name possessive", "That is Maria Garcia's laptop.", []string{"person:Maria Garcia"}},
+		{"name initial", "by John F. Kennedy today", []string{"person:John F. Kennedy"}},
+		{"single first name", "Michael said it works.", nil},
+		{"ambiguous words", "Will you send it? May I join? Grace period ends.", nil},
+		{"organisation", "Johnson & Johnson and Ford Motor Company", nil},
+		{"place", "We met at Jordan Valley Farms in New York.", nil},
+		// Secrets.
+		{"aws key", "key AKIAIOSFODNN7EXAMPLE", []string{"secret:AKIAIOSFODNN7EXAMPLE"}},
+		{"github token", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", []string{"secret:ghp_abcdefghijklmnopqrstuvwxyz0123456789"}},
+		{"jwt", "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+			[]string{"secret:eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"}},
+		{"password assignment", "DB_PASSWORD=hunter2x", []string{"secret:hunter2x"}},
+		{"password prose", "Reset your password: click the link.", nil},
+		{"password placeholder", "password=${DB_PASSWORD}", nil},
+		{"pem", "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----",
+			[]string{"secret:-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----"}},
+		{"git hash", "commit 3f786850e387550fdab836ed7e6dc881de23001b", nil},
+		{"guid", "request 3f2504e0-4f89-11d3-9a0c-0305e82c3301 failed", nil},
+	}
+	e := newEngine(t, Options{})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := found(e.Scan(tc.text))
+			want := tc.want
+			if want == nil {
+				want = []string{}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("Scan(%q) = %q; want %q", tc.text, got, want)
+			}
+		})
+	}
+}
+
+func TestSubtypes(t *testing.T) {
+	tests := []struct {
+		name, text, typ, subtype string
+	}{
+		{"visa", "4111111111111111", TypeCreditCard, "visa"},
+		{"amex", "378282246310005", TypeCreditCard, "amex"},
+		{"aws", "AKIAIOSFODNN7EXAMPLE", TypeSecret, "aws_access_key"},
+		{"stripe", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", TypeSecret, "stripe_key"},
+		{"password", "\"password\": \"S3cure!pass\"", TypeSecret, "password"},
+	}
+	e := newEngine(t, Options{})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := e.Scan(tc.text)
+			if len(got) != 1 || got[0].Type != tc.typ || got[0].Subtype != tc.subtype {
+				t.Errorf("Scan(%q) = %+v; want one %s/%s", tc.text, got, tc.typ, tc.subtype)
+			}
+		})
+	}
+}
+
+func TestOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    Options
+		text    string
+		want    []string
+		wantErr string
+	}{
+		{"types filter", Options{Types: []string{TypeEmail}}, "a@example.com 192.168.1.1", []string{"email:a@example.com"}, ""},
+		{"unknown type", Options{Types: []string{"passport"}}, "", nil, "unknown type"},
+		{"bad min score", Options{MinScore: 2}, "", nil, "MinScore"},
+		{"bad region", Options{DefaultRegion: "XX"}, "", nil, "region"},
+		{"region GB", Options{DefaultRegion: "GB"}, "call 020 7946 0958 now", []string{"phone:020 7946 0958"}, ""},
+		{"low threshold shows dates", Options{MinScore: 0.01, Types: []string{TypeDateOfBirth}}, "meeting 2024-03-12", []string{"date_of_birth:2024-03-12"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := New(tc.opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("New(%+v) error = %v; want one containing %q", tc.opts, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := found(e.Scan(tc.text))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Scan(%q) = %q; want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOverlaps checks resolution: the higher score wins, then the longer span.
+func TestOverlaps(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"url containing email", "https://example.com/?to=jane@example.com", []string{"url:https://example.com/?to=jane@example.com"}},
+		{"card digits inside iban", "IBAN GB82 WEST 1234 5698 7654 32", []string{"iban:GB82 WEST 1234 5698 7654 32"}},
+		{"ssn with phone word", "SSN 123-45-6788, phone 415-555-2671", []string{"ssn:123-45-6788", "phone:415-555-2671"}},
+		{"address containing name", "Ship to 12 Martin Luther King Blvd, Austin, TX 78701", []string{"street_address:12 Martin Luther King Blvd, Austin, TX 78701"}},
+	}
+	e := newEngine(t, Options{})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := found(e.Scan(tc.text))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Scan(%q) = %q; want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
+// checkEntities verifies the invariants every scan must keep.
+func checkEntities(t *testing.T, text string, es []Entity) {
+	t.Helper()
+	prevEnd := 0
+	for i, e := range es {
+		if e.Start < 0 || e.End > len(text) || e.Start >= e.End {
+			t.Fatalf("entity %d %+v out of bounds for len %d", i, e, len(text))
+		}
+		if e.Start < prevEnd {
+			t.Fatalf("entity %d %+v overlaps or is out of order (previous end %d)", i, e, prevEnd)
+		}
+		if e.Text != text[e.Start:e.End] {
+			t.Fatalf("entity %d Text = %q; want %q", i, e.Text, text[e.Start:e.End])
+		}
+		if e.Score < 0 || e.Score > 1 {
+			t.Fatalf("entity %d score %v outside [0, 1]", i, e.Score)
+		}
+		prevEnd = e.End
+	}
+}
+
+func TestInvalidUTF8(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+	}{
+		{"lone continuation", "name \x80\x81 John Smith \xff"},
+		{"truncated rune", "Dear J\xc3,\nemail a@b\xe2.com"},
+		{"invalid in number", "4111\xff1111 1111 1111"},
+		{"invalid in word", "M\xfcller Stra\xdfe 5, 10115 Berlin"},
+	}
+	e := newEngine(t, Options{MinScore: 0.01})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkEntities(t, tc.text, e.Scan(tc.text))
+		})
+	}
+}
+
+func TestAppendScanAllocations(t *testing.T) {
+	e := newEngine(t, Options{})
+	text := "Mail a@example.com, card 4111 1111 1111 1111, SSN 123-45-6788, from 10.0.0.1. " +
+		"Dear Anna, see https://example.com/x. Key AKIAIOSFODNN7EXAMPLE."
+	dst := make([]Entity, 0, 32)
+	e.AppendScan(dst, text) // warm the pool
+	allocs := testing.AllocsPerRun(100, func() { dst = e.AppendScan(dst[:0], text) })
+	if allocs > 0 {
+		t.Errorf("AppendScan allocated %v times per run; want 0 without phone numbers", allocs)
+	}
+}
+
+func ExampleEngine_Scan() {
+	e, err := New(Options{})
+	if err != nil {
+		panic(err)
+	}
+	for _, x := range e.Scan("Hi, I'm Anna Schmidt, call me on +49 30 901820 or mail anna@example.de.") {
+		fmt.Printf("%s %q %.2f\n", x.Type, x.Text, x.Score)
+	}
+	// Output:
+	// person "Anna Schmidt" 0.90
+	// phone "+49 30 901820" 0.88
+	// email "anna@example.de" 0.90
+}
+
+// TestConcurrentScan shares one Engine between goroutines (run with -race).
+func TestConcurrentScan(t *testing.T) {
+	e := newEngine(t, Options{})
+	text := loadPrompt(t)
+	want := found(e.Scan(text))
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			for range 20 {
+				if got := found(e.Scan(text)); !slices.Equal(got, want) {
+					errs <- fmt.Sprintf("got %q; want %q", got, want)
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 8 {
+		if msg := <-errs; msg != "" {
+			t.Error(msg)
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package detect
+
+// dobDetector finds calendar dates (numeric "1985-03-12", "12/03/1985", "12.03.85" and written
+// "12 March 1985", "March 12th, 1985", "12. März 1985", "12 de marzo de 1985", "12-Mar-1985")
+// that are valid days between 1900 and 2029. A date alone scores below the default threshold;
+// a birth word near it ("born", "DOB", "date of birth", "geboren", "né le", ...) makes it a date
+// of birth, and a business word ("invoice", "due", "meeting") keeps it out.
+type dobDetector struct{}
+
+const (
+	dateScore      = 0.3
+	dateShortScore = 0.2 // two-digit year
+)
+
+var dobContext = &contextRule{
+	pos: newKeywords("born", "birth", "date of birth", "birthdate", "birthday", "birth date", "dob",
+		"d.o.b", "b.", "geboren", "geb.", "geburtsdatum", "geburtstag", "né", "née", "né le",
+		"naissance", "nacido", "nacida", "nacimiento", "nato", "nata", "nascita", "nascimento",
+		"nasceu", "geboortedatum", "age", "aged"),
+	neg: newKeywords("invoice", "order", "ordered", "due", "shipped", "delivered", "delivery",
+		"meeting", "expires", "expiry", "expiration", "exp", "created", "updated", "issued",
+		"since", "released", "release", "deadline", "appointment", "scheduled", "paid", "payment",
+		"effective", "valid", "posted", "modified", "login", "logged", "timestamp", "version",
+		"build", "published", "signed", "starts", "start", "ends", "until", "from", "on call",
+		"vom", "rechnung", "facture", "factura", "fattura"),
+	boost:   0.55,
+	penalty: 0.2,
+}
+
+// months maps lower-case month names and abbreviations in English, German, French, Spanish,
+// Italian, Portuguese and Dutch to their number.
+var months = map[string]int{
+	"january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
+	"may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9,
+	"sep": 9, "sept": 9, "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12, "dec": 12,
+	"januar": 1, "jänner": 1, "februar": 2, "märz": 3, "maerz": 3, "mai": 5, "juni": 6, "juli": 7,
+	"oktober": 10, "okt": 10, "dezember": 12, "dez": 12,
+	"janvier": 1, "février": 2, "fevrier": 2, "mars": 3, "avril": 4, "juin": 6, "juillet": 7,
+	"août": 8, "aout": 8, "septembre": 9, "octobre": 10, "novembre": 11, "décembre": 12, "decembre": 12,
+	"enero": 1, "febrero": 2, "marzo": 3, "abril": 4, "mayo": 5, "junio": 6, "julio": 7,
+	"agosto": 8, "septiembre": 9, "setiembre": 9, "octubre": 10, "noviembre": 11, "diciembre": 12,
+	"gennaio": 1, "febbraio": 2, "aprile": 4, "maggio": 5, "giugno": 6, "luglio": 7,
+	"settembre": 9, "ottobre": 10, "dicembre": 12,
+	"janeiro": 1, "fevereiro": 2, "março": 3, "maio": 5, "junho": 6, "julho": 7, "setembro": 9,
+	"outubro": 10, "dezembro": 12,
+	"januari": 1, "februari": 2, "maart": 3, "mei": 5, "augustus": 8,
+}
+
+func (dobDetector) Detect(text string, out []Entity) []Entity {
+	out = numericDates(text, out)
+	return writtenDates(text, out)
+}
+
+func validDate(y, m, d int) bool {
+	if y < 1900 || y > 2029 || m < 1 || m > 12 || d < 1 {
+		return false
+	}
+	days := [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[m]
+	if m == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+		days = 29
+	}
+	return d <= days
+}
+
+// numericDates finds Y-M-D, D/M/Y, M/D/Y and D.M.Y with '-', '/' or '.' used consistently.
+func numericDates(text string, out []Entity) []Entity {
+	for i := 0; i < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		a := digitsAt(text, i)
+		if !numLeftOK(text, i) || a-i > 4 || a+1 >= len(text) {
+			i = a
+			continue
+		}
+		sep := text[a]
+		if sep != '-' && sep != '/' && sep != '.' {
+			i = a
+			continue
+		}
+		b := digitsAt(text, a+1)
+		if b == a+1 || b-a-1 > 2 || b+1 >= len(text) || text[b] != sep {
+			i = a
+			continue
+		}
+		c := digitsAt(text, b+1)
+		if c == b+1 || !numRightOK(text, c) {
+			i = a
+			continue
+		}
+		x, y, z := atoi(text[i:a]), atoi(text[a+1:b]), atoi(text[b+1:c])
+		lx, lz := a-i, c-b-1
+		score, ok := 0.0, false
+		switch {
+		case lx == 4 && lz <= 2:
+			ok = validDate(x, y, z)
+			score = dateScore
+		case lx <= 2 && lz == 4:
+			ok = validDate(z, y, x) || validDate(z, x, y)
+			score = dateScore
+		case lx <= 2 && lz == 2 && (lx == 2 || b-a-1 == 2) && !(sep == '.' && lx == 1):
+			// Two-digit year: "03/12/85", "3/12/85"; not "2.1.27", which is a version.
+			ok = validDate(1900+z, y, x) || validDate(1900+z, x, y)
+			score = dateShortScore
+		}
+		if !ok {
+			i = a
+			continue
+		}
+		out = append(out, Entity{Type: TypeDateOfBirth, Start: i, End: c, Score: score})
+		i = c
+	}
+	return out
+}
+
+// writtenDates finds dates with a month name, anchored on the month word.
+func writtenDates(text string, out []Entity) []Entity {
+	var buf [16]byte
+	for i := 0; i < len(text); {
+		ws, we := nextWord(text, i)
+		if ws < 0 {
+			break
+		}
+		i = we
+		if we-ws < 3 || we-ws > 12 {
+			continue
+		}
+		lw, ok := lowerInto(buf[:0:len(buf)], text[ws:we])
+		if !ok {
+			continue
+		}
+		m, ok := months[string(lw)]
+		if !ok {
+			continue
+		}
+		// Lower-case English "may", "mar", "dec" are ordinary words; a capital or a number on
+		// both sides is needed anyway, so a month word only counts next to a day and a year.
+		after := we
+		if after < len(text) && text[after] == '.' {
+			after++
+		}
+		if s, d := dayBefore(text, ws); s >= 0 {
+			// "12 March 1985", "12. März 1985", "12 de marzo de 1985", "12-Mar-1985"
+			if y, e := yearAfter(text, after); e > 0 && validDate(y, m, d) {
+				out = append(out, Entity{Type: TypeDateOfBirth, Start: s, End: e, Score: dateScore})
+				i = e
+				continue
+			}
+		}
+		// "March 12, 1985", "March 12th 1985"
+		j := after
+		n := 0
+		for j < len(text) && text[j] == ' ' && n < 2 {
+			j++
+			n++
+		}
+		if n == 0 || j >= len(text) || !isDigit(text[j]) {
+			continue
+		}
+		de := digitsAt(text, j)
+		if de-j > 2 {
+			continue
+		}
+		d := atoi(text[j:de])
+		de = skipOrdinal(text, de)
+		if de < len(text) && text[de] == ',' {
+			de++
+		}
+		if y, e := yearAfter(text, de); e > 0 && validDate(y, m, d) {
+			out = append(out, Entity{Type: TypeDateOfBirth, Start: ws, End: e, Score: dateScore})
+			i = e
+		}
+	}
+	return out
+}
+
+// skipOrdinal skips "st", "nd", "rd", "th", "er" or "º" after a day number.
+func skipOrdinal(text string, j int) int {
+	if j+2 <= len(text) {
+		switch text[j : j+2] {
+		case "st", "nd", "rd", "th", "er", "º":
+			if j+2 == len(text) || !isAlpha(text[j+2]) {
+				return j + 2
+			}
+		}
+	}
+	return j
+}
+
+// dayBefore finds a day number written before the month word at ws and returns its start and
+// value, or (-1, 0).
+func dayBefore(text string, ws int) (int, int) {
+	j := ws
+	// Separator between day and month: " ", "-", "/", ". ", " de ".
+	if j > 0 && (text[j-1] == '-' || text[j-1] == '/') {
+		j--
+	} else {
+		n := 0
+		for j > 0 && text[j-1] == ' ' && n < 2 {
+			j--
+			n++
+		}
+		if n == 0 {
+			return -1, 0
+		}
+		if j >= 3 && text[j-2:j] == "de" && text[j-3] == ' ' {
+			j -= 3
+		}
+		if j > 0 && text[j-1] == '.' {
+			j--
+		}
+	}
+	// Ordinal suffix.
+	if j >= 2 {
+		switch text[j-2 : j] {
+		case "st", "nd", "rd", "th", "er", "º":
+			j -= 2
+		}
+	}
+	e := j
+	for j > 0 && isDigit(text[j-1]) && e-j < 3 {
+		j--
+	}
+	if j == e || e-j > 2 || !numLeftOK(text, j) {
+		return -1, 0
+	}
+	return j, atoi(text[j:e])
+}
+
+// yearAfter finds a four-digit year after the month ("March 1985", "marzo de 1985", "Mar-1985")
+// and returns it with its end, or (0, -1).
+func yearAfter(text string, j int) (int, int) {
+	if j < len(text) && (text[j] == '-' || text[j] == '/') {
+		j++
+	} else {
+		if j < len(text) && text[j] == ',' {
+			j++
+		}
+		n := 0
+		for j < len(text) && text[j] == ' ' && n < 2 {
+			j++
+			n++
+		}
+		if n == 0 {
+			return 0, -1
+		}
+		if j+3 <= len(text) && text[j:j+3] == "de " {
+			j += 3
+		}
+	}
+	e := digitsAt(text, j)
+	if e-j != 4 || !numRightOK(text, e) {
+		return 0, -1
+	}
+	return atoi(text[j:e]), e
+}

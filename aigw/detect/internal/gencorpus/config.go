@@ -1,0 +1,83 @@
+package main
+
+import "strings"
+
+// Main returns the configuration of the main corpus: templates A and names from the gazetteer.
+func Main(gz Gazetteer) Config {
+	return Config{
+		Name: "main", Seed: 20240501, Samples: 3200,
+		Templates: templatesA, Weights: weightsA,
+		First: gz.First, Last: gz.Last,
+		Streets: strings.Fields(`Main Oak Maple Cedar Elm Pine Washington Lake Hill Park Sunset Lincoln
+			Jefferson Madison Franklin Highland Church Spring River Walnut Chestnut Evergreen Willow Meadow
+			Forest Ridge Valley Broad Market Union Center Mill 5th 42nd 1st 3rd Second Third Fourth Pleasant
+			Prospect Cherry Jackson Adams Lakeview Grand Summit`),
+		Cities: strings.Split("Springfield|IL,Austin|TX,Portland|OR,Denver|CO,Boston|MA,Seattle|WA,Madison|WI,"+
+			"Columbus|OH,Phoenix|AZ,Raleigh|NC,Nashville|TN,Richmond|VA,Albany|NY,Sacramento|CA,Salem|OR,"+
+			"Dover|DE,Trenton|NJ,Lansing|MI,San Jose|CA,Salt Lake City|UT,New York|NY,Chicago|IL,Miami|FL,Atlanta|GA", ","),
+		UKStreets: []string{"Baker Street", "High Street", "Church Road", "Station Road", "Victoria Road",
+			"Park Lane", "Queen Street", "King's Road", "Mill Lane", "London Road", "Oxford Street", "Green Lane"},
+		UKCities: []string{"London", "Manchester", "Bristol", "Leeds", "Oxford", "Cambridge", "York", "Brighton"},
+		DEStreets: []string{"Hauptstraße", "Bahnhofstraße", "Schillerstraße", "Goethestraße", "Gartenweg",
+			"Lindenallee", "Marktplatz", "Kirchgasse", "Berliner Straße", "Frankfurter Allee", "Kaiserstr.",
+			"Mozartstraße", "Am Ring", "Schulweg"}[:13],
+		DECities: []string{"Berlin", "München", "Hamburg", "Köln", "Frankfurt am Main", "Stuttgart", "Düsseldorf", "Leipzig"},
+		FRStreets: []string{"rue de la Paix", "avenue des Champs-Élysées", "boulevard Saint-Michel",
+			"place Bellecour", "rue Victor Hugo", "rue du Faubourg Saint-Honoré", "avenue Jean Jaurès",
+			"rue de Rivoli", "boulevard Haussmann", "rue des Lilas"},
+		FRCities:  []string{"Paris", "Lyon", "Marseille", "Toulouse", "Bordeaux", "Lille", "Nantes", "Strasbourg"},
+		ESStreets: []string{"Calle de Alcalá", "Calle Mayor", "Paseo de Gracia", "Avenida de la Constitución", "Calle Gran Vía", "Plaza Mayor", "Calle Serrano"},
+		ITStreets: []string{"Via Roma", "Via Garibaldi", "Piazza Navona", "Corso Vittorio Emanuele", "Via del Corso", "Viale Europa", "Via Dante"},
+		Domains: []string{"example.com", "mail.example.org", "gmail.com", "outlook.com", "acme.io",
+			"company.co.uk", "firma.de", "societe.fr", "empresa.es", "uni-heidelberg.de", "corp.example.net"},
+	}
+}
+
+// holdoutFirst and holdoutLast are names from languages the gazetteer does not cover; any that
+// happen to be in it are dropped.
+var (
+	holdoutFirst = strings.Fields(`Zoltán Gergely Csaba Levente Bence Réka Zsófia Zsuzsanna Tünde
+		Ildikó Juha Pekka Tuomas Jukka Antti Kaisa Aino Eero Sigurður Guðrún Ragnheiður Chukwuemeka
+		Oluwaseun Ngozi Adebayo Chiamaka Obinna Folasade Babajide Iñaki Aitor Itziar Dafydd Gwenllian
+		Caoimhe Tadhg Ruairí Konstantinos Dimitrios Panagiotis Evangelia Vasiliki Thanasis Nomvula
+		Thabo Sipho Zanele Bongani Tenzin Dorje Pemba Batbayar Enkhtuya Altantsetseg Levan Zurab
+		Khatuna Aroha Wiremu Keoni Makoa Kalani Ondine Xochitl Itzel Cuauhtémoc Anahí Teodoro Eliska`)
+	holdoutLast = strings.Fields(`Kovács Szabó Horváth Nagy Tóth Varga Farkas Virtanen Korhonen
+		Mäkinen Nieminen Hämäläinen Sigurðsson Jónsdóttir Okonkwo Adeyemi Oyelaran Nwosu Etxeberria
+		Goikoetxea Agirre Papadopoulos Georgiou Nikolaidis Beridze Kapanadze Gelashvili Dlamini
+		Nkosi Mthembu Bayarsaikhan Ganbaatar Srisuk Chaiyaporn Ngata Parata Kahananui Tlatelolco
+		Quispe Mamani Huaman Tshabalala Ravelomanana Rakotomalala Andrianarivo Oyelowo Achterberg`)
+)
+
+// Holdout returns the configuration of the holdout corpus: another seed, templates B, and
+// names, streets, cities and domains not used by the main corpus.
+func Holdout(gz Gazetteer) Config {
+	keep := func(ws []string) []string {
+		var out []string
+		for _, w := range ws {
+			if !gz.Folded[fold(w)] {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	return Config{
+		Name: "holdout", Seed: 77001, Samples: 1600,
+		Templates: templatesB, Weights: weightsB,
+		First: keep(holdoutFirst), Last: keep(holdoutLast),
+		Streets: strings.Fields(`Birch Aspen Magnolia Dogwood Sycamore Juniper Hawthorne Peachtree
+			Bayshore Cypress Laurel Poplar Redwood Sequoia Tamarack Linden Alder Hickory Mulberry 7th 12th 21st`),
+		Cities: strings.Split("Boise|ID,Tulsa|OK,Omaha|NE,Fargo|ND,Reno|NV,Tacoma|WA,Savannah|GA,Mobile|AL,"+
+			"Eugene|OR,Provo|UT,Ithaca|NY,Durham|NC,Toledo|OH,Wichita|KS,Spokane|WA,Santa Fe|NM", ","),
+		UKStreets: []string{"Acacia Avenue", "Cromwell Road", "Abbey Road", "Gower Street", "Tottenham Court Road", "Kingsway", "Marylebone Lane"},
+		UKCities:  []string{"Edinburgh", "Cardiff", "Belfast", "Norwich", "Bath", "Exeter", "Durham"},
+		DEStreets: []string{"Lindenstraße", "Rosenweg", "Ahornallee", "Domplatz", "Schlossgasse", "Hamburger Straße", "Ulmer Str.", "Tulpenweg"},
+		DECities:  []string{"Bremen", "Dresden", "Hannover", "Nürnberg", "Bonn", "Freiburg im Breisgau", "Kiel"},
+		FRStreets: []string{"rue Nationale", "avenue Foch", "boulevard Voltaire", "rue de l'Église", "quai des Chartrons", "impasse des Roses", "cours Mirabeau"},
+		FRCities:  []string{"Nice", "Rennes", "Grenoble", "Dijon", "Angers", "Reims", "Aix-en-Provence"},
+		ESStreets: []string{"Calle del Prado", "Avenida Diagonal", "Rambla de Catalunya", "Calle Larios", "Paseo del Prado", "Calle de Toledo"},
+		ITStreets: []string{"Via Appia", "Corso Buenos Aires", "Via Toledo", "Piazza della Signoria", "Via Nazionale", "Viale dei Mille"},
+		Domains: []string{"proton.me", "posteo.de", "example.travel", "shop.example.ch", "mailbox.org",
+			"uni-wien.ac.at", "startup.ai", "kantoor.nl", "hotmail.fr", "dept.gov.example"},
+	}
+}

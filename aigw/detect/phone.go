@@ -1,0 +1,287 @@
+package detect
+
+import (
+	"github.com/nyaruka/phonenumbers"
+)
+
+// phoneDetector finds telephone numbers. A cheap scanner proposes digit groups joined by
+// spaces, hyphens, dots, slashes and parentheses; libphonenumber (nyaruka/phonenumbers) then
+// decides whether the digits form a valid number: with a leading "+" or "00" for any country,
+// otherwise for the default region and, when a phone word is near, for a few other regions
+// whose national format starts with a trunk "0".
+type phoneDetector struct {
+	region string
+}
+
+const (
+	phoneIntlScore      = 0.85 // "+44 20 7946 0958"
+	phoneFormattedScore = 0.75 // "(415) 555-2671", "415-555-2671"
+	phoneFallbackScore  = 0.7  // valid in another region, with a phone word near
+	phonePlainScore     = 0.4  // "4155552671": needs a phone word
+	phoneMinDigits      = 7
+	phoneMaxDigits      = 15
+	phoneMaxGroups      = 8
+	phoneMaxAttempts    = 3 // libphonenumber parses per candidate run
+)
+
+var phoneContext = &contextRule{
+	pos: phoneWords,
+	neg: newKeywords("order", "invoice", "tracking", "ref", "reference", "isbn", "serial", "sku",
+		"part", "part no", "model", "product", "item", "code", "id", "account", "acct", "ticket",
+		"case", "po", "batch", "lot", "version", "build", "transaction", "confirmation", "booking",
+		"ssn", "iban", "card", "zip", "postcode", "amount", "total", "price", "order number",
+		"part number", "case number", "account number", "tracking number", "serial number",
+		"reference number", "invoice number", "ticket number", "model number", "card number",
+		"confirmation number", "booking number", "order no", "social security", "routing number"),
+	boost:   0.2,
+	penalty: 0.45,
+	max:     0.88, // below a validated card, SSN or IBAN with context
+}
+
+var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mobile", "mob", "cell",
+	"cellphone", "call", "calls", "called", "calling", "text", "sms", "whatsapp", "fax", "landline",
+	"ring", "dial", "ruf mich an", "anrufen", "erreichbar", "appelez", "appeler", "appelle",
+	"joindre", "llámame", "llamar", "llame", "chiamami", "chiamare", "ligue", "ligar", "bel",
+	"contact", "reach", "hotline", "number", "telefon", "telefono", "teléfono", "téléphone", "tél",
+	"portable", "handy", "móvil", "movil", "cellulare", "celular", "telemóvel", "mobil", "nummer",
+	"numéro", "número", "numero", "rufnummer")
+
+// phoneFallbackRegions are tried for national numbers starting with a trunk "0" when the
+// default region rejects them and a phone word is near; min and max bound the digit count
+// (trunk "0" included) so that most regions are skipped without parsing.
+var phoneFallbackRegions = []struct {
+	region   string
+	min, max int
+}{
+	{"GB", 10, 11}, {"DE", 6, 14}, {"FR", 10, 10}, {"IT", 6, 11}, {"NL", 10, 10}, {"ES", 9, 9},
+	{"AU", 10, 10}, {"IN", 11, 11}, {"CH", 10, 10}, {"AT", 7, 14}, {"BE", 9, 10},
+}
+
+// nanp reports regions of the North American Numbering Plan, whose national numbers have ten
+// digits (eleven with the leading 1); checking that first saves most libphonenumber parses.
+func nanp(region string) bool {
+	switch region {
+	case "US", "CA", "PR", "AG", "AI", "AS", "BB", "BM", "BS", "DM", "DO", "GD", "GU", "JM", "KN",
+		"KY", "LC", "MP", "MS", "SX", "TC", "TT", "VC", "VG", "VI":
+		return true
+	}
+	return false
+}
+
+// phoneGroup is one digit group of a candidate.
+type phoneGroup struct{ start, end, digits int }
+
+func (d phoneDetector) Detect(text string, out []Entity) []Entity {
+	var groups [phoneMaxGroups]phoneGroup
+	for i := 0; i < len(text); {
+		c := text[i]
+		if !(isDigit(c) || (c == '+' || c == '(') && i+1 < len(text) && isDigit(text[i+1])) {
+			i++
+			continue
+		}
+		if c == '(' {
+			// Only an area code in parentheses belongs to the number: "(415) 555-2671". Any
+			// other '(' is punctuation around it: "(+1 602 783 1802)".
+			if e := digitsAt(text, i+1); e == len(text) || text[e] != ')' {
+				i++
+				continue
+			}
+		}
+		if !numLeftOK(text, i) || (i > 0 && (text[i-1] == '+' || text[i-1] == '#')) {
+			i = skipNumber(text, i)
+			continue
+		}
+		ng, end := phoneGroups(text, i, &groups)
+		total := 0
+		for _, g := range groups[:ng] {
+			total += g.digits
+		}
+		if total < phoneMinDigits {
+			i = end
+			continue
+		}
+		// Try the whole run, then shorter prefixes ending at group bounds ("call 415-555-2671
+		// 24 hours"), longest first.
+		found := false
+		attempts := 0
+		for last := ng - 1; last >= 0 && attempts < phoneMaxAttempts; last-- {
+			nd := 0
+			for _, g := range groups[:last+1] {
+				nd += g.digits
+			}
+			if nd < phoneMinDigits {
+				break
+			}
+			if nd > phoneMaxDigits+2 {
+				continue
+			}
+			e := groups[last].end
+			attempts++
+			if score, ok := d.validate(text, i, e, last+1, nd); ok {
+				out = append(out, Entity{Type: TypePhone, Start: i, End: e, Score: score})
+				i = e
+				found = true
+				break
+			}
+		}
+		if !found {
+			i = end
+		}
+	}
+	return out
+}
+
+// skipNumber returns the end of the digits (after an optional '+' or '(') at i.
+func skipNumber(text string, i int) int {
+	if !isDigit(text[i]) {
+		i++
+	}
+	return digitsAt(text, i)
+}
+
+// phoneGroups splits the candidate at i into digit groups and returns the number of groups and
+// the end of the candidate. Groups are joined by one of " ", "-", ".", "/", " - ", an area code
+// in parentheses ("(415) 555", "+1 (415) 555") or a trunk prefix "(0)"; ". " ends a sentence,
+// not a number.
+func phoneGroups(text string, i int, groups *[phoneMaxGroups]phoneGroup) (int, int) {
+	ng := 0
+	j := i
+	if text[j] == '+' {
+		j++
+	}
+	open := false
+	if text[j] == '(' {
+		open = true
+		j++
+	}
+	for ng < phoneMaxGroups {
+		e := digitsAt(text, j)
+		groups[ng] = phoneGroup{j, e, e - j}
+		if ng == 0 {
+			groups[ng].start = i
+		}
+		ng++
+		k := e
+		switch {
+		case k >= len(text):
+		case open && text[k] == ')':
+			open = false
+			k++
+			if k < len(text) && (text[k] == ' ' || text[k] == '-') {
+				k++
+			}
+		case text[k] == ' ' || text[k] == '-' || text[k] == '.' || text[k] == '/':
+			sep := text[k]
+			k++
+			switch {
+			case k >= len(text):
+			case sep == ' ' && text[k] == '-' && k+1 < len(text) && text[k+1] == ' ':
+				k += 2
+			case sep == ' ' && text[k] == '(' && !open:
+				open = true
+				k++
+			}
+		case text[k] == '(' && !open && k+2 < len(text) && text[k+1] == '0' && text[k+2] == ')':
+			k += 3 // "+44(0)20"
+		}
+		if k == e || k >= len(text) || !isDigit(text[k]) {
+			return ng, e
+		}
+		j = k
+	}
+	return ng, groups[ng-1].end
+}
+
+// validate parses text[s:e] with libphonenumber and returns the score of a valid number.
+func (d phoneDetector) validate(text string, s, e, groups, nd int) (float64, bool) {
+	cand := text[s:e]
+	if !numRightOK(text, e) && !(e < len(text) && text[e] == ')') {
+		return 0, false
+	}
+	if e+1 < len(text) && text[e] == ':' && isDigit(text[e+1]) { // "2024-06-18 10:30"
+		return 0, false
+	}
+	if !phoneShape(cand) {
+		return 0, false
+	}
+	intl := cand[0] == '+' || (len(cand) > 2 && cand[0] == '0' && cand[1] == '0')
+	if intl {
+		num := cand
+		if num[0] == '0' {
+			num = "+" + num[2:]
+		}
+		if phoneValid(num, "ZZ") {
+			return phoneIntlScore, true
+		}
+		return 0, false
+	}
+	plausible := true
+	if nanp(d.region) {
+		first := cand[0]
+		if first == '(' {
+			first = cand[1]
+		}
+		plausible = nd == 10 && first >= '2' || nd == 11 && first == '1'
+	}
+	if plausible && phoneValid(cand, d.region) {
+		if groups == 1 {
+			return phonePlainScore, true
+		}
+		return phoneFormattedScore, true
+	}
+	if cand[0] == '0' && hasKeywordBefore(text, s, phoneWords) {
+		for _, r := range phoneFallbackRegions {
+			if r.region != d.region && nd >= r.min && nd <= r.max && phoneValid(cand, r.region) {
+				return phoneFallbackScore, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func phoneValid(s, region string) bool {
+	n, err := phonenumbers.Parse(s, region)
+	return err == nil && phonenumbers.IsValidNumber(n)
+}
+
+// phoneShape rejects digit groupings that are dates, IPv4 addresses, OIDs and version numbers
+// rather than phone numbers: a one-digit group is allowed only first or right after a country
+// code, and dates such as 2024-06-18 or 18.06.2024 are not numbers to dial.
+func phoneShape(c string) bool {
+	var lens [phoneMaxGroups + 2]int
+	var seps [phoneMaxGroups + 2]byte
+	n := 0
+	for i := 0; i < len(c) && n < len(lens); {
+		if !isDigit(c[i]) {
+			if n > 0 && seps[n-1] == 0 && (c[i] == '-' || c[i] == '.' || c[i] == '/' || c[i] == ' ') {
+				seps[n-1] = c[i]
+			}
+			i++
+			continue
+		}
+		j := digitsAt(c, i)
+		lens[n] = j - i
+		n++
+		i = j
+	}
+	intl := c[0] == '+'
+	for k := 0; k < n; k++ {
+		if lens[k] == 1 && k > 1 || lens[k] == 1 && k == 1 && !intl {
+			return false
+		}
+	}
+	dateSep := func(b byte) bool { return b == '-' || b == '.' || b == '/' }
+	if n >= 3 && dateSep(seps[0]) && seps[0] == seps[1] && !intl {
+		if lens[0] == 4 && lens[1] <= 2 && lens[2] <= 2 { // 2024-06-18
+			return false
+		}
+		if lens[0] <= 2 && lens[1] <= 2 && lens[2] == 4 { // 18.06.2024
+			return false
+		}
+	}
+	if n == 4 && !intl && seps[0] == '.' && seps[1] == '.' && seps[2] == '.' &&
+		lens[0] <= 3 && lens[1] <= 3 && lens[2] <= 3 && lens[3] <= 3 { // 10.20.30.40
+		return false
+	}
+	return true
+}
