@@ -59,7 +59,7 @@ func TestKeysCommands(t *testing.T) {
 	}{
 		{"unknown scope", []string{"keys", "create", "--data-dir", dir, "--scopes", "root"}, `unknown scope "root"`},
 		{"no scopes", []string{"keys", "create", "--data-dir", dir}, "needs scopes or a project"},
-		{"both", []string{"keys", "create", "--data-dir", dir, "--scopes", "org:read", "--project", "p"}, "not both"},
+		{"both", []string{"keys", "create", "--data-dir", dir, "--scopes", "org:read", "--project", "p"}, "may carry only the scope aigw:admin"},
 		{"bad project", []string{"keys", "create", "--data-dir", dir, "--project", "a b"}, "project"},
 		{"revoke unknown", []string{"keys", "revoke", "key_nope", "--data-dir", dir}, "not found"},
 		{"revoke nothing", []string{"keys", "revoke", "--data-dir", dir}, "exactly one"},

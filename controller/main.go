@@ -27,7 +27,8 @@ const usage = `usage: controller <command> [flags]
 commands:
   serve                      run the controller (controller serve -h for flags)
   keys create --scopes a,b   create an API key; the token is the last line printed
-  keys create --project P    create an AI gateway key for project P
+  keys create --project P    create an AI gateway key for project P (add --scopes aigw:admin
+                             to let it change the project's policies)
   keys list                  list keys (never their tokens)
   keys revoke ID             revoke a key
   version                    print the version

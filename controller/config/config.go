@@ -44,6 +44,9 @@ type Config struct {
 	InfluxOrg    string
 	InfluxBucket string
 
+	AIModels     string // JSON file of the gateway's models and fallbacks; empty: only the built-in echo model
+	AuditKeyFile string // key sealing opted-in raw inputs in the audit log; empty: DataDir/audit.key
+
 	RateLimit float64 // requests per second per token; 0 disables
 	RateBurst int     // bucket size
 
@@ -106,6 +109,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.InfluxToken, "influx-token", c.InfluxToken, "InfluxDB token (\"user:password\" for InfluxDB 1.8)")
 	fs.StringVar(&c.InfluxOrg, "influx-org", c.InfluxOrg, "InfluxDB organisation (empty for 1.8)")
 	fs.StringVar(&c.InfluxBucket, "influx-bucket", c.InfluxBucket, "InfluxDB bucket (\"database/retention\" for 1.8)")
+	fs.StringVar(&c.AIModels, "ai-models", c.AIModels, "AI gateway models file (JSON: models and fallbacks; see aigw/provider/README.md); empty: the echo model only")
+	fs.StringVar(&c.AuditKeyFile, "audit-key-file", c.AuditKeyFile, "key that encrypts raw inputs kept in the AI gateway's audit log (default DATA_DIR/audit.key)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per token (0 disables)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API request burst per token")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests and queues on SIGTERM")

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/edgewan/edgewan/aigw/gateway"
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
@@ -48,6 +49,7 @@ type Server struct {
 	Webhooks *webhook.Service
 	Cases    *soc.Service
 	SDWAN    *sdwan.Service
+	Gateway  *gateway.Service
 
 	engine     *gin.Engine
 	api        *http.Server
@@ -208,6 +210,11 @@ func (s *Server) build(ctx context.Context) error {
 	sd := e.Group("/sd-wan/v1")
 	sdwan.RegisterClaim(sd.Group("", ipLimit(authn.Limiter)), s.SDWAN)
 	sdwan.Register(sd.Group("", authn.Middleware()), s.SDWAN, pages)
+
+	if err := s.buildGateway(ctx); err != nil {
+		return err
+	}
+	gateway.Register(e.Group("/ai-gateway/v1", authn.Middleware()), s.Gateway, pages, sdwan.Diff)
 	s.engine = e
 	return nil
 }
@@ -314,6 +321,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stopEngine() // saves the latest figures and flushes the time series
 	<-engineDone
+	s.Gateway.Close() // commits the audit records of the requests just drained
 	s.stopBG()
 	s.closeSDWAN()
 	stopBG() // the webhook dispatcher last: it delivers what the others raised

@@ -549,6 +549,7 @@ func (s *Store) PublishPolicy(ctx context.Context, policyID string, version int,
 // ListChanges lists change records, optionally for one target.
 func (s *Store) ListChanges(ctx context.Context, p page.Params, target string) ([]*sdwan.Change, error) {
 	l := listQuery{cols: "id, kind, actor, target, version, from_version, sites, diff, comment, created_at, updated_at", from: "changes", params: p}
+	l.filter("kind", "policy.published") // the SD-WAN family's changes only
 	l.filter("target", target)
 	query, args := l.sql()
 	var out []*sdwan.Change

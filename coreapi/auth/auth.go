@@ -25,11 +25,14 @@ const (
 	ScopeWebhooksWrite = "webhooks:write"
 	ScopeSDWANRead     = "sdwan:read"
 	ScopeSDWANWrite    = "sdwan:write"
+	// ScopeAIGWAdmin is the one scope an AI gateway (project) key may carry: it lets the key
+	// change its project's policies and settings and read stored raw inputs.
+	ScopeAIGWAdmin = "aigw:admin"
 )
 
 // AllScopes lists every scope, in documentation order.
 var AllScopes = []string{ScopeOrgRead, ScopeDevicesRead, ScopeSOCRead, ScopeSOCWrite,
-	ScopeWebhooksWrite, ScopeSDWANRead, ScopeSDWANWrite}
+	ScopeWebhooksWrite, ScopeSDWANRead, ScopeSDWANWrite, ScopeAIGWAdmin}
 
 // TokenPrefix starts every token so secret scanners and people can recognise one.
 const TokenPrefix = "ewk_"
@@ -133,8 +136,10 @@ func Create(ctx context.Context, ks KeyStore, name string, scopes []string, proj
 	switch {
 	case project == "" && len(scopes) == 0:
 		return nil, "", fmt.Errorf("a key needs scopes or a project")
-	case project != "" && len(scopes) > 0:
-		return nil, "", fmt.Errorf("a key has either scopes (an API key) or a project (an AI gateway key), not both")
+	case project != "" && slices.ContainsFunc(scopes, func(s string) bool { return s != ScopeAIGWAdmin }):
+		return nil, "", fmt.Errorf("an AI gateway key (--project) may carry only the scope %s", ScopeAIGWAdmin)
+	case project == "" && slices.Contains(scopes, ScopeAIGWAdmin):
+		return nil, "", fmt.Errorf("the scope %s needs a project (--project)", ScopeAIGWAdmin)
 	case project != "" && !validProject(project):
 		return nil, "", fmt.Errorf("project %q: use 1-64 letters, digits, '-', '_' or '.'", project)
 	}

@@ -1,0 +1,282 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/auth"
+	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/coreapi/rest"
+)
+
+// ScopeAdmin lets a project's key change its policies and settings and read raw inputs.
+const ScopeAdmin = auth.ScopeAIGWAdmin
+
+// Register mounts the /ai-gateway/v1 routes on g, which must already authenticate. Every route
+// needs an AI gateway key (a project-scoped key); policy changes need its aigw:admin scope.
+func Register(g *gin.RouterGroup, s *Service, pages *page.Codec, diff func(a, b json.RawMessage) []string) {
+	h := &handlers{s: s, pages: pages, diff: diff}
+	g.Use(projectKey)
+	g.POST("/sanitize", h.sanitize)
+	g.POST("/chat", h.chat)
+	g.GET("/models", h.models)
+	g.GET("/policies", h.listPolicies)
+	g.POST("/policies", h.createPolicy)
+	g.GET("/policies/:id", h.getPolicy)
+	g.POST("/policies/:id/versions", h.addVersion)
+	g.POST("/policies/:id/publish", h.publish)
+	g.POST("/policies/:id/test", h.test)
+	g.GET("/changes", h.listChanges)
+	g.GET("/projects/:id", h.getProject)
+	g.PATCH("/projects/:id", h.updateProject)
+	g.GET("/logs", h.listLogs)
+	g.GET("/logs/:id", h.getLog)
+	g.POST("/openai/chat/completions", h.openaiChat)
+	g.GET("/openai/models", h.openaiModels)
+}
+
+// projectKey refuses keys that are not AI gateway keys.
+func projectKey(c *gin.Context) {
+	k := auth.KeyFrom(c)
+	if k == nil || k.Project == "" {
+		rest.FailWith(c, http.StatusForbidden, apierr.CodeForbidden, "the AI gateway needs a project key (controller keys create --project P)")
+		return
+	}
+	c.Next()
+}
+
+func caller(c *gin.Context) Caller {
+	k := auth.KeyFrom(c)
+	return Caller{KeyID: k.ID, Project: k.Project, Admin: k.HasScope(ScopeAdmin)}
+}
+
+type handlers struct {
+	s     *Service
+	pages *page.Codec
+	diff  func(a, b json.RawMessage) []string
+}
+
+// chatBodyLimit bounds a chat request: many messages of up to MaxText each.
+const chatBodyLimit = 4 << 20
+
+func (h *handlers) sanitize(c *gin.Context) {
+	var req SanitizeRequest
+	if err := rest.Decode(c, &req, MaxText+4096); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	res, err := h.s.Sanitize(c.Request.Context(), caller(c), rest.GetRequestID(c), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, res)
+}
+
+func (h *handlers) chat(c *gin.Context) {
+	var req ChatRequest
+	if err := rest.Decode(c, &req, chatBodyLimit); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	if !req.Stream {
+		res, err := h.s.Chat(c.Request.Context(), caller(c), rest.GetRequestID(c), "chat", req)
+		if err != nil {
+			rest.Fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, res)
+		return
+	}
+	sink := &sseSink{c: c}
+	if err := h.s.ChatStream(c.Request.Context(), caller(c), rest.GetRequestID(c), "chat", req, sink); err != nil {
+		sink.fail(err)
+	}
+}
+
+// sseSink writes the gateway's own stream format: "delta" events {"text"}, then one "done"
+// event with the whole response (or an "error" event with the error body).
+type sseSink struct {
+	c       *gin.Context
+	started bool
+}
+
+func (s *sseSink) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	s.c.Status(http.StatusOK)
+}
+
+func (s *sseSink) event(name string, v any) error {
+	s.start()
+	b, _ := json.Marshal(v)
+	if _, err := fmt.Fprintf(s.c.Writer, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		return err
+	}
+	s.c.Writer.Flush()
+	return nil
+}
+
+func (s *sseSink) Delta(text string) error { return s.event("delta", map[string]string{"text": text}) }
+
+func (s *sseSink) Done(r *ChatResponse) error { return s.event("done", r) }
+
+// fail answers an error: as a normal error response before the stream started, else as an
+// "error" event that ends it.
+func (s *sseSink) fail(err error) {
+	if !s.started {
+		rest.Fail(s.c, err)
+		return
+	}
+	e := apierr.From(err)
+	_ = s.event("error", rest.ErrorBody{Error: rest.ErrorDetail{Code: e.Code, Message: e.Message, RequestID: rest.GetRequestID(s.c)}})
+}
+
+func (h *handlers) models(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"data": h.s.Models()})
+}
+
+func (h *handlers) listPolicies(c *gin.Context) {
+	rest.List(c, h.pages, nil, func(p page.Params, _ url.Values) ([]*Policy, error) {
+		return h.s.ListPolicies(c.Request.Context(), caller(c), p)
+	}, func(p *Policy) page.Key { return page.Key{UpdatedAt: p.UpdatedAt, ID: p.ID} })
+}
+
+func (h *handlers) createPolicy(c *gin.Context) {
+	var req CreatePolicyRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	p, err := h.s.CreatePolicy(c.Request.Context(), caller(c), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.Header("Location", c.Request.URL.Path+"/"+p.ID)
+	c.JSON(http.StatusCreated, p)
+}
+
+func (h *handlers) getPolicy(c *gin.Context) {
+	p, err := h.s.GetPolicy(c.Request.Context(), caller(c), c.Param("id"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+func (h *handlers) addVersion(c *gin.Context) {
+	var req AddVersionRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	v, err := h.s.AddVersion(c.Request.Context(), caller(c), c.Param("id"), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.Header("Location", "/ai-gateway/v1/policies/"+c.Param("id"))
+	c.JSON(http.StatusCreated, v)
+}
+
+func (h *handlers) publish(c *gin.Context) {
+	var req PublishRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	ch, err := h.s.Publish(c.Request.Context(), caller(c), c.Param("id"), req, h.diff)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, ch)
+}
+
+func (h *handlers) test(c *gin.Context) {
+	var req TestRequest
+	if err := rest.Decode(c, &req, MaxText+4096); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	res, err := h.s.TestPolicy(c.Request.Context(), caller(c), c.Param("id"), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, res)
+}
+
+func (h *handlers) listChanges(c *gin.Context) {
+	rest.List(c, h.pages, nil, func(p page.Params, _ url.Values) ([]*Change, error) {
+		return h.s.ListChanges(c.Request.Context(), caller(c), p)
+	}, func(ch *Change) page.Key { return page.Key{UpdatedAt: ch.UpdatedAt, ID: ch.ID} })
+}
+
+func (h *handlers) getProject(c *gin.Context) {
+	p, err := h.s.GetProject(c.Request.Context(), caller(c), c.Param("id"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+func (h *handlers) updateProject(c *gin.Context) {
+	var u ProjectUpdate
+	if err := rest.Decode(c, &u, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	p, err := h.s.UpdateProject(c.Request.Context(), caller(c), c.Param("id"), u)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+func (h *handlers) listLogs(c *gin.Context) {
+	rest.List(c, h.pages, []string{"project", "until", "entity", "blocked", "kind"}, func(p page.Params, q url.Values) ([]*Record, error) {
+		f := LogFilter{Project: q.Get("project"), Entity: q.Get("entity"), Kind: q.Get("kind")}
+		if v := q.Get("until"); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return nil, apierr.BadRequest("until must be an RFC 3339 timestamp, got %q", v)
+			}
+			f.Until = t
+		}
+		if v := q.Get("blocked"); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, apierr.BadRequest("blocked must be true or false, got %q", v)
+			}
+			f.Blocked = &b
+		}
+		return h.s.ListLogs(c.Request.Context(), caller(c), p, f)
+	}, func(r *Record) page.Key { return page.Key{UpdatedAt: r.UpdatedAt, ID: r.ID} })
+}
+
+func (h *handlers) getLog(c *gin.Context) {
+	r, err := h.s.GetLog(c.Request.Context(), caller(c), c.Param("id"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, r)
+}

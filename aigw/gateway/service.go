@@ -1,0 +1,865 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgewan/edgewan/aigw/detect"
+	"github.com/edgewan/edgewan/aigw/guard"
+	"github.com/edgewan/edgewan/aigw/provider"
+	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/event"
+	"github.com/edgewan/edgewan/coreapi/ids"
+	"github.com/edgewan/edgewan/coreapi/page"
+)
+
+// Options configure the gateway.
+type Options struct {
+	Models       *provider.Router // the models the gateway may call
+	AuditKeyFile string           // key sealing opted-in raw inputs; created on first use
+	Notify       func()           // wakes the webhook dispatcher after events were stored
+	Registerer   prometheus.Registerer
+	Now          func() time.Time
+	ProjectTTL   time.Duration // how long a project's compiled policy is cached; default 5s
+}
+
+// Service runs the AI gateway.
+type Service struct {
+	store  Store
+	o      Options
+	engine *detect.Engine
+	audit  *auditWriter
+	seal   *sealer
+
+	mu     sync.Mutex
+	guards map[string]*cachedGuard // project -> compiled active policy
+
+	mOverhead  prometheus.Histogram
+	mRedacted  *prometheus.CounterVec
+	mBlocked   *prometheus.CounterVec
+	mUpstreams *prometheus.CounterVec
+}
+
+type cachedGuard struct {
+	project  *Project
+	guard    *guard.Guard
+	policyID string
+	version  int
+	loaded   time.Time
+}
+
+// New returns a Service; Start begins writing the audit log, Close flushes it.
+func New(ctx context.Context, st Store, o Options) (*Service, error) {
+	if o.Models == nil {
+		return nil, errors.New("gateway.New: no models")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Notify == nil {
+		o.Notify = func() {}
+	}
+	if o.ProjectTTL <= 0 {
+		o.ProjectTTL = 5 * time.Second
+	}
+	engine, err := detect.New(detect.Options{})
+	if err != nil {
+		return nil, err
+	}
+	seal, err := loadSealer(o.AuditKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	last, err := st.MaxAuditSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{store: st, o: o, engine: engine, seal: seal, audit: newAuditWriter(st, last), guards: map[string]*cachedGuard{},
+		mOverhead: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "edgewan_aigw_overhead_seconds", Help: "Gateway time per request, excluding the model's own time.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
+		}),
+		mRedacted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgewan_aigw_redactions_total", Help: "Entities found by the gateway, by type and action.",
+		}, []string{"type", "action"}),
+		mBlocked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgewan_aigw_blocked_total", Help: "Requests refused by a block rule, by kind of rule.",
+		}, []string{"kind"}),
+		mUpstreams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgewan_aigw_model_calls_total", Help: "Model calls by model that answered and outcome.",
+		}, []string{"model", "outcome"}),
+	}
+	if o.Registerer != nil {
+		o.Registerer.MustRegister(s.mOverhead, s.mRedacted, s.mBlocked, s.mUpstreams)
+	}
+	go s.audit.run()
+	return s, nil
+}
+
+// Close stops taking requests' audit records and commits those queued.
+func (s *Service) Close() { s.audit.close() }
+
+// Caller is who makes a request: the key's ID and project, and whether it may administer.
+type Caller struct {
+	KeyID   string
+	Project string
+	Admin   bool
+}
+
+func (s *Service) checkProject(c Caller, project string) error {
+	if project == "" {
+		return apierr.BadRequest("project is required")
+	}
+	if project != c.Project {
+		return apierr.New(http.StatusForbidden, apierr.CodeForbidden, "this key is not scoped to project %q", project)
+	}
+	return nil
+}
+
+// guardFor returns the project's compiled active policy (cached for ProjectTTL).
+func (s *Service) guardFor(ctx context.Context, project string) (*cachedGuard, error) {
+	now := s.o.Now()
+	s.mu.Lock()
+	cg := s.guards[project]
+	s.mu.Unlock()
+	if cg != nil && now.Sub(cg.loaded) < s.o.ProjectTTL {
+		return cg, nil
+	}
+	p, err := s.store.EnsureProject(ctx, project, func() []byte {
+		k := make([]byte, 32)
+		_, _ = rand.Read(k)
+		return k
+	})
+	if err != nil {
+		return nil, err
+	}
+	pol, pid, ver := guard.DefaultPolicy(), "default", 0
+	if p.PolicyID != "" {
+		got, err := s.store.GetPolicy(ctx, p.PolicyID)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range got.Versions {
+			if v.Version == p.PolicyVersion {
+				if pol, err = guard.ParsePolicy(v.Content); err != nil {
+					return nil, fmt.Errorf("gateway: stored policy %s v%d: %w", p.PolicyID, v.Version, err)
+				}
+				pid, ver = p.PolicyID, v.Version
+			}
+		}
+	}
+	if cg != nil && cg.policyID == pid && cg.version == ver {
+		cg = &cachedGuard{project: p, guard: cg.guard, policyID: pid, version: ver, loaded: now}
+	} else {
+		g, err := guard.New(pol, s.engine, p.HashKey)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: compiling policy %s v%d: %w", pid, ver, err)
+		}
+		cg = &cachedGuard{project: p, guard: g, policyID: pid, version: ver, loaded: now}
+	}
+	s.mu.Lock()
+	s.guards[project] = cg
+	s.mu.Unlock()
+	return cg, nil
+}
+
+func (s *Service) forget(project string) {
+	s.mu.Lock()
+	delete(s.guards, project)
+	s.mu.Unlock()
+}
+
+// nonNil keeps empty lists as [] in JSON.
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}
+
+func convRedactions(where string, rs []guard.Redaction) []Redaction {
+	out := make([]Redaction, len(rs))
+	for i, r := range rs {
+		out[i] = Redaction{Type: r.Type, Subtype: r.Subtype, Action: string(r.Action), Placeholder: r.Replacement, Start: r.Start, End: r.End, Score: r.Score, Where: where}
+	}
+	return out
+}
+
+func convFindings(where string, fs []guard.Finding) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		out[i] = Finding{Rule: f.Rule, Kind: f.Kind, Detail: f.Detail, Where: where}
+	}
+	return out
+}
+
+// SanitizeRequest is the body of POST /sanitize.
+type SanitizeRequest struct {
+	Project string `json:"project"`
+	Text    string `json:"text"`
+}
+
+// SanitizeResponse answers POST /sanitize.
+type SanitizeResponse struct {
+	RequestID  string      `json:"request_id"`
+	Text       string      `json:"text"`
+	Redactions []Redaction `json:"redactions"`
+	Blocked    bool        `json:"blocked"`
+	Findings   []Finding   `json:"findings"`
+	Policy     PolicyRef   `json:"policy"`
+}
+
+// PolicyRef names the policy version that was applied.
+type PolicyRef struct {
+	ID      string `json:"id"`
+	Version int    `json:"version"`
+}
+
+// MaxText bounds one text the gateway reads (a policy's max_input_bytes may be lower).
+const MaxText = 512 << 10
+
+func checkText(field, text string) error {
+	if len(text) > MaxText {
+		return apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "%s is %d bytes; the limit is %d", field, len(text), MaxText)
+	}
+	if !utf8.ValidString(text) {
+		return apierr.BadRequest("%s is not valid UTF-8", field)
+	}
+	return nil
+}
+
+// Sanitize redacts and policy-checks text without calling a model. A fired block rule is
+// reported (blocked: true), not refused: sanitizing is a check.
+func (s *Service) Sanitize(ctx context.Context, c Caller, requestID string, req SanitizeRequest) (*SanitizeResponse, error) {
+	start := time.Now()
+	if err := s.checkProject(c, req.Project); err != nil {
+		return nil, err
+	}
+	if err := checkText("text", req.Text); err != nil {
+		return nil, err
+	}
+	cg, err := s.guardFor(ctx, req.Project)
+	if err != nil {
+		return nil, err
+	}
+	res := cg.guard.NewSession().Input(req.Text)
+	out := &SanitizeResponse{RequestID: requestID, Text: res.Text, Redactions: convRedactions("input", res.Redactions),
+		Blocked: res.Blocked, Findings: convFindings("input", res.Findings), Policy: PolicyRef{cg.policyID, cg.version}}
+	input, _ := json.Marshal(map[string]string{"text": res.Text})
+	rec := s.record(c, cg, requestID, "sanitize", "", input, req.Text, "", out.Redactions, out.Findings, res.Blocked, http.StatusOK, start)
+	if err := s.commit(ctx, rec); err != nil {
+		return nil, err
+	}
+	s.mOverhead.Observe(time.Since(start).Seconds())
+	return out, nil
+}
+
+// record builds an audit record; the raw input is sealed only when the project opted in.
+func (s *Service) record(c Caller, cg *cachedGuard, id, kind, model string, input json.RawMessage, raw, output string,
+	reds []Redaction, finds []Finding, blocked bool, status int, start time.Time) *Record {
+	now := s.o.Now().UTC().Truncate(time.Microsecond)
+	r := &Record{ID: id, Project: cg.project.ID, KeyID: c.KeyID, Kind: kind, Model: model, Input: input, Output: output,
+		Redactions: reds, Findings: finds, PolicyID: cg.policyID, PolicyVersion: cg.version, Blocked: blocked, Status: status,
+		LatencyMs: float64(time.Since(start).Microseconds()) / 1000, CreatedAt: now, UpdatedAt: now}
+	if cg.project.StoreRawInput && raw != "" {
+		r.RawInputEnc = s.seal.seal(id, []byte(raw))
+	}
+	return r
+}
+
+// commit writes the audit record with the events it raises and counts it.
+func (s *Service) commit(ctx context.Context, r *Record) error {
+	var evs []*event.Envelope
+	if len(r.Redactions) > 0 {
+		entities := map[string]int{}
+		actions := map[string]int{}
+		for _, x := range r.Redactions {
+			entities[x.Type]++
+			actions[x.Action]++
+			s.mRedacted.WithLabelValues(x.Type, x.Action).Inc()
+		}
+		ev, err := event.New(event.RedactionApplied, map[string]any{"request_id": r.ID, "project": r.Project, "kind": r.Kind,
+			"entities": entities, "actions": actions, "policy": r.PolicyID, "policy_version": r.PolicyVersion})
+		if err == nil {
+			evs = append(evs, ev)
+		}
+	}
+	if r.Blocked {
+		rules := make([]map[string]string, 0, len(r.Findings))
+		for _, f := range r.Findings {
+			rules = append(rules, map[string]string{"rule": f.Rule, "kind": f.Kind, "where": f.Where})
+			s.mBlocked.WithLabelValues(f.Kind).Inc()
+		}
+		ev, err := event.New(event.RequestBlocked, map[string]any{"request_id": r.ID, "project": r.Project, "kind": r.Kind,
+			"model": r.Model, "rules": rules, "policy": r.PolicyID, "policy_version": r.PolicyVersion})
+		if err == nil {
+			evs = append(evs, ev)
+		}
+	}
+	if err := s.audit.write(ctx, r, evs); err != nil {
+		return fmt.Errorf("gateway: audit log: %w", err)
+	}
+	if len(evs) > 0 {
+		s.o.Notify()
+	}
+	return nil
+}
+
+// ChatRequest is the body of POST /chat.
+type ChatRequest struct {
+	Project     string             `json:"project"`
+	Model       string             `json:"model"`
+	Messages    []provider.Message `json:"messages"`
+	Stream      bool               `json:"stream"`
+	MaxTokens   int                `json:"max_tokens"`
+	Temperature *float64           `json:"temperature"`
+}
+
+// ChatResponse answers POST /chat.
+type ChatResponse struct {
+	RequestID    string      `json:"request_id"`
+	Output       string      `json:"output"`
+	Model        string      `json:"model"`
+	Redactions   []Redaction `json:"redactions"`
+	Blocked      bool        `json:"blocked"`
+	FinishReason string      `json:"finish_reason,omitempty"`
+	Usage        *Usage      `json:"usage,omitempty"`
+	Policy       PolicyRef   `json:"policy"`
+}
+
+// Usage counts tokens as the model reported them.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// prepared is a chat request after its input checks.
+type prepared struct {
+	cg    *cachedGuard
+	sess  *guard.Session
+	req   provider.Request
+	reds  []Redaction
+	finds []Finding
+	input json.RawMessage
+	raw   string
+}
+
+var validRoles = []string{provider.RoleSystem, provider.RoleUser, provider.RoleAssistant}
+
+// prepare validates a chat request and applies the input checks. It returns a *Blocked error
+// (already audited) when a block rule fired.
+func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string, req ChatRequest, start time.Time) (*prepared, error) {
+	if err := s.checkProject(c, req.Project); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, apierr.BadRequest("model is required; GET /ai-gateway/v1/models lists them")
+	}
+	if !s.o.Models.Has(req.Model) {
+		return nil, apierr.BadRequest("unknown model %q; known: %s", req.Model, strings.Join(s.o.Models.Models(), ", "))
+	}
+	if len(req.Messages) == 0 || len(req.Messages) > 1000 {
+		return nil, apierr.BadRequest("messages must hold 1 to 1000 messages")
+	}
+	if req.MaxTokens < 0 || req.MaxTokens > 1_000_000 {
+		return nil, apierr.BadRequest("max_tokens must be 0 to 1000000")
+	}
+	if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return nil, apierr.BadRequest("temperature must be 0 to 2")
+	}
+	for i, m := range req.Messages {
+		if !slices.Contains(validRoles, m.Role) {
+			return nil, apierr.BadRequest("messages[%d].role must be system, user or assistant; got %q", i, m.Role)
+		}
+		if err := checkText(fmt.Sprintf("messages[%d].content", i), m.Content); err != nil {
+			return nil, err
+		}
+	}
+	cg, err := s.guardFor(ctx, req.Project)
+	if err != nil {
+		return nil, err
+	}
+	if err := cg.guard.CheckModel(req.Model); err != nil {
+		return nil, apierr.Invalid("model %q is not allowed by project %s's policy (%s v%d)", req.Model, req.Project, cg.policyID, cg.version)
+	}
+	p := &prepared{cg: cg, sess: cg.guard.NewSession(),
+		req: provider.Request{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Messages: make([]provider.Message, len(req.Messages))}}
+	var raw strings.Builder
+	blocked := false
+	for i, m := range req.Messages {
+		where := fmt.Sprintf("input[%d]", i)
+		res := p.sess.Input(m.Content)
+		p.req.Messages[i] = provider.Message{Role: m.Role, Content: res.Text}
+		p.reds = append(p.reds, convRedactions(where, res.Redactions)...)
+		p.finds = append(p.finds, convFindings(where, res.Findings)...)
+		blocked = blocked || res.Blocked
+		raw.WriteString(m.Role + ": " + m.Content + "\n")
+	}
+	p.input, _ = json.Marshal(p.req.Messages)
+	p.raw = raw.String()
+	if blocked {
+		rec := s.record(c, cg, requestID, kind, req.Model, p.input, p.raw, "", p.reds, p.finds, true, http.StatusUnprocessableEntity, start)
+		if err := s.commit(ctx, rec); err != nil {
+			return nil, err
+		}
+		return nil, blockedError(p.finds, "the request")
+	}
+	return p, nil
+}
+
+func blockedError(fs []Finding, what string) error {
+	names := make([]string, 0, len(fs))
+	for _, f := range fs {
+		n := f.Rule + " (" + f.Kind + ", " + f.Where + ")"
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return apierr.New(http.StatusUnprocessableEntity, apierr.CodeBlocked, "%s was blocked by the project's policy: %s", what, strings.Join(names, "; "))
+}
+
+func upstreamError(err error) error {
+	var ue *provider.UpstreamError
+	switch {
+	case errors.Is(err, provider.ErrInvalidRequest):
+		return apierr.BadRequest("%v", err)
+	case errors.As(err, &ue), errors.Is(err, context.DeadlineExceeded):
+		return apierr.New(http.StatusBadGateway, apierr.CodeUpstream, "the model failed: %v", err)
+	}
+	return err
+}
+
+// Chat redacts the input, applies the block rules, calls the model (with fallbacks), checks
+// and redacts the output, and writes the audit record.
+func (s *Service) Chat(ctx context.Context, c Caller, requestID, kind string, req ChatRequest) (*ChatResponse, error) {
+	start := time.Now()
+	p, err := s.prepare(ctx, c, requestID, kind, req, start)
+	if err != nil {
+		return nil, err
+	}
+	upStart := time.Now()
+	resp, err := s.o.Models.Chat(ctx, p.req)
+	upTime := time.Since(upStart)
+	if err != nil {
+		s.mUpstreams.WithLabelValues(req.Model, "error").Inc()
+		rec := s.record(c, p.cg, requestID, kind, req.Model, p.input, p.raw, "", p.reds, p.finds, false, http.StatusBadGateway, start)
+		if cerr := s.commit(ctx, rec); cerr != nil {
+			return nil, cerr
+		}
+		return nil, upstreamError(err)
+	}
+	s.mUpstreams.WithLabelValues(resp.Model, "ok").Inc()
+	out := p.sess.Output(resp.Content)
+	reds := append(p.reds, convRedactions("output", out.Redactions)...)
+	finds := append(p.finds, convFindings("output", out.Findings)...)
+	status := http.StatusOK
+	if out.Blocked {
+		status = http.StatusUnprocessableEntity
+	}
+	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, out.Text, reds, finds, out.Blocked, status, start)
+	if err := s.commit(ctx, rec); err != nil {
+		return nil, err
+	}
+	s.mOverhead.Observe((time.Since(start) - upTime).Seconds())
+	if out.Blocked {
+		return nil, blockedError(convFindings("output", out.Findings), "the model's answer")
+	}
+	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: nonNil(reds), FinishReason: resp.FinishReason,
+		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}}, nil
+}
+
+// StreamSink receives a streamed answer: safe text as it becomes safe, then the end.
+type StreamSink interface {
+	Delta(text string) error
+	Done(r *ChatResponse) error
+}
+
+var errStreamBlocked = errors.New("gateway: output blocked")
+
+// ChatStream is Chat streaming the answer: the output is redacted over a sliding window, so no
+// entity split across chunks escapes; a block rule on the output stops the stream. Errors
+// before the first delta are returned (the handler answers them as usual); after it they end
+// the stream.
+func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind string, req ChatRequest, sink StreamSink) error {
+	start := time.Now()
+	p, err := s.prepare(ctx, c, requestID, kind, req, start)
+	if err != nil {
+		return err
+	}
+	sr := p.sess.Stream()
+	var sent strings.Builder
+	upStart := time.Now()
+	resp, err := s.o.Models.Stream(ctx, p.req, func(delta string) error {
+		safe := sr.Write(delta)
+		if sr.Blocked() {
+			return errStreamBlocked
+		}
+		if safe == "" {
+			return nil
+		}
+		sent.WriteString(safe)
+		return sink.Delta(safe)
+	})
+	upTime := time.Since(upStart)
+	blocked := sr.Blocked() || errors.Is(err, errStreamBlocked)
+	if err == nil && !blocked {
+		if rest := sr.Flush(); rest != "" && !sr.Blocked() {
+			sent.WriteString(rest)
+			err = sink.Delta(rest)
+		}
+		blocked = sr.Blocked()
+	}
+	model := req.Model
+	if resp != nil {
+		model = resp.Model
+	}
+	reds := append(p.reds, convRedactions("output", sr.Redactions())...)
+	finds := append(p.finds, convFindings("output", sr.Findings())...)
+	status := http.StatusOK
+	switch {
+	case blocked:
+		status = http.StatusUnprocessableEntity
+	case err != nil:
+		status = http.StatusBadGateway
+		s.mUpstreams.WithLabelValues(model, "error").Inc()
+	default:
+		s.mUpstreams.WithLabelValues(model, "ok").Inc()
+	}
+	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, sent.String(), reds, finds, blocked, status, start)
+	if cerr := s.commit(ctx, rec); cerr != nil {
+		return cerr
+	}
+	s.mOverhead.Observe((time.Since(start) - upTime).Seconds())
+	switch {
+	case blocked:
+		return blockedError(convFindings("output", sr.Findings()), "the model's answer")
+	case err != nil:
+		return upstreamError(err)
+	}
+	return sink.Done(&ChatResponse{RequestID: requestID, Output: sent.String(), Model: model, Redactions: nonNil(reds), FinishReason: resp.FinishReason,
+		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
+}
+
+// Models lists the configured model names.
+func (s *Service) Models() []string { return s.o.Models.Models() }
+
+// ---- policies ----
+
+// CreatePolicyRequest is the body of POST /policies.
+type CreatePolicyRequest struct {
+	Project     string          `json:"project"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Content     json.RawMessage `json:"content"`
+	Comment     string          `json:"comment"`
+}
+
+// AddVersionRequest is the body of POST /policies/{id}/versions.
+type AddVersionRequest struct {
+	Content json.RawMessage `json:"content"`
+	Comment string          `json:"comment"`
+}
+
+// PublishRequest is the body of POST /policies/{id}/publish.
+type PublishRequest struct {
+	Version int    `json:"version"`
+	Comment string `json:"comment"`
+}
+
+// TestRequest is the body of POST /policies/{id}/test.
+type TestRequest struct {
+	Text    string `json:"text"`
+	Version int    `json:"version"` // 0: the latest version
+	Output  bool   `json:"output"`  // check it as a model's answer instead of an input
+}
+
+// TestResponse answers a policy test: what the version would do to the text.
+type TestResponse struct {
+	Policy     PolicyRef   `json:"policy"`
+	Text       string      `json:"text"`
+	Redactions []Redaction `json:"redactions"`
+	Blocked    bool        `json:"blocked"`
+	Findings   []Finding   `json:"findings"`
+}
+
+func canonicalPolicy(content json.RawMessage) (json.RawMessage, error) {
+	if len(content) == 0 || string(content) == "null" {
+		return nil, apierr.BadRequest("content is required")
+	}
+	p, err := guard.ParsePolicy(content)
+	if err != nil {
+		return nil, apierr.BadRequest("policy content: %v", err)
+	}
+	return json.Marshal(p)
+}
+
+func (s *Service) requireAdmin(c Caller) error {
+	if !c.Admin {
+		return apierr.New(http.StatusForbidden, apierr.CodeInvalidScope, "this key lacks the scope aigw:admin required to change policies")
+	}
+	return nil
+}
+
+// projectPolicy returns a policy of the caller's project (another project's is not found).
+func (s *Service) projectPolicy(ctx context.Context, c Caller, id string) (*Policy, error) {
+	p, err := s.store.GetPolicy(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.Project != c.Project {
+		return nil, apierr.NotFound("policy %q not found", id)
+	}
+	return p, nil
+}
+
+// CreatePolicy creates a policy of the caller's project, with a first draft if content is given.
+func (s *Service) CreatePolicy(ctx context.Context, c Caller, req CreatePolicyRequest) (*Policy, error) {
+	if err := s.requireAdmin(c); err != nil {
+		return nil, err
+	}
+	if req.Project == "" {
+		req.Project = c.Project
+	}
+	if err := s.checkProject(c, req.Project); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Name) == "" || len(req.Name) > 200 || len(req.Description) > 2000 || len(req.Comment) > 2000 {
+		return nil, apierr.BadRequest("name (1-200 characters) is required; description and comment are limited to 2000")
+	}
+	now := s.o.Now().UTC().Truncate(time.Microsecond)
+	p := &Policy{ID: ids.New("aipol"), Project: req.Project, Name: strings.TrimSpace(req.Name), Description: req.Description, CreatedAt: now, UpdatedAt: now}
+	var v *Version
+	if len(req.Content) > 0 && string(req.Content) != "null" {
+		content, err := canonicalPolicy(req.Content)
+		if err != nil {
+			return nil, err
+		}
+		v = &Version{Version: 1, Status: VersionDraft, Content: content, Comment: req.Comment, CreatedBy: c.KeyID, CreatedAt: now}
+	}
+	if _, err := s.guardFor(ctx, req.Project); err != nil { // the project exists from here on
+		return nil, err
+	}
+	if err := s.store.CreatePolicy(ctx, p, v); err != nil {
+		return nil, err
+	}
+	return s.store.GetPolicy(ctx, p.ID)
+}
+
+// AddVersion adds a draft version.
+func (s *Service) AddVersion(ctx context.Context, c Caller, id string, req AddVersionRequest) (*Version, error) {
+	if err := s.requireAdmin(c); err != nil {
+		return nil, err
+	}
+	if _, err := s.projectPolicy(ctx, c, id); err != nil {
+		return nil, err
+	}
+	if len(req.Comment) > 2000 {
+		return nil, apierr.BadRequest("comment is limited to 2000 characters")
+	}
+	content, err := canonicalPolicy(req.Content)
+	if err != nil {
+		return nil, err
+	}
+	v := &Version{Status: VersionDraft, Content: content, Comment: req.Comment, CreatedBy: c.KeyID, CreatedAt: s.o.Now().UTC().Truncate(time.Microsecond)}
+	if err := s.store.AddVersion(ctx, id, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Publish makes a version the project's active policy, with a change record.
+func (s *Service) Publish(ctx context.Context, c Caller, id string, req PublishRequest, diff func(a, b json.RawMessage) []string) (*Change, error) {
+	if err := s.requireAdmin(c); err != nil {
+		return nil, err
+	}
+	p, err := s.projectPolicy(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	var v, prev *Version
+	for _, x := range p.Versions {
+		if x.Version == req.Version {
+			v = x
+		}
+	}
+	if v == nil {
+		return nil, apierr.Invalid("policy %s has no version %d", id, req.Version)
+	}
+	cg, err := s.guardFor(ctx, p.Project)
+	if err != nil {
+		return nil, err
+	}
+	var prevContent json.RawMessage
+	if cg.policyID != "default" {
+		if active, err := s.store.GetPolicy(ctx, cg.policyID); err == nil {
+			for _, x := range active.Versions {
+				if x.Version == cg.version {
+					prev = x
+				}
+			}
+		}
+	}
+	if prev != nil {
+		prevContent = prev.Content
+	} else {
+		prevContent, _ = json.Marshal(guard.DefaultPolicy())
+	}
+	now := s.o.Now().UTC().Truncate(time.Microsecond)
+	ch := &Change{ID: ids.New("chg"), Kind: "ai_policy.published", Actor: c.KeyID, Target: id, Project: p.Project, Version: v.Version,
+		Comment: req.Comment, CreatedAt: now, UpdatedAt: now, Diff: diff(prevContent, v.Content)}
+	if prev != nil && cg.policyID == id {
+		ch.FromVersion = prev.Version
+	}
+	if err := s.store.ActivatePolicy(ctx, p.Project, id, v.Version, ch); err != nil {
+		return nil, err
+	}
+	s.forget(p.Project)
+	return ch, nil
+}
+
+// GetPolicy returns a policy of the caller's project.
+func (s *Service) GetPolicy(ctx context.Context, c Caller, id string) (*Policy, error) {
+	return s.projectPolicy(ctx, c, id)
+}
+
+// ListPolicies lists the caller's project's policies.
+func (s *Service) ListPolicies(ctx context.Context, c Caller, p page.Params) ([]*Policy, error) {
+	return s.store.ListPolicies(ctx, p, c.Project)
+}
+
+// ListChanges lists the caller's project's change records.
+func (s *Service) ListChanges(ctx context.Context, c Caller, p page.Params) ([]*Change, error) {
+	return s.store.ListChanges(ctx, p, c.Project)
+}
+
+// TestPolicy runs a version on sample text: no model call, no audit record.
+func (s *Service) TestPolicy(ctx context.Context, c Caller, id string, req TestRequest) (*TestResponse, error) {
+	p, err := s.projectPolicy(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText("text", req.Text); err != nil {
+		return nil, err
+	}
+	var v *Version
+	for _, x := range p.Versions {
+		if (req.Version == 0 && (v == nil || x.Version > v.Version)) || x.Version == req.Version {
+			v = x
+		}
+	}
+	if v == nil {
+		return nil, apierr.Invalid("policy %s has no version %d", id, req.Version)
+	}
+	pol, err := guard.ParsePolicy(v.Content)
+	if err != nil {
+		return nil, err
+	}
+	cg, err := s.guardFor(ctx, p.Project)
+	if err != nil {
+		return nil, err
+	}
+	g, err := guard.New(pol, s.engine, cg.project.HashKey)
+	if err != nil {
+		return nil, apierr.Invalid("policy %s v%d does not compile: %v", id, v.Version, err)
+	}
+	sess := g.NewSession()
+	where, res := "input", guard.Result{}
+	if req.Output {
+		where, res = "output", sess.Output(req.Text)
+	} else {
+		res = sess.Input(req.Text)
+	}
+	return &TestResponse{Policy: PolicyRef{id, v.Version}, Text: res.Text, Redactions: convRedactions(where, res.Redactions),
+		Blocked: res.Blocked, Findings: convFindings(where, res.Findings)}, nil
+}
+
+// ---- projects and logs ----
+
+// ProjectUpdate is the body of PATCH /projects/{id}.
+type ProjectUpdate struct {
+	StoreRawInput *bool `json:"store_raw_input"`
+}
+
+// GetProject returns the caller's project.
+func (s *Service) GetProject(ctx context.Context, c Caller, id string) (*Project, error) {
+	if err := s.checkProject(c, id); err != nil {
+		return nil, err
+	}
+	cg, err := s.guardFor(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p := *cg.project
+	return &p, nil
+}
+
+// UpdateProject changes the caller's project's settings.
+func (s *Service) UpdateProject(ctx context.Context, c Caller, id string, u ProjectUpdate) (*Project, error) {
+	if err := s.requireAdmin(c); err != nil {
+		return nil, err
+	}
+	p, err := s.GetProject(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	if u.StoreRawInput == nil {
+		return nil, apierr.BadRequest("nothing to change: give store_raw_input")
+	}
+	p.StoreRawInput, p.UpdatedAt = *u.StoreRawInput, s.o.Now().UTC()
+	if err := s.store.UpdateProject(ctx, p); err != nil {
+		return nil, err
+	}
+	s.forget(id)
+	return p, nil
+}
+
+// ListLogs lists the caller's project's audit records.
+func (s *Service) ListLogs(ctx context.Context, c Caller, p page.Params, f LogFilter) ([]*Record, error) {
+	if f.Project == "" {
+		f.Project = c.Project
+	}
+	if err := s.checkProject(c, f.Project); err != nil {
+		return nil, err
+	}
+	if f.Entity != "" && !slices.Contains(detect.Types(), f.Entity) {
+		return nil, apierr.BadRequest("entity must be one of %s; got %q", strings.Join(detect.Types(), ", "), f.Entity)
+	}
+	switch f.Kind {
+	case "", "sanitize", "chat", "openai":
+	default:
+		return nil, apierr.BadRequest("kind must be sanitize, chat or openai; got %q", f.Kind)
+	}
+	return s.store.ListRecords(ctx, p, f)
+}
+
+// GetLog returns one audit record; its raw input (if stored) is opened for admin keys only.
+func (s *Service) GetLog(ctx context.Context, c Caller, id string) (*Record, error) {
+	r, err := s.store.GetRecord(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Project != c.Project {
+		return nil, apierr.NotFound("audit record %q not found", id)
+	}
+	if r.RawInputEnc != "" && c.Admin {
+		raw, err := s.seal.open(r.ID, r.RawInputEnc)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: opening the raw input of %s: %w", id, err)
+		}
+		r.RawInput = string(raw)
+	}
+	return r, nil
+}
