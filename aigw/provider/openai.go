@@ -1,0 +1,230 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// openAI speaks the OpenAI chat completions API (POST {base}/chat/completions), which vLLM,
+// Ollama (/v1), LiteLLM and many others serve too.
+type openAI struct{ httpModel }
+
+var _ Provider = (*openAI)(nil)
+
+var openAIWire = wire{
+	path: "/chat/completions",
+	header: func(h http.Header, key string) {
+		if key != "" {
+			h.Set("Authorization", "Bearer "+key)
+		}
+	},
+	parseError: func(b []byte) (string, string) {
+		var e struct {
+			Error *openAIError `json:"error"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Error == nil {
+			return "", errorText(b)
+		}
+		return e.Error.code(), e.Error.Message
+	},
+	codeStatus: func(code string) int {
+		switch code {
+		case "invalid_request_error", "context_length_exceeded":
+			return http.StatusBadRequest
+		case "rate_limit_exceeded":
+			return http.StatusTooManyRequests
+		}
+		return http.StatusInternalServerError
+	},
+}
+
+func newOpenAI(c ModelConfig, o Options) Provider {
+	return &openAI{newHTTPModel(c, o, openAIWire)}
+}
+
+type openAIRequest struct {
+	Model         string         `json:"model"`
+	Messages      []Message      `json:"messages"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type openAIUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+type openAIError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"` // a string, a number or null depending on the server
+}
+
+// code is the most specific of code and type, e.g. insufficient_quota over rate-limit types.
+func (e *openAIError) code() string {
+	var s string
+	if json.Unmarshal(e.Code, &s) == nil && s != "" {
+		return s
+	}
+	if c := strings.TrimSpace(string(e.Code)); c != "" && c != "null" {
+		return c
+	}
+	return e.Type
+}
+
+type openAIResponse struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage openAIUsage `json:"usage"`
+}
+
+type openAIChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *openAIUsage `json:"usage"`
+	Error *openAIError `json:"error"`
+}
+
+func (p *openAI) body(r Request, stream bool) ([]byte, error) {
+	if err := validate(r); err != nil {
+		return nil, err
+	}
+	req := openAIRequest{
+		Model: p.cfg.UpstreamModel, Messages: r.Messages, MaxTokens: r.MaxTokens,
+		Temperature: r.Temperature, Stream: stream,
+	}
+	if stream {
+		req.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	return json.Marshal(req)
+}
+
+// Chat implements Provider.
+func (p *openAI) Chat(ctx context.Context, r Request) (*Response, error) {
+	body, err := p.body(r, false)
+	if err != nil {
+		return nil, err
+	}
+	var out *Response
+	err = p.retry.do(ctx, func(a *attempt) error {
+		res, err := p.post(a, body, false)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		var v openAIResponse
+		if err := p.readJSON(a, res, &v); err != nil {
+			return err
+		}
+		if len(v.Choices) == 0 {
+			return p.fail(res.StatusCode, "", "answer without choices", nil, false)
+		}
+		out = &Response{
+			Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
+			Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens},
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Stream implements Provider. The stream is complete at "data: [DONE]" or, for servers that
+// omit it, at its end after a finish reason; anything else is a cut.
+func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) error) (*Response, error) {
+	body, err := p.body(r, true)
+	if err != nil {
+		return nil, err
+	}
+	var out *Response
+	err = p.retry.do(ctx, func(a *attempt) error {
+		res, err := p.post(a, body, true)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if ct, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); ct == "application/json" {
+			// The server ignored "stream": take the whole answer as one delta.
+			var v openAIResponse
+			if err := p.readJSON(a, res, &v); err != nil {
+				return err
+			}
+			if len(v.Choices) == 0 {
+				return p.fail(res.StatusCode, "", "answer without choices", nil, false)
+			}
+			out = &Response{
+				Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
+				Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens},
+			}
+			if out.Content != "" {
+				a.sent = true
+				return onDelta(out.Content)
+			}
+			return nil
+		}
+		resp := Response{Model: p.cfg.Name}
+		var content strings.Builder
+		sse := newSSEReader(res.Body, maxSSELine)
+		for {
+			ev, err := sse.next()
+			if err == io.EOF {
+				if resp.FinishReason == "" {
+					return p.fail(res.StatusCode, "", "stream ended before [DONE]", nil, true)
+				}
+				break
+			}
+			if err != nil {
+				return p.netError(a, "stream", err)
+			}
+			a.touch()
+			if bytes.Equal(ev.Data, []byte("[DONE]")) {
+				break
+			}
+			var c openAIChunk
+			if err := json.Unmarshal(ev.Data, &c); err != nil {
+				return p.fail(res.StatusCode, "", "malformed stream chunk", err, false)
+			}
+			if c.Error != nil {
+				return p.streamError(c.Error.code(), c.Error.Message)
+			}
+			if c.Usage != nil {
+				resp.Usage = Usage{c.Usage.PromptTokens, c.Usage.CompletionTokens}
+			}
+			if len(c.Choices) == 0 {
+				continue
+			}
+			if fr := c.Choices[0].FinishReason; fr != "" {
+				resp.FinishReason = fr
+			}
+			if d := c.Choices[0].Delta.Content; d != "" {
+				content.WriteString(d)
+				a.sent = true
+				if err := onDelta(d); err != nil {
+					return err
+				}
+			}
+		}
+		resp.Content = content.String()
+		out = &resp
+		return nil
+	})
+	return out, err
+}

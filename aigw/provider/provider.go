@@ -1,0 +1,128 @@
+// Package provider calls language models for the AI gateway: OpenAI-compatible HTTP APIs, the
+// Anthropic Messages API and a built-in echo model, behind one interface with timeouts, retries
+// and fallbacks.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Finish reasons, in OpenAI's vocabulary whatever the upstream (Anthropic's are mapped).
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishToolCalls     = "tool_calls"
+	FinishContentFilter = "content_filter"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"` // RoleSystem, RoleUser or RoleAssistant
+	Content string `json:"content"`
+}
+
+// Request is one chat completion. Model names a configured model (ModelConfig.Name).
+type Request struct {
+	Model       string
+	Messages    []Message
+	MaxTokens   int      // 0: the upstream's default (Anthropic, which requires one: DefaultMaxTokens)
+	Temperature *float64 // nil: the upstream's default
+}
+
+// Usage counts tokens as the upstream reported them (zero when it did not).
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Response is a completed answer.
+type Response struct {
+	Model        string // the configured name of the model that answered (after fallbacks)
+	Content      string
+	FinishReason string // one of the Finish constants, or the upstream's own word if unmapped
+	Usage        Usage
+}
+
+// Provider is one model. Implementations are safe for concurrent use.
+type Provider interface {
+	// Chat returns the whole answer.
+	Chat(ctx context.Context, r Request) (*Response, error)
+	// Stream calls onDelta with each piece of text as it arrives and returns the assembled
+	// response. An error from onDelta stops the stream and is returned as is.
+	Stream(ctx context.Context, r Request, onDelta func(string) error) (*Response, error)
+}
+
+// ErrInvalidRequest is returned for a request no upstream could take (no messages, an unknown
+// role); the gateway answers it with 400. A Router does not fall back on it.
+var ErrInvalidRequest = errors.New("invalid request")
+
+// ErrUnknownModel is returned by the Router for a model name that is not configured.
+var ErrUnknownModel = errors.New("unknown model")
+
+// UpstreamError is a failure of the model's API: an error status, a broken or malformed
+// answer, a timeout or a connection error. The gateway answers it with 502 upstream_error.
+// It never contains the API key.
+type UpstreamError struct {
+	Model      string        // configured name of the model
+	Status     int           // HTTP status, or the status matching a streamed error event; 0 without an answer
+	Code       string        // the upstream's error type or code (e.g. rate_limit_error), if any
+	Msg        string        // what went wrong, from the upstream's error body when there is one
+	Retryable  bool          // the same request may succeed later
+	RetryAfter time.Duration // the upstream asked to wait this long (Retry-After); 0 if it did not say
+	Err        error         // the underlying error (transport, JSON), if any
+}
+
+func (e *UpstreamError) Error() string {
+	var b strings.Builder
+	b.WriteString("provider: ")
+	b.WriteString(e.Model)
+	b.WriteString(": ")
+	if e.Status != 0 {
+		fmt.Fprintf(&b, "upstream status %d", e.Status)
+		if e.Code != "" {
+			fmt.Fprintf(&b, " (%s)", e.Code)
+		}
+		if e.Msg != "" || e.Err != nil {
+			b.WriteString(": ")
+		}
+	}
+	b.WriteString(e.Msg)
+	if e.Err != nil {
+		if e.Msg != "" {
+			b.WriteString(": ")
+		}
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// validate rejects what no upstream accepts, before anything is sent.
+func validate(r Request) error {
+	if len(r.Messages) == 0 {
+		return fmt.Errorf("provider: %w: no messages", ErrInvalidRequest)
+	}
+	for i, m := range r.Messages {
+		switch m.Role {
+		case RoleSystem, RoleUser, RoleAssistant:
+		default:
+			return fmt.Errorf("provider: %w: message %d has role %q (want system, user or assistant)", ErrInvalidRequest, i, m.Role)
+		}
+	}
+	if r.MaxTokens < 0 {
+		return fmt.Errorf("provider: %w: negative max tokens", ErrInvalidRequest)
+	}
+	return nil
+}

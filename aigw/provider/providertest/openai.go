@@ -1,0 +1,196 @@
+package providertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// OpenAI starts a fake OpenAI chat completions API (POST /v1/chat/completions) for the test.
+// It wants "Authorization: Bearer <Key()>", a JSON body with model and messages (string
+// contents; roles system, developer, user, assistant, tool), and rejects unknown fields. A
+// stream is "data: {chunk}" events after a ": keep-alive" comment: a first chunk with the
+// role, one per delta, one with the finish reason, a usage chunk if stream_options asks for
+// it, then "data: [DONE]".
+func OpenAI(t testing.TB) *Server {
+	t.Helper()
+	return newServer(t, openAIWire{}, "sk-test-", "/v1")
+}
+
+type openAIWire struct{}
+
+func (openAIWire) path() string { return "/v1/chat/completions" }
+
+func (openAIWire) checkAuth(h http.Header, key string) (int, string, string) {
+	if key == "" {
+		return 0, "", ""
+	}
+	got := h.Get("Authorization")
+	switch {
+	case got == "":
+		return http.StatusUnauthorized, "invalid_request_error", "You didn't provide an API key."
+	case got != "Bearer "+key:
+		// The real API quotes part of the key; this fake quotes all of it, so that tests see
+		// whether the client scrubs it from its errors.
+		return http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided: " + got[min(len(got), len("Bearer ")):]
+	}
+	return 0, "", ""
+}
+
+type openAIRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+		Name    string `json:"name,omitempty"`
+	} `json:"messages"`
+	MaxTokens           *int     `json:"max_tokens"`
+	MaxCompletionTokens *int     `json:"max_completion_tokens"`
+	Temperature         *float64 `json:"temperature"`
+	TopP                *float64 `json:"top_p"`
+	Stop                any      `json:"stop"`
+	Seed                *int     `json:"seed"`
+	User                string   `json:"user"`
+	Stream              bool     `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+func (openAIWire) decode(body []byte) (Request, error) {
+	var v openAIRequest
+	if err := strictDecode(body, &v); err != nil {
+		return Request{}, err
+	}
+	if v.Model == "" {
+		return Request{}, fmt.Errorf("you must provide a model parameter")
+	}
+	if len(v.Messages) == 0 {
+		return Request{}, fmt.Errorf("'messages' must contain at least one message")
+	}
+	r := Request{Model: v.Model, Temperature: v.Temperature, Stream: v.Stream}
+	for i, m := range v.Messages {
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool":
+		default:
+			return Request{}, fmt.Errorf("invalid value for 'messages[%d].role': %q", i, m.Role)
+		}
+		r.Messages = append(r.Messages, Message{Role: m.Role, Content: m.Content})
+	}
+	switch {
+	case v.MaxTokens != nil && v.MaxCompletionTokens != nil:
+		return Request{}, fmt.Errorf("max_tokens and max_completion_tokens are exclusive")
+	case v.MaxTokens != nil:
+		r.MaxTokens = *v.MaxTokens
+	case v.MaxCompletionTokens != nil:
+		r.MaxTokens = *v.MaxCompletionTokens
+	}
+	if r.MaxTokens < 0 || (v.MaxTokens != nil || v.MaxCompletionTokens != nil) && r.MaxTokens == 0 {
+		return Request{}, fmt.Errorf("max_tokens must be at least 1")
+	}
+	if t := v.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return Request{}, fmt.Errorf("temperature %g: must be in [0, 2]", *t)
+	}
+	if v.StreamOptions != nil {
+		if !v.Stream {
+			return Request{}, fmt.Errorf("stream_options is only allowed when stream is true")
+		}
+		r.Usage = v.StreamOptions.IncludeUsage
+	}
+	return r, nil
+}
+
+func (openAIWire) errorType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "invalid_api_key"
+	case status == http.StatusNotFound:
+		return "model_not_found"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_exceeded"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+type openAIError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   any    `json:"param"`
+	Code    string `json:"code"`
+}
+
+func (openAIWire) writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, map[string]any{"error": openAIError{Message: msg, Type: typ, Code: typ}})
+}
+
+type openAIUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (a answer) openAIUsage() openAIUsage {
+	return openAIUsage{a.prompt, a.output, a.prompt + a.output}
+}
+
+func openAIFinish(a answer) string {
+	if a.finish == "" {
+		return "stop"
+	}
+	return a.finish
+}
+
+func (openAIWire) writeAnswer(w http.ResponseWriter, id string, req Request, a answer) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": "chatcmpl-" + id, "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []map[string]any{{
+			"index": 0, "message": map[string]any{"role": "assistant", "content": a.content, "refusal": nil},
+			"logprobs": nil, "finish_reason": openAIFinish(a),
+		}},
+		"usage": a.openAIUsage(), "system_fingerprint": "fp_providertest",
+	})
+}
+
+func openAIChunk(id string, req Request, delta map[string]any, finish any) map[string]any {
+	c := map[string]any{
+		"id": "chatcmpl-" + id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []map[string]any{{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+	}
+	if req.Usage {
+		c["usage"] = nil
+	}
+	return c
+}
+
+func (openAIWire) streamStart(id string, req Request, _ answer) []string {
+	return []string{": keep-alive\n\n", event("", openAIChunk(id, req, map[string]any{"role": "assistant", "content": ""}, nil))}
+}
+
+func (openAIWire) streamDelta(id string, req Request, text string) string {
+	return event("", openAIChunk(id, req, map[string]any{"content": text}, nil))
+}
+
+func (openAIWire) streamEnd(id string, req Request, a answer) []string {
+	blocks := []string{event("", openAIChunk(id, req, map[string]any{}, openAIFinish(a)))}
+	if req.Usage {
+		blocks = append(blocks, event("", map[string]any{
+			"id": "chatcmpl-" + id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": req.Model,
+			"choices": []any{}, "usage": a.openAIUsage(),
+		}))
+	}
+	return append(blocks, "data: [DONE]\n\n")
+}
+
+func (openAIWire) streamError(typ, msg string) string {
+	return event("", map[string]any{"error": openAIError{Message: msg, Type: typ, Code: typ}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
