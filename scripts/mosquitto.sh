@@ -79,6 +79,8 @@ running() {
 	kill -0 "$pid" 2>/dev/null || return 1
 	# a stale pid file may name an unrelated process: check that it is a mosquitto
 	[[ "$(cat "/proc/$pid/comm" 2>/dev/null || true)" == mosquitto* ]] || return 1
+	# daemonised, it is reaped by pid 1, which may take its time: a zombie has stopped
+	[[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)" != Z ]] || return 1
 	echo "$pid"
 }
 
@@ -186,7 +188,7 @@ cmd_stop() {
 	kill -TERM "$pid" 2>/dev/null || true
 	local i
 	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || { rm -f "$dir/mosquitto.pid"; return 0; }
+		running "$dir" >/dev/null || { rm -f "$dir/mosquitto.pid"; return 0; }
 		sleep 0.05
 	done
 	say "still running after 5s; killing it"

@@ -12,7 +12,14 @@ import (
 // telemetry.DownKinds. Exact names only: any wildcard, shared subscription ($share/...) or
 // other site is refused, so no filter an agent holds can ever match another site's topic.
 func AgentAllowed(site, topic string, write bool) bool {
-	if !telemetry.ValidID(site) {
+	return telemetry.ValidID(site) && agentAllowed(site, topic, write)
+}
+
+// agentAllowed is AgentAllowed for a site already known valid (checked at CONNECT): the
+// broker calls it for every publish and every delivery, and ValidID's regexp costs more than
+// the rest.
+func agentAllowed(site, topic string, write bool) bool {
+	if site == "" {
 		return false
 	}
 	rest, ok := strings.CutPrefix(topic, telemetry.TopicRoot)

@@ -323,7 +323,7 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 		return false
 	}
 	// mochi publishes a last will without any ACL check (mochi-mqtt/server#503): check it here.
-	if pk.Connect.WillFlag && !p.controller && !AgentAllowed(p.site, pk.Connect.WillTopic, true) {
+	if pk.Connect.WillFlag && !p.controller && !agentAllowed(p.site, pk.Connect.WillTopic, true) {
 		b.violation(Violation{Username: user, Site: p.site, Topic: pk.Connect.WillTopic, Write: true, Remote: cl.Net.Remote})
 		return false
 	}
@@ -343,7 +343,7 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 // misbehaving agent can try.
 func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	p, ok := h.b.principal(cl.Properties.Username)
-	if ok && (p.controller || AgentAllowed(p.site, topic, write)) {
+	if ok && (p.controller || agentAllowed(p.site, topic, write)) {
 		return true
 	}
 	h.b.violation(Violation{Username: string(cl.Properties.Username), Site: p.site, Topic: topic, Write: write, Remote: cl.Net.Remote})

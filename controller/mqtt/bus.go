@@ -72,15 +72,21 @@ type delivery struct {
 // dispatcher runs handlers on a fixed set of workers, each message on the worker its site (or
 // topic) hashes to, so one site's messages stay in order while sites run in parallel.
 type dispatcher struct {
-	log    *slog.Logger
-	mu     sync.RWMutex // held for reading while enqueueing; Close takes it to close the queues
-	closed bool
-	queues []chan delivery
-	wg     sync.WaitGroup
+	log      *slog.Logger
+	abort    <-chan struct{} // closed when the message source shuts down (nil: never)
+	stopping chan struct{}   // closed first thing in close: senders waiting on a full queue give up
+	stopOnce sync.Once
+	mu       sync.RWMutex // held for reading while enqueueing; close takes it to close the queues
+	closed   bool
+	queues   []chan delivery
+	wg       sync.WaitGroup
 }
 
-func newDispatcher(o BusOptions) *dispatcher {
-	d := &dispatcher{log: o.Logger, queues: make([]chan delivery, o.Workers)}
+// newDispatcher starts o.Workers workers. A dispatch blocked on a full queue gives up when
+// abort is closed: the embedded broker's client goroutines block there, and the broker's
+// Close waits for them.
+func newDispatcher(o BusOptions, abort <-chan struct{}) *dispatcher {
+	d := &dispatcher{log: o.Logger, abort: abort, stopping: make(chan struct{}), queues: make([]chan delivery, o.Workers)}
 	for i := range d.queues {
 		q := make(chan delivery, o.QueueLen)
 		d.queues[i] = q
@@ -100,21 +106,33 @@ func orderKey(topic string) string {
 	return topic
 }
 
-// dispatch queues a delivery, waiting while its queue is full. It reports false once closed.
-func (d *dispatcher) dispatch(h Handler, topic string, payload []byte) bool {
+// shard returns the queue of topic's order key.
+func (d *dispatcher) shard(topic string) int {
 	key := orderKey(topic)
 	var sum uint32 = 2166136261 // FNV-1a, inline: no allocation per message
 	for i := 0; i < len(key); i++ {
 		sum ^= uint32(key[i])
 		sum *= 16777619
 	}
+	return int(sum % uint32(len(d.queues)))
+}
+
+// dispatch queues a delivery, waiting while its queue is full. It reports false, dropping the
+// message, once the dispatcher is closing or its source aborts.
+func (d *dispatcher) dispatch(h Handler, topic string, payload []byte) bool {
+	i := d.shard(topic)
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.closed {
 		return false
 	}
-	d.queues[sum%uint32(len(d.queues))] <- delivery{h: h, topic: topic, payload: payload}
-	return true
+	select {
+	case d.queues[i] <- delivery{h: h, topic: topic, payload: payload}:
+		return true
+	case <-d.stopping:
+	case <-d.abort:
+	}
+	return false
 }
 
 func (d *dispatcher) work(q chan delivery) {
@@ -134,17 +152,16 @@ func (d *dispatcher) run(m delivery) {
 	m.h(m.topic, m.payload)
 }
 
-// close stops intake, runs what is queued and waits for the workers. Senders blocked on a full
-// queue keep the read lock until the workers make room, so close waits for them too.
+// close stops intake (senders waiting on a full queue drop their message), runs what is
+// queued and waits for the workers.
 func (d *dispatcher) close() {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return
-	}
-	d.closed = true
-	for _, q := range d.queues {
-		close(q)
+	d.stopOnce.Do(func() { close(d.stopping) })
+	d.mu.Lock() // senders hold the read lock only until queued, stopping or aborted
+	if !d.closed {
+		d.closed = true
+		for _, q := range d.queues {
+			close(q)
+		}
 	}
 	d.mu.Unlock()
 	d.wg.Wait()

@@ -141,7 +141,7 @@ func NewClientBus(opts ClientOptions) (*ClientBus, error) {
 		}
 	}
 
-	cb := &ClientBus{opts: opts, log: opts.Bus.Logger, d: newDispatcher(opts.Bus),
+	cb := &ClientBus{opts: opts, log: opts.Bus.Logger, d: newDispatcher(opts.Bus, nil),
 		stop: make(chan struct{}), up: make(chan error, 1)}
 	po := paho.NewClientOptions().
 		AddBroker(opts.URL).

@@ -203,24 +203,44 @@ func (a *agent) waitLost(t testing.TB) {
 	}
 }
 
-// recorder is a Bus handler recording what it gets, in order.
-type recorder struct{ ch chan msg }
+// recorder is a Bus handler recording what it gets, in order. It never blocks (a full
+// recorder would hold up the bus and, through it, the broker).
+type recorder struct {
+	mu   sync.Mutex
+	msgs []msg
+	more chan struct{}
+}
 
-func newRecorder() *recorder { return &recorder{ch: make(chan msg, 10000)} }
+func newRecorder() *recorder { return &recorder{more: make(chan struct{}, 1)} }
 
 func (r *recorder) handle(topic string, payload []byte) {
-	r.ch <- msg{topic: topic, payload: string(payload)}
+	r.mu.Lock()
+	r.msgs = append(r.msgs, msg{topic: topic, payload: string(payload)})
+	r.mu.Unlock()
+	select {
+	case r.more <- struct{}{}:
+	default:
+	}
 }
 
 // next returns the next message handled.
 func (r *recorder) next(t testing.TB) msg {
 	t.Helper()
-	select {
-	case m := <-r.ch:
-		return m
-	case <-time.After(wait):
-		t.Fatalf("no message handled within %v", wait)
-		return msg{}
+	deadline := time.After(wait)
+	for {
+		r.mu.Lock()
+		if len(r.msgs) > 0 {
+			m := r.msgs[0]
+			r.msgs = r.msgs[1:]
+			r.mu.Unlock()
+			return m
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.more:
+		case <-deadline:
+			t.Fatalf("no message handled within %v", wait)
+		}
 	}
 }
 

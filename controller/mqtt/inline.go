@@ -27,7 +27,7 @@ var _ Bus = (*InlineBus)(nil)
 // NewInlineBus returns a bus over b. It may be created and subscribed before b.Start.
 func NewInlineBus(b *Broker, opts BusOptions) *InlineBus {
 	opts.defaults()
-	return &InlineBus{b: b, d: newDispatcher(opts), subs: make(map[int]string)}
+	return &InlineBus{b: b, d: newDispatcher(opts, b.closing), subs: make(map[int]string)}
 }
 
 // Subscribe implements Bus. Retained messages matching filter are delivered at once.

@@ -14,6 +14,11 @@ import (
 // connection: mochi sets no read deadline until it has a CONNECT packet, so without one a
 // client that never finishes the TLS handshake or never sends CONNECT holds a goroutine and a
 // socket forever. mochi replaces the deadline with the keepalive one once CONNECT is read.
+//
+// It also owns its connections' goroutines: Close closes every connection and waits for them.
+// mochi's own listener does not, and mochi adds to its client WaitGroup from inside those
+// goroutines, racing with the Wait in Server.Close (the race detector reports it when a
+// connection is still being set up at Close); waiting here orders every Add before that Wait.
 type tlsListener struct {
 	id, address    string
 	tls            *tls.Config
@@ -23,6 +28,8 @@ type tlsListener struct {
 	ln     net.Listener
 	log    *slog.Logger
 	closed bool
+	conns  map[net.Conn]struct{} // open connections
+	wg     sync.WaitGroup        // their goroutines
 }
 
 var _ listeners.Listener = (*tlsListener)(nil)
@@ -64,30 +71,46 @@ func (l *tlsListener) Serve(establish listeners.EstablishFn) {
 			return // closed
 		}
 		l.mu.Lock()
-		closed := l.closed
-		l.mu.Unlock()
-		if closed {
+		if l.closed {
+			l.mu.Unlock()
 			_ = conn.Close()
 			return
 		}
+		if l.conns == nil {
+			l.conns = make(map[net.Conn]struct{})
+		}
+		l.conns[conn] = struct{}{}
+		l.wg.Add(1)
+		l.mu.Unlock()
 		_ = conn.SetDeadline(time.Now().Add(l.connectTimeout))
 		go func() {
+			defer l.wg.Done()
 			// Every refused or dropped client ends here (bad password, ACL disconnect, EOF).
 			if err := establish(l.id, conn); err != nil {
 				l.log.Debug("mqtt: client connection ended", "remote", conn.RemoteAddr().String(), "error", err)
 			}
+			l.mu.Lock()
+			delete(l.conns, conn)
+			l.mu.Unlock()
 		}()
 	}
 }
 
 func (l *tlsListener) Close(closeClients listeners.CloseFn) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		l.closed = true
-		closeClients(l.id)
+	first := !l.closed
+	l.closed = true
+	l.mu.Unlock()
+	if first {
+		closeClients(l.id) // a DISCONNECT to every connected client
 	}
+	l.mu.Lock()
 	if l.ln != nil {
 		_ = l.ln.Close()
 	}
+	for c := range l.conns { // and the ones still in TLS or CONNECT
+		_ = c.Close()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
 }

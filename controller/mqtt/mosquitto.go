@@ -12,6 +12,10 @@ import (
 	"github.com/edgewan/edgewan/telemetry"
 )
 
+// mosquittoQueue is Mosquitto's max_queued_messages: messages it holds for a slow or absent
+// client, i.e. the controller's burst buffer (about 100 MB of reports at worst).
+const mosquittoQueue = 100_000
+
 // MosquittoUser is one identity for an external Mosquitto broker.
 type MosquittoUser struct {
 	Username string
@@ -112,7 +116,11 @@ func WriteMosquittoFiles(dir string, agents []MosquittoUser, controller Mosquitt
 		"use_username_as_clientid true\n" +
 		"# Messages over telemetry.MaxPayload are dropped; packets much larger close the connection.\n" +
 		"message_size_limit " + strconv.Itoa(telemetry.MaxPayload) + "\n" +
-		"max_packet_size " + strconv.Itoa(MaxPacket) + "\n"
+		"max_packet_size " + strconv.Itoa(MaxPacket) + "\n" +
+		"# QoS 1 messages queued per client beyond those in flight. The default (1000) makes\n" +
+		"# Mosquitto drop telemetry for the controller during bursts (agents replaying their\n" +
+		"# spools after an outage) as soon as ingest falls behind.\n" +
+		"max_queued_messages " + strconv.Itoa(mosquittoQueue) + "\n"
 	for _, w := range []struct{ path, data string }{{f.Passwd, pw.String()}, {f.ACL, acl.String()}, {f.Conf, conf}} {
 		if err := writeFileAtomic(w.path, []byte(w.data), 0o600); err != nil {
 			return f, fmt.Errorf("mqtt.WriteMosquittoFiles: %w", err)

@@ -152,6 +152,15 @@ func (s *Server) Stop(t testing.TB) {
 	}
 }
 
+// Reload sends the broker SIGHUP: it rereads its password and ACL files (e.g. after the files
+// in Dir were rewritten). Mosquitto does it asynchronously, after this returns.
+func (s *Server) Reload(t testing.TB) {
+	t.Helper()
+	if _, err := runScript(s.script, time.Minute, "reload", s.Dir); err != nil {
+		t.Fatalf("mqtttest: reload Mosquitto: %v", err)
+	}
+}
+
 // Log returns the broker's log so far, for failure messages.
 func (s *Server) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "mosquitto.log"))
