@@ -86,7 +86,7 @@ func biSetup(t *testing.T, s *servertest.Server) biFixture {
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(recv.Close)
 	f := biFixture{
-		all:      s.Key(auth.AllScopes...),
+		all:      s.Key(auth.APIScopes...),
 		socRead:  s.Key(auth.ScopeSOCRead),
 		socWrite: s.Key(auth.ScopeSOCWrite),
 		webhooks: s.Key(auth.ScopeWebhooksWrite),
@@ -370,7 +370,7 @@ func TestScopeMatrix(t *testing.T) {
 				body = "{}"
 			}
 			if scope == "" {
-				for _, sc := range auth.AllScopes {
+				for _, sc := range auth.APIScopes {
 					t.Run(r+" with "+sc, func(t *testing.T) {
 						if got := s.Do(method, path, s.Key(sc), body); got.Status != http.StatusOK {
 							t.Fatalf("got %d (%s); want 200 for any valid token", got.Status, got.Body)
@@ -391,7 +391,7 @@ func TestScopeMatrix(t *testing.T) {
 					t.Fatalf("got %d (%s); want neither 401 nor 403 with exactly the scope %s", got.Status, got.Body, scope)
 				}
 			})
-			others := slices.DeleteFunc(slices.Clone(auth.AllScopes), func(s string) bool { return s == scope })
+			others := slices.DeleteFunc(slices.Clone(auth.APIScopes), func(s string) bool { return s == scope })
 			for _, tc := range []struct{ name, token string }{
 				{name: "every other scope", token: s.Key(others...)},
 				{name: "a project key", token: project},

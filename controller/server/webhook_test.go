@@ -647,20 +647,23 @@ func TestWebhookRedeliver(t *testing.T) {
 }
 
 func TestWebhookDeleteStopsDeliveries(t *testing.T) {
-	whBackends(t, nil, func(t *testing.T, s *servertest.Server) {
+	// Retries wait 0.5-1s, 1-2s, ...: the doomed webhook's retry cannot come due between the
+	// test seeing it pending and deleting the webhook, and the control webhook's third attempt
+	// comes due after it would have.
+	slow := func(c *config.Config) { c.WebhookRetryBase, c.WebhookRetryMax = time.Second, 10*time.Second }
+	whBackends(t, slow, func(t *testing.T, s *servertest.Server) {
 		tok, socTok := s.Key("webhooks:write"), s.Key("soc:write")
 		// doomed fails every attempt, so it has a retry pending when it is deleted.
 		doomed := whNewReceiver(t, func(whRequest) int { return http.StatusInternalServerError })
 		doomedID := whRegister(t, s, tok, doomed, "case.opened")
-		// control fails each event's first attempt, so its success comes from a retry claimed
-		// no earlier than a retry of doomed's would have been.
+		// control fails each event's first two attempts, so its success comes from a retry
+		// claimed later than a retry of doomed's would have been.
 		var mu sync.Mutex
-		tried := map[string]bool{}
+		tries := map[string]int{}
 		control := whNewReceiver(t, func(d whRequest) int {
 			mu.Lock()
 			defer mu.Unlock()
-			if !tried[d.Env.ID] {
-				tried[d.Env.ID] = true
+			if tries[d.Env.ID]++; tries[d.Env.ID] <= 2 {
 				return http.StatusInternalServerError
 			}
 			return http.StatusOK
@@ -670,7 +673,7 @@ func TestWebhookDeleteStopsDeliveries(t *testing.T) {
 		before := whOpenCase(t, s, socTok, "before delete", "low")
 		doomed.waitFor(t, "a failed attempt at the doomed webhook", func(got []whRequest) bool { return len(got) >= 1 })
 		whWaitDeliveries(t, s, tok, doomedID, "the doomed delivery to wait for a retry", func(ds []webhook.Delivery) bool {
-			return len(ds) == 1 && ds[0].Status == webhook.StatusPending && ds[0].Attempts >= 1
+			return len(ds) == 1 && ds[0].Status == webhook.StatusPending && ds[0].Attempts == 1
 		})
 		if res := s.Do("DELETE", "/v1/webhooks/"+doomedID, tok, nil); res.Status != http.StatusNoContent {
 			t.Fatalf("DELETE: status %d; want 204: %s", res.Status, res.Body)
@@ -678,12 +681,12 @@ func TestWebhookDeleteStopsDeliveries(t *testing.T) {
 		hits := len(doomed.requests())
 
 		after := whOpenCase(t, s, socTok, "after delete", "low")
-		control.waitFor(t, "both events delivered to the control webhook after a retry", func(got []whRequest) bool {
-			ok := map[string]int{}
+		control.waitFor(t, "both events delivered to the control webhook on the third attempt", func(got []whRequest) bool {
+			n := map[string]int{}
 			for _, d := range got {
-				ok[d.Env.Data.ID]++
+				n[d.Env.Data.ID]++
 			}
-			return ok[before] >= 2 && ok[after] >= 2
+			return n[before] >= 3 && n[after] >= 3
 		})
 		whWaitDeliveries(t, s, tok, controlID, "the control deliveries to succeed", whAllSucceeded(2))
 

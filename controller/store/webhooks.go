@@ -213,84 +213,145 @@ func (s *Store) Redeliver(ctx context.Context, webhookID, deliveryID string, now
 	return s.GetDelivery(ctx, webhookID, id)
 }
 
+// dueSQL selects due deliveries to claim: among the earliest due (up to LIMIT), at most a
+// number per webhook. Ranking only the earliest rows, not every due one, keeps a claim's cost
+// flat however long the backlog grows; a webhook is not starved by another's backlog because the
+// dispatcher excludes a lane that has its share until it drains. Its parameters are the status,
+// now, the excluded webhook IDs (excl holds their placeholders), the limit and the per-webhook cap.
+func dueSQL(excl string) string {
+	return `SELECT id, webhook_id, event_id, attempts, created_at, next_attempt_at FROM (
+  SELECT id, webhook_id, event_id, attempts, created_at, next_attempt_at,
+         ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS rn
+  FROM (SELECT id, webhook_id, event_id, attempts, created_at, next_attempt_at FROM webhook_deliveries
+        WHERE status = ? AND next_attempt_at <= ?` + excl + ` ORDER BY next_attempt_at LIMIT ?) earliest) ranked
+WHERE rn <= ?`
+}
+
+const jobCols = "x.id, x.webhook_id, x.attempts, x.created_at, w.url, w.secret, e.id, e.type, e.created_at, e.data"
+
 // ClaimDue implements webhook.QueueStore. The UPDATE re-checks the status, so two controllers
-// sharing a PostgreSQL database never both claim a delivery.
+// sharing a PostgreSQL database never both claim a delivery. On PostgreSQL the claim is one
+// statement, one round trip: claims run one after another, so their latency bounds throughput.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, perWebhook, limit int, exclude []string) ([]webhook.Job, error) {
+	args := make([]any, 0, len(exclude)+7)
+	args = append(args, webhook.StatusPending, micros(now))
+	excl := ""
+	if len(exclude) > 0 {
+		excl = " AND webhook_id NOT IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(exclude)), ", ") + ")"
+		for _, e := range exclude {
+			args = append(args, e)
+		}
+	}
+	args = append(args, limit, perWebhook)
 	var jobs []webhook.Job
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		args := []any{webhook.StatusPending, micros(now)}
-		excl := ""
-		if len(exclude) > 0 {
-			excl = " AND webhook_id NOT IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(exclude)), ", ") + ")"
-			for _, e := range exclude {
-				args = append(args, e)
-			}
-		}
-		args = append(args, perWebhook, limit)
-		q := `SELECT x.id, x.webhook_id, x.attempts, x.created_at, w.url, w.secret, e.id, e.type, e.created_at, e.data
-FROM (SELECT id, webhook_id, event_id, attempts, created_at, next_attempt_at,
-             ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS rn
-      FROM webhook_deliveries WHERE status = ? AND next_attempt_at <= ?` + excl + `) x
+	var err error
+	if s.postgres {
+		args = append(args, webhook.StatusDelivering, micros(now), webhook.StatusPending)
+		q := `WITH due AS (` + dueSQL(excl) + `),
+x AS (UPDATE webhook_deliveries d SET status = ?, updated_at = ? FROM due WHERE d.id = due.id AND d.status = ?
+      RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.created_at, d.next_attempt_at)
+SELECT ` + jobCols + ` FROM x JOIN webhooks w ON w.id = x.webhook_id JOIN events e ON e.id = x.event_id
+ORDER BY x.next_attempt_at, x.id`
+		jobs, err = scanJobs(s.w.QueryContext(ctx, s.q(q), args...))
+	} else {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			q := `SELECT ` + jobCols + ` FROM (` + dueSQL(excl) + `) x
 JOIN webhooks w ON w.id = x.webhook_id JOIN events e ON e.id = x.event_id
-WHERE x.rn <= ? ORDER BY x.next_attempt_at, x.id LIMIT ?`
-		rows, err := tx.QueryContext(ctx, s.q(q), args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var j webhook.Job
-			var created, evAt int64
-			var data string
-			if err := rows.Scan(&j.DeliveryID, &j.WebhookID, &j.Attempts, &created, &j.URL, &j.Secret, &j.Event.ID, &j.Event.Type, &evAt, &data); err != nil {
-				rows.Close()
+ORDER BY x.next_attempt_at, x.id`
+			var err error
+			if jobs, err = scanJobs(tx.QueryContext(ctx, q, args...)); err != nil || len(jobs) == 0 {
 				return err
 			}
-			j.CreatedAt, j.Event.CreatedAt, j.Event.Data = fromMicros(created), fromMicros(evAt), json.RawMessage(data)
-			jobs = append(jobs, j)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		claimed := jobs[:0]
-		for _, j := range jobs {
-			res, err := tx.ExecContext(ctx, s.q("UPDATE webhook_deliveries SET status = ?, updated_at = ? WHERE id = ? AND status = ?"),
-				webhook.StatusDelivering, micros(now), j.DeliveryID, webhook.StatusPending)
+			// The transaction holds SQLite's write lock, so every row selected is still pending.
+			// The unary + keeps SQLite from walking the (status, next_attempt_at) index, which
+			// holds the whole backlog, instead of looking the IDs up.
+			args = append(args[:0], webhook.StatusDelivering, micros(now), webhook.StatusPending)
+			for _, j := range jobs {
+				args = append(args, j.DeliveryID)
+			}
+			res, err := tx.ExecContext(ctx, "UPDATE webhook_deliveries SET status = ?, updated_at = ? WHERE +status = ? AND id IN ("+
+				strings.TrimSuffix(strings.Repeat("?, ", len(jobs)), ", ")+")", args...)
 			if err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 1 {
-				claimed = append(claimed, j)
+			if n, err := res.RowsAffected(); err != nil || n != int64(len(jobs)) {
+				return fmt.Errorf("claimed %d of %d deliveries selected in the same transaction (%v)", n, len(jobs), err)
 			}
-		}
-		jobs = claimed
-		return nil
-	})
+			return nil
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store.ClaimDue: %w", err)
 	}
 	return jobs, nil
 }
 
-// FinishDeliveries stores attempt results in one transaction.
-func (s *Store) FinishDeliveries(ctx context.Context, rs []webhook.Result) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, s.q("UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?"))
-		if err != nil {
-			return err
+func scanJobs(rows *sql.Rows, err error) ([]webhook.Job, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []webhook.Job
+	for rows.Next() {
+		var j webhook.Job
+		var created, evAt int64
+		var data string
+		if err := rows.Scan(&j.DeliveryID, &j.WebhookID, &j.Attempts, &created, &j.URL, &j.Secret, &j.Event.ID, &j.Event.Type, &evAt, &data); err != nil {
+			return nil, err
 		}
-		defer stmt.Close()
-		for _, r := range rs {
-			if _, err := stmt.ExecContext(ctx, r.Status, r.Attempts, micros(r.NextAttemptAt), micros(r.AttemptedAt), r.HTTPStatus, r.Error, micros(r.AttemptedAt), r.DeliveryID); err != nil {
+		j.CreatedAt, j.Event.CreatedAt, j.Event.Data = fromMicros(created), fromMicros(evAt), json.RawMessage(data)
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+// FinishDeliveries stores attempt results in one transaction: on PostgreSQL in one statement
+// (a round trip per row would bound delivery throughput), on SQLite, which has no round trips,
+// with a prepared statement per row.
+func (s *Store) FinishDeliveries(ctx context.Context, rs []webhook.Result) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	var err error
+	if s.postgres {
+		err = s.finishPostgres(ctx, rs)
+	} else {
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			stmt, err := tx.PrepareContext(ctx, "UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?")
+			if err != nil {
 				return err
 			}
-		}
-		return nil
-	})
+			defer stmt.Close()
+			for _, r := range rs {
+				if _, err := stmt.ExecContext(ctx, r.Status, r.Attempts, micros(r.NextAttemptAt), micros(r.AttemptedAt), r.HTTPStatus, r.Error, micros(r.AttemptedAt), r.DeliveryID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("store.FinishDeliveries: %w", err)
 	}
 	return nil
+}
+
+func (s *Store) finishPostgres(ctx context.Context, rs []webhook.Result) error {
+	ids, statuses, errs := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
+	attempts, codes := make([]int32, len(rs)), make([]int32, len(rs))
+	next, last := make([]int64, len(rs)), make([]int64, len(rs))
+	for i, r := range rs {
+		ids[i], statuses[i], errs[i] = r.DeliveryID, r.Status, r.Error
+		attempts[i], codes[i] = int32(r.Attempts), int32(r.HTTPStatus)
+		next[i], last[i] = micros(r.NextAttemptAt), micros(r.AttemptedAt)
+	}
+	_, err := s.w.ExecContext(ctx, `UPDATE webhook_deliveries AS d
+SET status = v.status, attempts = v.attempts, next_attempt_at = v.next, last_attempt_at = v.last,
+    last_status = v.code, last_error = v.err, updated_at = v.last
+FROM unnest($1::text[], $2::text[], $3::int4[], $4::int8[], $5::int8[], $6::int4[], $7::text[])
+     AS v(id, status, attempts, next, last, code, err)
+WHERE d.id = v.id`, ids, statuses, attempts, next, last, codes, errs)
+	return err
 }
 
 // ResetInFlight implements webhook.QueueStore.

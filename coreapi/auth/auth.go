@@ -30,6 +30,10 @@ const (
 	ScopeAIGWAdmin = "aigw:admin"
 )
 
+// APIScopes lists the scopes an API key (one without a project) may carry.
+var APIScopes = []string{ScopeOrgRead, ScopeDevicesRead, ScopeSOCRead, ScopeSOCWrite,
+	ScopeWebhooksWrite, ScopeSDWANRead, ScopeSDWANWrite}
+
 // AllScopes lists every scope, in documentation order.
 var AllScopes = []string{ScopeOrgRead, ScopeDevicesRead, ScopeSOCRead, ScopeSOCWrite,
 	ScopeWebhooksWrite, ScopeSDWANRead, ScopeSDWANWrite, ScopeAIGWAdmin}

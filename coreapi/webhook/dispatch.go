@@ -100,6 +100,7 @@ type lane struct {
 	jobs    chan Job
 	queued  int // claimed, not yet finished
 	running int // worker goroutines
+	claimed int // in the claim being handed out
 }
 
 // NewDispatcher returns a Dispatcher over qs.
@@ -155,11 +156,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	tick := time.NewTicker(d.o.PollInterval)
 	defer tick.Stop()
 	for ctx.Err() == nil {
-		n, err := d.claim(ctx, laneCtx)
+		more, err := d.claim(ctx, laneCtx)
 		if err != nil && ctx.Err() == nil {
 			slog.Error("webhook: claiming deliveries", "err", err)
 		}
-		if err == nil && n == d.o.Batch {
+		if err == nil && more {
 			continue // more may be due right now
 		}
 		select {
@@ -175,8 +176,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// claim fetches due deliveries for the lanes with room and hands them to their lanes.
-func (d *Dispatcher) claim(ctx, laneCtx context.Context) (int, error) {
+// claim fetches due deliveries for the lanes with room and hands them to their lanes. It reports
+// whether more may be due for lanes with room: when the batch was full, or when a webhook got its
+// share, since the store looks only at the earliest due deliveries and that webhook's may have
+// hidden others'. The next claim excludes that webhook's lane, now full, and finds them.
+func (d *Dispatcher) claim(ctx, laneCtx context.Context) (bool, error) {
 	d.mu.Lock()
 	var full []string
 	for id, l := range d.lanes {
@@ -187,8 +191,9 @@ func (d *Dispatcher) claim(ctx, laneCtx context.Context) (int, error) {
 	d.mu.Unlock()
 	jobs, err := d.qs.ClaimDue(ctx, d.o.Now(), d.o.LaneQueue/2, d.o.Batch, full)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
+	more := len(jobs) == d.o.Batch
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, j := range jobs {
@@ -198,6 +203,10 @@ func (d *Dispatcher) claim(ctx, laneCtx context.Context) (int, error) {
 			d.lanes[j.WebhookID] = l
 		}
 		l.queued++
+		l.claimed++
+		if l.claimed == d.o.LaneQueue/2 {
+			more = true
+		}
 		l.jobs <- j // never blocks: a lane is claimed for only while queued < LaneQueue/2, and each claim adds at most LaneQueue/2
 		if l.running < d.o.Concurrency && l.running < l.queued {
 			l.running++
@@ -205,7 +214,10 @@ func (d *Dispatcher) claim(ctx, laneCtx context.Context) (int, error) {
 			go d.work(laneCtx, j.WebhookID, l)
 		}
 	}
-	return len(jobs), nil
+	for _, j := range jobs {
+		d.lanes[j.WebhookID].claimed = 0
+	}
+	return more, nil
 }
 
 // work sends a lane's deliveries until the lane is empty or the dispatcher stops.
@@ -239,8 +251,13 @@ func (d *Dispatcher) work(ctx context.Context, webhookID string, l *lane) {
 		d.results <- r
 		d.mu.Lock()
 		l.queued--
+		// Claim again once the lane is no longer excluded from claims, not after every
+		// attempt: a claim that finds nothing still costs the database a scan.
+		room := l.queued == d.o.LaneQueue/2-1
 		d.mu.Unlock()
-		d.Notify() // the lane has room again
+		if room {
+			d.Notify()
+		}
 	}
 }
 
@@ -279,16 +296,15 @@ func (d *Dispatcher) send(j Job, body []byte, attempt int, now time.Time) (int, 
 	if err != nil {
 		return 0, err
 	}
+	ts := strconv.FormatInt(now.Unix(), 10)
+	sig, sigV2 := signBoth(j.Secret, ts, body)
+	// One backing array for every header value, set under keys already canonical: this runs
+	// for every attempt.
+	v := [...]string{"application/json", "edgewan-webhooks/1", sig, ts, sigV2, j.Event.ID, j.Event.Type, j.DeliveryID, strconv.Itoa(attempt)}
 	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", "edgewan-webhooks/1")
-	h.Set(HeaderSignature, Sign(j.Secret, body))
-	h.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	h.Set(HeaderSigned, SignTimestamped(j.Secret, now, body))
-	h.Set(HeaderEventID, j.Event.ID)
-	h.Set(HeaderEventType, j.Event.Type)
-	h.Set(HeaderDelivery, j.DeliveryID)
-	h.Set(HeaderAttempt, strconv.Itoa(attempt))
+	h["Content-Type"], h["User-Agent"] = v[0:1:1], v[1:2:2]
+	h[HeaderSignature], h[HeaderTimestamp], h[HeaderSigned] = v[2:3:3], v[3:4:4], v[4:5:5]
+	h[HeaderEventID], h[HeaderEventType], h[HeaderDelivery], h[HeaderAttempt] = v[5:6:6], v[6:7:7], v[7:8:8], v[8:9:9]
 	resp, err := d.o.Client.Do(req)
 	if err != nil {
 		return 0, err

@@ -36,6 +36,21 @@ func SignTimestamped(secret string, ts time.Time, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// signBoth returns Sign and SignTimestamped for a timestamp already formatted, with one HMAC.
+func signBoth(secret, ts string, body []byte) (sig, sigV2 string) {
+	m := hmac.New(sha256.New, []byte(secret))
+	var sum [sha256.Size]byte
+	var hx [2 * sha256.Size]byte
+	m.Write(body)
+	hex.Encode(hx[:], m.Sum(sum[:0]))
+	sig = string(hx[:])
+	m.Reset()
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	hex.Encode(hx[:], m.Sum(sum[:0]))
+	return sig, string(hx[:])
+}
+
 // Verify checks a delivery as a receiver should: both signatures in constant time, and the
 // timestamp no further than tolerance from now. It is what the tests' receiver uses and what
 // docs/webhooks.md shows receivers.

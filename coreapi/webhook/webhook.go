@@ -272,7 +272,9 @@ type Result struct {
 // QueueStore is what the dispatcher needs of the database.
 type QueueStore interface {
 	// ClaimDue marks up to limit pending deliveries due at now as delivering and returns them,
-	// oldest due first, at most perWebhook per webhook, skipping the webhooks in exclude.
+	// oldest due first, at most perWebhook per webhook, skipping the webhooks in exclude. It may
+	// consider only the limit oldest due deliveries, so when a webhook got perWebhook, others'
+	// may remain: claim again with that webhook excluded to reach them.
 	ClaimDue(ctx context.Context, now time.Time, perWebhook, limit int, exclude []string) ([]Job, error)
 	// FinishDeliveries stores attempt results.
 	FinishDeliveries(ctx context.Context, rs []Result) error
