@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -28,14 +31,14 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec, diff func(a, b 
 	g.POST("/chat", h.chat)
 	g.GET("/models", h.models)
 	g.GET("/policies", h.listPolicies)
-	g.POST("/policies", h.createPolicy)
+	g.POST("/policies", adminOnly, h.createPolicy)
 	g.GET("/policies/:id", h.getPolicy)
-	g.POST("/policies/:id/versions", h.addVersion)
-	g.POST("/policies/:id/publish", h.publish)
+	g.POST("/policies/:id/versions", adminOnly, h.addVersion)
+	g.POST("/policies/:id/publish", adminOnly, h.publish)
 	g.POST("/policies/:id/test", h.test)
 	g.GET("/changes", h.listChanges)
 	g.GET("/projects/:id", h.getProject)
-	g.PATCH("/projects/:id", h.updateProject)
+	g.PATCH("/projects/:id", adminOnly, h.updateProject)
 	g.GET("/logs", h.listLogs)
 	g.GET("/logs/:id", h.getLog)
 	g.POST("/openai/chat/completions", h.openaiChat)
@@ -52,6 +55,15 @@ func projectKey(c *gin.Context) {
 	c.Next()
 }
 
+// adminOnly refuses keys without aigw:admin before their body is read; the service checks again.
+func adminOnly(c *gin.Context) {
+	if !caller(c).Admin {
+		rest.FailWith(c, http.StatusForbidden, apierr.CodeInvalidScope, "this key lacks the scope aigw:admin required to change the project's policies and settings")
+		return
+	}
+	c.Next()
+}
+
 func caller(c *gin.Context) Caller {
 	k := auth.KeyFrom(c)
 	return Caller{KeyID: k.ID, Project: k.Project, Admin: k.HasScope(ScopeAdmin)}
@@ -63,12 +75,31 @@ type handlers struct {
 	diff  func(a, b json.RawMessage) []string
 }
 
+// decode is rest.Decode that also refuses a body that is not UTF-8: encoding/json replaces
+// invalid bytes with U+FFFD, which would silently change the text that is checked, logged and
+// forwarded (and make checkText's UTF-8 check unreachable).
+func decode(c *gin.Context, dst any, maxBytes int64) error {
+	var raw bytes.Buffer
+	body := c.Request.Body
+	c.Request.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(body, &raw), body}
+	if err := rest.Decode(c, dst, maxBytes); err != nil {
+		return err
+	}
+	if !utf8.Valid(raw.Bytes()) {
+		return apierr.BadRequest("request body is not valid UTF-8")
+	}
+	return nil
+}
+
 // chatBodyLimit bounds a chat request: many messages of up to MaxText each.
 const chatBodyLimit = 4 << 20
 
 func (h *handlers) sanitize(c *gin.Context) {
 	var req SanitizeRequest
-	if err := rest.Decode(c, &req, MaxText+4096); err != nil {
+	if err := decode(c, &req, MaxText+4096); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -82,7 +113,7 @@ func (h *handlers) sanitize(c *gin.Context) {
 
 func (h *handlers) chat(c *gin.Context) {
 	var req ChatRequest
-	if err := rest.Decode(c, &req, chatBodyLimit); err != nil {
+	if err := decode(c, &req, chatBodyLimit); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -146,7 +177,12 @@ func (s *sseSink) fail(err error) {
 }
 
 func (h *handlers) models(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"data": h.s.Models()})
+	ms, err := h.s.Models(c.Request.Context(), caller(c))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": ms})
 }
 
 func (h *handlers) listPolicies(c *gin.Context) {
@@ -157,7 +193,7 @@ func (h *handlers) listPolicies(c *gin.Context) {
 
 func (h *handlers) createPolicy(c *gin.Context) {
 	var req CreatePolicyRequest
-	if err := rest.Decode(c, &req, 0); err != nil {
+	if err := decode(c, &req, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -181,7 +217,7 @@ func (h *handlers) getPolicy(c *gin.Context) {
 
 func (h *handlers) addVersion(c *gin.Context) {
 	var req AddVersionRequest
-	if err := rest.Decode(c, &req, 0); err != nil {
+	if err := decode(c, &req, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -196,7 +232,7 @@ func (h *handlers) addVersion(c *gin.Context) {
 
 func (h *handlers) publish(c *gin.Context) {
 	var req PublishRequest
-	if err := rest.Decode(c, &req, 0); err != nil {
+	if err := decode(c, &req, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -210,7 +246,7 @@ func (h *handlers) publish(c *gin.Context) {
 
 func (h *handlers) test(c *gin.Context) {
 	var req TestRequest
-	if err := rest.Decode(c, &req, MaxText+4096); err != nil {
+	if err := decode(c, &req, MaxText+4096); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -239,7 +275,7 @@ func (h *handlers) getProject(c *gin.Context) {
 
 func (h *handlers) updateProject(c *gin.Context) {
 	var u ProjectUpdate
-	if err := rest.Decode(c, &u, 0); err != nil {
+	if err := decode(c, &u, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}

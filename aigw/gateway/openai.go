@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -61,6 +62,10 @@ func (h *handlers) openaiChat(c *gin.Context) {
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, chatBodyLimit))
 	if err != nil {
 		rest.Fail(c, apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "request body is larger than %d bytes", chatBodyLimit))
+		return
+	}
+	if !utf8.Valid(body) { // json.Unmarshal would replace invalid bytes with U+FFFD
+		rest.Fail(c, apierr.BadRequest("request body is not valid UTF-8"))
 		return
 	}
 	var oreq openaiRequest
@@ -127,6 +132,7 @@ func (s *openaiSink) chunk(delta map[string]any, finish any) error {
 		h := s.c.Writer.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no")
 		s.c.Status(http.StatusOK)
 		if err := s.chunk(map[string]any{"role": "assistant", "content": ""}, nil); err != nil {
 			return err
@@ -169,8 +175,13 @@ func (s *openaiSink) fail(err error) {
 }
 
 func (h *handlers) openaiModels(c *gin.Context) {
+	ms, err := h.s.Models(c.Request.Context(), caller(c))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
 	data := []gin.H{}
-	for _, m := range h.s.Models() {
+	for _, m := range ms {
 		data = append(data, gin.H{"id": m, "object": "model", "created": 0, "owned_by": "edgewan"})
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})

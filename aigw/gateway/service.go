@@ -237,6 +237,9 @@ func checkText(field, text string) error {
 	if !utf8.ValidString(text) {
 		return apierr.BadRequest("%s is not valid UTF-8", field)
 	}
+	if strings.IndexByte(text, 0) >= 0 {
+		return apierr.BadRequest("%s must not contain NUL characters", field)
+	}
 	return nil
 }
 
@@ -553,8 +556,20 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
 }
 
-// Models lists the configured model names.
-func (s *Service) Models() []string { return s.o.Models.Models() }
+// Models lists the models the caller's project may use: the configured ones its policy allows.
+func (s *Service) Models(ctx context.Context, c Caller) ([]string, error) {
+	cg, err := s.guardFor(ctx, c.Project)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, m := range s.o.Models.Models() {
+		if cg.guard.AllowModel(m) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
 
 // ---- policies ----
 
@@ -608,7 +623,7 @@ func canonicalPolicy(content json.RawMessage) (json.RawMessage, error) {
 
 func (s *Service) requireAdmin(c Caller) error {
 	if !c.Admin {
-		return apierr.New(http.StatusForbidden, apierr.CodeInvalidScope, "this key lacks the scope aigw:admin required to change policies")
+		return apierr.New(http.StatusForbidden, apierr.CodeInvalidScope, "this key lacks the scope aigw:admin required to change the project's policies and settings")
 	}
 	return nil
 }
@@ -684,6 +699,9 @@ func (s *Service) AddVersion(ctx context.Context, c Caller, id string, req AddVe
 func (s *Service) Publish(ctx context.Context, c Caller, id string, req PublishRequest, diff func(a, b json.RawMessage) []string) (*Change, error) {
 	if err := s.requireAdmin(c); err != nil {
 		return nil, err
+	}
+	if len(req.Comment) > 2000 {
+		return nil, apierr.BadRequest("comment is limited to 2000 characters")
 	}
 	p, err := s.projectPolicy(ctx, c, id)
 	if err != nil {
@@ -818,7 +836,7 @@ func (s *Service) UpdateProject(ctx context.Context, c Caller, id string, u Proj
 	if u.StoreRawInput == nil {
 		return nil, apierr.BadRequest("nothing to change: give store_raw_input")
 	}
-	p.StoreRawInput, p.UpdatedAt = *u.StoreRawInput, s.o.Now().UTC()
+	p.StoreRawInput, p.UpdatedAt = *u.StoreRawInput, s.o.Now().UTC().Truncate(time.Microsecond)
 	if err := s.store.UpdateProject(ctx, p); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,10 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/edgewan/edgewan/aigw/detect"
+	"github.com/edgewan/edgewan/aigw/gateway"
+	"github.com/edgewan/edgewan/aigw/guard"
+	"github.com/edgewan/edgewan/aigw/provider"
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/coreapi/auth"
 	"github.com/edgewan/edgewan/coreapi/event"
@@ -35,7 +39,12 @@ import (
 var unauthenticated = map[string]bool{"/healthz": true, "/readyz": true, "/openapi.json": true}
 
 // families are the path prefixes of the API families served today.
-var families = []string{"/v1/", "/sd-wan/v1/"}
+var families = []string{"/v1/", "/sd-wan/v1/", aigwFamily}
+
+// aigwFamily is the AI gateway's prefix. Every operation there needs a project key (an API
+// key is 403 forbidden), marked x-project-key; those that change a project's policies or
+// settings also need its scope aigw:admin.
+const aigwFamily = "/ai-gateway/v1/"
 
 // tokenless are the family operations that take no bearer token: their credential is in the
 // body (an agent's one-time claim token), they answer 401 with their own codes and no
@@ -45,6 +54,20 @@ var tokenless = map[string]bool{"POST /sd-wan/v1/claim": true}
 // noLocation are the 201s that carry no Location, because what they create has no path of
 // its own; the operation's description must say so.
 var noLocation = map[string]bool{"POST /sd-wan/v1/policies/{id}/versions": true}
+
+// no404 are the operations with a path parameter that never answer 404: a project exists for
+// its keys from their first use, and another project's ID is 403 forbidden. The description
+// must say "never a 404".
+var no404 = map[string]bool{"GET /ai-gateway/v1/projects/{id}": true, "PATCH /ai-gateway/v1/projects/{id}": true}
+
+// streaming are the operations whose 200 is JSON or, with "stream": true, server-sent events
+// (text/event-stream), whose events the media type's x-sse-events maps to their data schemas.
+var streaming = map[string]bool{"POST /ai-gateway/v1/chat": true, "POST /ai-gateway/v1/openai/chat/completions": true}
+
+// lenient are the operations that decode their body as OpenAI does, not with rest.Decode:
+// unknown fields are ignored and the Content-Type is not checked (no 415). The description
+// must say "the Content-Type is not checked".
+var lenient = map[string]bool{"POST /ai-gateway/v1/openai/chat/completions": true}
 
 func family(path string) string {
 	for _, f := range families {
@@ -160,6 +183,11 @@ func TestOpenAPIOperationsAreComplete(t *testing.T) {
 			}
 			need(401, 429)
 
+			projectKey, _ := o.Extensions["x-project-key"].(bool)
+			if projectKey != (family(o.path) == aigwFamily) {
+				t.Errorf("x-project-key is %v; it is true exactly for the AI gateway's operations", projectKey)
+			}
+
 			scope := requiredScope(o)
 			if tokenless[o.String()] {
 				if o.Security == nil || len(*o.Security) != 0 {
@@ -186,6 +214,27 @@ func TestOpenAPIOperationsAreComplete(t *testing.T) {
 			}
 			switch {
 			case tokenless[o.String()]:
+			case family(o.path) == aigwFamily:
+				// A project key, with aigw:admin for the operations that change policies or settings.
+				if !strings.Contains(o.Description, "Needs a project key") {
+					t.Error(`description does not say "Needs a project key"`)
+				}
+				switch scope {
+				case "":
+					if !strings.Contains(o.Description, "no scope") {
+						t.Error(`needs no scope, and the description does not say "no scope"`)
+					}
+				case auth.ScopeAIGWAdmin:
+					if !strings.Contains(o.Description, "Scope `"+scope+"`") {
+						t.Errorf("description does not name the scope as \"Scope `%s`\"", scope)
+					}
+				default:
+					t.Errorf("x-required-scope %q; an AI gateway operation needs no scope or %s", scope, auth.ScopeAIGWAdmin)
+				}
+				need(403) // an API key, another project, or the missing aigw:admin
+				if r := o.Responses.Status(403); r != nil && r.Ref != "#/components/responses/GatewayForbidden" {
+					t.Errorf("its 403 is %s; AI gateway operations use GatewayForbidden (forbidden and invalid_scope)", r.Ref)
+				}
 			case o.path == "/v1/ping":
 				if scope != "" || has(403) {
 					t.Error("GET /v1/ping accepts any valid key: it has no x-required-scope and no 403")
@@ -206,13 +255,26 @@ func TestOpenAPIOperationsAreComplete(t *testing.T) {
 			}
 
 			if o.RequestBody != nil {
-				need(400, 413, 415) // rest.Decode's refusals
 				mt := o.RequestBody.Value.Content.Get("application/json")
 				if len(o.RequestBody.Value.Content) != 1 || mt == nil {
 					t.Error("a request body must be application/json only")
 				}
 				if !o.RequestBody.Value.Required {
 					t.Error("the request body must be required (an empty body is a 400)")
+				}
+				if lenient[o.String()] {
+					need(400, 413)
+					if has(415) {
+						t.Error("decodes leniently and never answers 415, but declares it")
+					}
+					if !strings.Contains(o.Description, "the Content-Type is not checked") {
+						t.Error(`decodes leniently; the description does not say "the Content-Type is not checked"`)
+					}
+					if mt != nil && (mt.Schema.Value.AdditionalProperties.Has == nil || !*mt.Schema.Value.AdditionalProperties.Has) {
+						t.Error("decodes leniently (unknown fields ignored): its schema must say additionalProperties: true")
+					}
+				} else {
+					need(400, 413, 415) // rest.Decode's refusals
 				}
 			} else if has(413) || has(415) {
 				t.Error("declares 413 or 415 without a request body")
@@ -230,7 +292,15 @@ func TestOpenAPIOperationsAreComplete(t *testing.T) {
 				}
 				need(400) // bad list parameters
 			}
-			if strings.Contains(o.path, "{") {
+			switch {
+			case no404[o.String()]:
+				if has(404) {
+					t.Error("never answers 404, but declares it")
+				}
+				if !strings.Contains(o.Description, "never a 404") {
+					t.Error(`the description does not say why it is "never a 404"`)
+				}
+			case strings.Contains(o.path, "{"):
 				need(404)
 			}
 		})
@@ -256,10 +326,17 @@ func TestOpenAPIResponsesAreConsistent(t *testing.T) {
 				t.Errorf("%s: status must be a number", name)
 				continue
 			}
-			for ct := range r.Value.Content {
-				if ct != "application/json" {
-					t.Errorf("%s: content type %s; the API answers JSON only", name, ct)
+			for ct, mt := range r.Value.Content {
+				switch {
+				case ct == "application/json":
+				case ct == "text/event-stream" && status == 200 && streaming[o.String()]:
+					checkSSE(t, doc, name, mt)
+				default:
+					t.Errorf("%s: content type %s; the API answers JSON only (and event streams where documented)", name, ct)
 				}
+			}
+			if status == 200 && streaming[o.String()] && (r.Value.Content.Get("text/event-stream") == nil || r.Value.Content.Get("application/json") == nil) {
+				t.Errorf("%s: a streaming operation's 200 is application/json or text/event-stream", name)
 			}
 			if status == 204 && len(r.Value.Content) != 0 {
 				t.Errorf("%s: a 204 has no body", name)
@@ -299,6 +376,49 @@ func TestOpenAPIResponsesAreConsistent(t *testing.T) {
 	}
 }
 
+// checkSSE checks a text/event-stream media type: x-sse-events maps each event name to the
+// component schema of its data, and the description names each event and schema.
+func checkSSE(t *testing.T, doc *openapi3.T, name string, mt *openapi3.MediaType) {
+	t.Helper()
+	events, ok := mt.Extensions["x-sse-events"].(map[string]any)
+	if !ok || len(events) == 0 {
+		t.Errorf("%s: the text/event-stream media type has no x-sse-events (event name -> data schema)", name)
+		return
+	}
+	desc := ""
+	if mt.Schema != nil && mt.Schema.Value != nil {
+		desc = mt.Schema.Value.Description
+	}
+	for ev, sc := range events {
+		schema, _ := sc.(string)
+		ref := doc.Components.Schemas[schema]
+		if ref == nil {
+			t.Errorf("%s: x-sse-events names the schema %q for %s; components/schemas has no such schema", name, sc, ev)
+			continue
+		}
+		// "message" is the SSE default: events sent without an event line.
+		if ev != "message" && !strings.Contains(desc, "`"+ev+"`") {
+			t.Errorf("%s: the stream's description does not name the event `%s`", name, ev)
+		}
+		// The description names the data schema, or each alternative of a oneOf.
+		named := []string{schema}
+		if len(ref.Value.OneOf) > 0 {
+			named = nil
+			for _, alt := range ref.Value.OneOf {
+				named = append(named, strings.TrimPrefix(alt.Ref, "#/components/schemas/"))
+			}
+		}
+		for _, n := range named {
+			if !strings.Contains(desc, "`"+n+"`") {
+				t.Errorf("%s: the stream's description does not name the data schema `%s`", name, n)
+			}
+		}
+	}
+	if done, ok := mt.Extensions["x-sse-done"].(string); ok && !strings.Contains(desc, done) {
+		t.Errorf("%s: the stream's description does not give its last data line %s", name, done)
+	}
+}
+
 func enum(t *testing.T, doc *openapi3.T, schema string) []string {
 	t.Helper()
 	s := doc.Components.Schemas[schema]
@@ -334,6 +454,12 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		{"VersionStatus", []string{sdwan.VersionDraft, sdwan.VersionPublished, sdwan.VersionSuperseded}},
 		{"RolloutState", []string{sdwan.RolloutPending, sdwan.RolloutApplied, sdwan.RolloutFailed}},
 		{"Application", slices.Sorted(maps.Keys(sdwan.Applications))},
+		// AI gateway. Its versions have the SD-WAN family's statuses.
+		{"VersionStatus", []string{gateway.VersionDraft, gateway.VersionPublished, gateway.VersionSuperseded}},
+		{"EntityType", detect.Types()},
+		{"RedactionAction", []string{string(guard.ActionRedact), string(guard.ActionMask), string(guard.ActionHash), string(guard.ActionBlock), string(guard.ActionAllow)}},
+		{"FindingKind", []string{guard.KindRegex, guard.KindKeyword, guard.KindEntity, guard.KindPromptInjection, guard.KindMaxSize}},
+		{"MessageRole", []string{provider.RoleSystem, provider.RoleUser, provider.RoleAssistant}},
 	} {
 		if got := enum(t, doc, c.schema); !slices.Equal(got, c.code) {
 			t.Errorf("components/schemas/%s enum is %v; the code has %v", c.schema, got, c.code)
@@ -384,7 +510,7 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 	for _, h := range []string{
 		rest.HeaderRequestID, ratelimit.HeaderLimit, ratelimit.HeaderRemaining, ratelimit.HeaderReset, ratelimit.HeaderRetry,
 		webhook.HeaderSignature, webhook.HeaderTimestamp, webhook.HeaderSigned, webhook.HeaderEventID,
-		webhook.HeaderEventType, webhook.HeaderDelivery, webhook.HeaderAttempt, "Cache-Control",
+		webhook.HeaderEventType, webhook.HeaderDelivery, webhook.HeaderAttempt, "Cache-Control", "X-Accel-Buffering",
 	} {
 		if doc.Components.Headers[h] == nil {
 			t.Errorf("components/headers has no %s", h)
@@ -519,6 +645,7 @@ func TestOpenAPISchemasMatchStructs(t *testing.T) {
 		request  bool
 		excluded []string // fields the schema leaves out on purpose
 		always   []string // omitempty fields that are always set in this schema's responses
+		shapes   []string // raw JSON fields documented as a oneOf of their shapes
 	}{
 		{schema: "ErrorBody", typ: rest.ErrorBody{}},
 		{schema: "ErrorDetail", typ: rest.ErrorDetail{}},
@@ -573,6 +700,37 @@ func TestOpenAPISchemasMatchStructs(t *testing.T) {
 		{schema: "QoSContent", typ: sdwan.QoSContent{}, request: true},
 		{schema: "QoSTransport", typ: sdwan.QoSTransport{}, request: true},
 		{schema: "QoSClass", typ: sdwan.QoSClass{}, request: true},
+
+		// AI gateway.
+		{schema: "AIProject", typ: gateway.Project{}},
+		{schema: "AIPolicy", typ: gateway.Policy{}},
+		{schema: "AIPolicyVersion", typ: gateway.Version{}},
+		{schema: "AIChange", typ: gateway.Change{}},
+		{schema: "AIPolicyRef", typ: gateway.PolicyRef{}},
+		{schema: "Redaction", typ: gateway.Redaction{}},
+		{schema: "Finding", typ: gateway.Finding{}},
+		{schema: "AuditRecord", typ: gateway.Record{}, always: []string{"policy"}, shapes: []string{"input"}}, // policy: an ID or "default"
+		{schema: "SanitizeResult", typ: gateway.SanitizeResponse{}},
+		{schema: "ChatResponse", typ: gateway.ChatResponse{}, always: []string{"usage"}}, // Chat and ChatStream always set it
+		{schema: "ChatUsage", typ: gateway.Usage{}},
+		{schema: "AIPolicyTestResult", typ: gateway.TestResponse{}},
+		{schema: "AIPolicyList", typ: page.Envelope[*gateway.Policy]{}},
+		{schema: "AIChangeList", typ: page.Envelope[*gateway.Change]{}},
+		{schema: "AuditRecordList", typ: page.Envelope[*gateway.Record]{}},
+		{schema: "ChatMessage", typ: provider.Message{}, request: true}, // also in audit records
+		{schema: "SanitizeRequest", typ: gateway.SanitizeRequest{}, request: true},
+		{schema: "ChatRequest", typ: gateway.ChatRequest{}, request: true},
+		{schema: "AIPolicyCreateRequest", typ: gateway.CreatePolicyRequest{}, request: true},
+		{schema: "AIPolicyVersionRequest", typ: gateway.AddVersionRequest{}, request: true},
+		{schema: "AIPublishRequest", typ: gateway.PublishRequest{}, request: true},
+		{schema: "AIPolicyTestRequest", typ: gateway.TestRequest{}, request: true},
+		{schema: "AIProjectUpdateRequest", typ: gateway.ProjectUpdate{}, request: true},
+		// Policy content: decoded strictly (guard.ParsePolicy), also returned as stored.
+		{schema: "AIPolicyContent", typ: guard.Policy{}, request: true},
+		{schema: "AIBlockRules", typ: guard.BlockRules{}, request: true},
+		{schema: "AIPatternRule", typ: guard.PatternRule{}, request: true},
+		{schema: "AIKeywordRule", typ: guard.KeywordRule{}, request: true},
+		{schema: "AIOutputChecks", typ: guard.OutputChecks{}, request: true},
 	} {
 		t.Run(c.schema, func(t *testing.T) {
 			ref := doc.Components.Schemas[c.schema]
@@ -596,6 +754,12 @@ func TestOpenAPISchemasMatchStructs(t *testing.T) {
 				}
 				ft := field(typ, name).Type
 				want := schemaType(ft)
+				if slices.Contains(c.shapes, name) {
+					if ft != reflect.TypeOf(json.RawMessage{}) || len(p.Value.OneOf) < 2 {
+						t.Errorf("%s: documented by its shapes, it must be raw JSON in Go and a oneOf in the schema", name)
+					}
+					want = ""
+				}
 				got := ""
 				if p.Value.Type != nil && len(*p.Value.Type) == 1 {
 					got = (*p.Value.Type)[0]
@@ -624,5 +788,256 @@ func TestOpenAPISchemasMatchStructs(t *testing.T) {
 				t.Error("request bodies refuse unknown fields: additionalProperties must be false")
 			}
 		})
+	}
+}
+
+// TestOpenAPIGatewayMatchesCode checks the AI gateway's documented defaults and limits against
+// the code: the default policy, the policy content's entity types, defaults and bounds, and
+// the text limit.
+func TestOpenAPIGatewayMatchesCode(t *testing.T) {
+	doc := load(t)
+	content := doc.Components.Schemas["AIPolicyContent"].Value
+
+	want, err := json.Marshal(guard.DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(content.Extensions["x-default-policy"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g, w any
+	_ = json.Unmarshal(got, &g)
+	_ = json.Unmarshal(want, &w)
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("AIPolicyContent's x-default-policy is %s; guard.DefaultPolicy() is %s", got, want)
+	}
+	// The default policy is valid content.
+	if err := content.VisitJSON(w); err != nil {
+		t.Errorf("the default policy does not match AIPolicyContent: %v", err)
+	}
+
+	if names := slices.Sorted(maps.Keys(content.Properties["entities"].Value.Properties)); !slices.Equal(names, slices.Sorted(slices.Values(detect.Types()))) {
+		t.Errorf("AIPolicyContent.entities has the properties %v; the entity types are %v", names, detect.Types())
+	}
+	num := func(f *float64) float64 {
+		if f == nil {
+			return -1
+		}
+		return *f
+	}
+	if d := content.Properties["min_score"].Value.Default; d != guard.DefaultMinScore {
+		t.Errorf("min_score default %v; guard.DefaultMinScore is %v", d, guard.DefaultMinScore)
+	}
+	if d := content.Properties["default_action"].Value.Default; d != string(guard.ActionRedact) {
+		t.Errorf("default_action default %v; the code's is %s", d, guard.ActionRedact)
+	}
+	block := doc.Components.Schemas["AIBlockRules"].Value
+	if d := block.Properties["prompt_injection_threshold"].Value.Default; d != guard.DefaultPromptInjectionThreshold {
+		t.Errorf("prompt_injection_threshold default %v; the code's is %v", d, guard.DefaultPromptInjectionThreshold)
+	}
+	win := doc.Components.Schemas["AIOutputChecks"].Value.Properties["stream_window"].Value
+	if win.Default != float64(guard.DefaultStreamWindow) || num(win.Max) != guard.MaxStreamWindow || win.Not == nil ||
+		num(win.Not.Value.Min) != 1 || num(win.Not.Value.Max) != guard.MinStreamWindow-1 {
+		t.Errorf("stream_window: default %v, maximum %v, not %v; the code has default %d and 0 or %d-%d",
+			win.Default, num(win.Max), win.Not, guard.DefaultStreamWindow, guard.MinStreamWindow, guard.MaxStreamWindow)
+	}
+	for _, v := range []int{0, guard.MinStreamWindow, guard.DefaultStreamWindow, guard.MaxStreamWindow} {
+		if err := win.VisitJSON(float64(v)); err != nil {
+			t.Errorf("stream_window refuses %d, which the code accepts: %v", v, err)
+		}
+	}
+	for _, v := range []int{1, guard.MinStreamWindow - 1, guard.MaxStreamWindow + 1} {
+		if err := win.VisitJSON(float64(v)); err == nil {
+			t.Errorf("stream_window accepts %d, which the code refuses", v)
+		}
+	}
+
+	// The text limit, and the bodies that carry one text.
+	limit := strconv.Itoa(gateway.MaxText)
+	for what, desc := range map[string]string{
+		"info.description":              doc.Info.Description,
+		"ChatMessage.content":           doc.Components.Schemas["ChatMessage"].Value.Properties["content"].Value.Description,
+		"SanitizeRequest.text":          doc.Components.Schemas["SanitizeRequest"].Value.Properties["text"].Value.Description,
+		"AIPolicyTestRequest.text":      doc.Components.Schemas["AIPolicyTestRequest"].Value.Properties["text"].Value.Description,
+		"POST /sanitize":                doc.Paths.Value("/ai-gateway/v1/sanitize").Post.Description,
+		"POST /policies/{id}/test":      doc.Paths.Value("/ai-gateway/v1/policies/{id}/test").Post.Description,
+		"POST /chat":                    doc.Paths.Value("/ai-gateway/v1/chat").Post.Description,
+		"POST /openai/chat/completions": doc.Paths.Value("/ai-gateway/v1/openai/chat/completions").Post.Description,
+	} {
+		if !strings.Contains(desc, limit+" bytes") {
+			t.Errorf("%s does not give the text limit, %s bytes (gateway.MaxText)", what, limit)
+		}
+	}
+	body := strconv.Itoa(gateway.MaxText + 4096) // the handlers' limit for one text and its JSON
+	for _, p := range []string{"/ai-gateway/v1/sanitize", "/ai-gateway/v1/policies/{id}/test"} {
+		if !strings.Contains(doc.Paths.Value(p).Post.Description, body+" bytes") {
+			t.Errorf("POST %s does not give its body limit, %s bytes", p, body)
+		}
+	}
+}
+
+// goStructFields reads the JSON fields of a struct type declared in a Go file, with the
+// OpenAPI type each marshals to, for unexported types a test cannot reflect on.
+func goStructFields(t *testing.T, file, typeName string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st *ast.StructType
+	ast.Inspect(f, func(n ast.Node) bool {
+		if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == typeName {
+			st, _ = ts.Type.(*ast.StructType)
+		}
+		return st == nil
+	})
+	if st == nil {
+		t.Fatalf("%s declares no struct %s", file, typeName)
+	}
+	out := map[string]string{}
+	for _, fl := range st.Fields.List {
+		if fl.Tag == nil {
+			continue
+		}
+		tag, _ := strconv.Unquote(fl.Tag.Value)
+		name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+		typ := fl.Type
+		if s, ok := typ.(*ast.StarExpr); ok {
+			typ = s.X
+		}
+		kind := ""
+		switch x := typ.(type) {
+		case *ast.Ident:
+			kind = map[string]string{"string": "string", "bool": "boolean", "int": "integer", "int64": "integer", "float64": "number"}[x.Name]
+		case *ast.ArrayType:
+			kind = "array"
+		case *ast.SelectorExpr:
+			if x.Sel.Name == "RawMessage" {
+				kind = "raw"
+			}
+		}
+		out[name] = kind
+	}
+	return out
+}
+
+// TestOpenAPIOpenAIRequestMatchesCode compares the OpenAI-compatible request schemas with the
+// gateway's (unexported) request structs: every field it reads is documented, with its type.
+func TestOpenAPIOpenAIRequestMatchesCode(t *testing.T) {
+	doc := load(t)
+	for _, c := range []struct{ typ, schema string }{
+		{"openaiRequest", "OpenAIChatRequest"},
+		{"openaiMessage", "OpenAIMessage"},
+	} {
+		s := doc.Components.Schemas[c.schema].Value
+		fields := goStructFields(t, "../../aigw/gateway/openai.go", c.typ)
+		for name, kind := range fields {
+			p := s.Properties[name]
+			if p == nil {
+				t.Errorf("%s: the gateway reads %s, which the schema does not document", c.schema, name)
+				continue
+			}
+			switch {
+			case kind == "raw": // content: a string or an array of parts
+				if len(p.Value.OneOf) < 2 {
+					t.Errorf("%s.%s is raw JSON in the gateway; the schema must give its shapes (oneOf)", c.schema, name)
+				}
+			case p.Value.Type == nil || !p.Value.Type.Is(kind):
+				t.Errorf("%s.%s: the schema's type is %v; the gateway reads %s", c.schema, name, p.Value.Type, kind)
+			}
+		}
+		for name := range s.Properties {
+			if _, ok := fields[name]; !ok {
+				t.Errorf("%s documents %s, which the gateway does not read", c.schema, name)
+			}
+		}
+		if s.AdditionalProperties.Has == nil || !*s.AdditionalProperties.Has {
+			t.Errorf("%s: the gateway ignores unknown fields; additionalProperties must be true", c.schema)
+		}
+	}
+}
+
+// TestOpenAPIGatewayEventsMatchCode reads the event payloads the gateway builds (service.go,
+// commit) and checks RedactionAppliedData and RequestBlockedData list exactly their keys, all
+// required (they are always present).
+func TestOpenAPIGatewayEventsMatchCode(t *testing.T) {
+	doc := load(t)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../aigw/gateway/service.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(lit *ast.CompositeLit) []string {
+		var out []string
+		for _, e := range lit.Elts {
+			if kv, ok := e.(*ast.KeyValueExpr); ok {
+				if b, ok := kv.Key.(*ast.BasicLit); ok && b.Kind == token.STRING {
+					k, _ := strconv.Unquote(b.Value)
+					out = append(out, k)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	var commit *ast.FuncDecl
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == "commit" {
+			commit = fd
+		}
+	}
+	if commit == nil {
+		t.Fatal("service.go has no func commit, which builds the events")
+	}
+	payloads := map[string][]string{} // event constant -> keys of its data
+	var rule []string                 // keys of a request.blocked rule
+	ast.Inspect(commit, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.CallExpr:
+			sel, ok := x.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "New" || len(x.Args) != 2 {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "event" {
+				return true
+			}
+			typ, ok := x.Args[0].(*ast.SelectorExpr)
+			lit, ok2 := x.Args[1].(*ast.CompositeLit)
+			if ok && ok2 {
+				payloads[typ.Sel.Name] = keys(lit)
+			}
+		case *ast.CompositeLit:
+			if m, ok := x.Type.(*ast.MapType); ok {
+				if v, ok := m.Value.(*ast.Ident); ok && v.Name == "string" && len(x.Elts) > 0 {
+					rule = keys(x)
+				}
+			}
+		}
+		return true
+	})
+	schemaKeys := func(s *openapi3.Schema) ([]string, []string) {
+		req := slices.Clone(s.Required)
+		slices.Sort(req)
+		return slices.Sorted(maps.Keys(s.Properties)), req
+	}
+	for constant, schema := range map[string]string{"RedactionApplied": "RedactionAppliedData", "RequestBlocked": "RequestBlockedData"} {
+		code, ok := payloads[constant]
+		if !ok {
+			t.Errorf("service.go builds no event.%s payload", constant)
+			continue
+		}
+		props, req := schemaKeys(doc.Components.Schemas[schema].Value)
+		if !slices.Equal(props, code) || !slices.Equal(req, code) {
+			t.Errorf("%s has properties %v, required %v; service.go builds %v", schema, props, req, code)
+		}
+	}
+	rules := doc.Components.Schemas["RequestBlockedData"].Value.Properties["rules"].Value.Items.Value
+	if props, req := schemaKeys(rules); !slices.Equal(props, rule) || !slices.Equal(req, rule) {
+		t.Errorf("RequestBlockedData.rules items have properties %v, required %v; service.go builds %v", props, req, rule)
+	}
+	for _, ty := range []string{event.RedactionApplied, event.RequestBlocked} {
+		if !strings.Contains(doc.Info.Description, "`"+ty+"`") {
+			t.Errorf("info.description does not describe the payload of %s", ty)
+		}
 	}
 }
