@@ -84,19 +84,20 @@ type anthropicResponse struct {
 	Usage      anthropicUsage `json:"usage"`
 }
 
-// anthropicEvent is any event of a stream; each type fills some of the fields.
+// anthropicEvent is any event of a stream; each type fills some of the fields. Values, not
+// pointers, so that an event decodes into a reset value without allocating.
 type anthropicEvent struct {
 	Type    string `json:"type"`
-	Message *struct {
+	Message struct {
 		Usage anthropicUsage `json:"usage"`
 	} `json:"message"` // message_start
-	Delta *struct {
+	Delta struct {
 		Type       string `json:"type"`        // content_block_delta: text_delta, input_json_delta, ...
 		Text       string `json:"text"`        // text_delta
 		StopReason string `json:"stop_reason"` // message_delta
 	} `json:"delta"`
-	Usage *anthropicUsage `json:"usage"` // message_delta: cumulative
-	Error *anthropicError `json:"error"`
+	Usage anthropicUsage `json:"usage"` // message_delta: cumulative
+	Error anthropicError `json:"error"`
 }
 
 // finishReason maps Anthropic's stop_reason to OpenAI's words.
@@ -193,6 +194,7 @@ func (p *anthropic) Stream(ctx context.Context, r Request, onDelta func(string) 
 		defer res.Body.Close()
 		resp := Response{Model: p.cfg.Name}
 		var content strings.Builder
+		var e anthropicEvent
 		sse := newSSEReader(res.Body, maxSSELine)
 		for done := false; !done; {
 			ev, err := sse.next()
@@ -203,17 +205,15 @@ func (p *anthropic) Stream(ctx context.Context, r Request, onDelta func(string) 
 				return p.netError(a, "stream", err)
 			}
 			a.touch()
-			var e anthropicEvent
+			e = anthropicEvent{}
 			if err := json.Unmarshal(ev.Data, &e); err != nil {
 				return p.fail(res.StatusCode, "", "malformed stream event", err, false)
 			}
 			switch e.Type {
 			case "message_start":
-				if e.Message != nil {
-					resp.Usage = Usage{e.Message.Usage.InputTokens, e.Message.Usage.OutputTokens}
-				}
+				resp.Usage = Usage{e.Message.Usage.InputTokens, e.Message.Usage.OutputTokens}
 			case "content_block_delta":
-				if e.Delta != nil && e.Delta.Type == "text_delta" && e.Delta.Text != "" {
+				if e.Delta.Type == "text_delta" && e.Delta.Text != "" {
 					content.WriteString(e.Delta.Text)
 					a.sent = true
 					if err := onDelta(e.Delta.Text); err != nil {
@@ -221,21 +221,16 @@ func (p *anthropic) Stream(ctx context.Context, r Request, onDelta func(string) 
 					}
 				}
 			case "message_delta":
-				if e.Delta != nil && e.Delta.StopReason != "" {
+				if e.Delta.StopReason != "" {
 					resp.FinishReason = finishReason(e.Delta.StopReason)
 				}
-				if e.Usage != nil {
-					resp.Usage.CompletionTokens = e.Usage.OutputTokens
-					if e.Usage.InputTokens > 0 {
-						resp.Usage.PromptTokens = e.Usage.InputTokens
-					}
+				resp.Usage.CompletionTokens = e.Usage.OutputTokens // cumulative, always sent
+				if e.Usage.InputTokens > 0 {
+					resp.Usage.PromptTokens = e.Usage.InputTokens
 				}
 			case "message_stop":
 				done = true
 			case "error":
-				if e.Error == nil {
-					return p.streamError("", "")
-				}
 				return p.streamError(e.Error.Type, e.Error.Message)
 			}
 		}

@@ -25,10 +25,13 @@ func fake(t testing.TB, kind string) *providertest.Server {
 	return providertest.OpenAI(t)
 }
 
-// forEachWire runs f as a subtest per HTTP API, with a fresh fake.
+// forEachWire runs f as a subtest per HTTP API, with a fresh fake; the APIs in parallel.
 func forEachWire(t *testing.T, f func(t *testing.T, kind string, up *providertest.Server)) {
 	for _, kind := range httpKinds {
-		t.Run(kind, func(t *testing.T) { f(t, kind, fake(t, kind)) })
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f(t, kind, fake(t, kind))
+		})
 	}
 }
 

@@ -93,8 +93,10 @@ type openAIResponse struct {
 	Usage openAIUsage `json:"usage"`
 }
 
+// openAIChunk is one event of a stream. Choices is an array so that a chunk can be decoded into
+// a reset value without allocating; choices after the first are ignored (n is never set).
 type openAIChunk struct {
-	Choices []struct {
+	Choices [1]struct {
 		Delta struct {
 			Content string `json:"content"`
 		} `json:"delta"`
@@ -182,6 +184,7 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 		}
 		resp := Response{Model: p.cfg.Name}
 		var content strings.Builder
+		var c openAIChunk
 		sse := newSSEReader(res.Body, maxSSELine)
 		for {
 			ev, err := sse.next()
@@ -198,7 +201,7 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 			if bytes.Equal(ev.Data, []byte("[DONE]")) {
 				break
 			}
-			var c openAIChunk
+			c = openAIChunk{}
 			if err := json.Unmarshal(ev.Data, &c); err != nil {
 				return p.fail(res.StatusCode, "", "malformed stream chunk", err, false)
 			}
@@ -207,9 +210,6 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 			}
 			if c.Usage != nil {
 				resp.Usage = Usage{c.Usage.PromptTokens, c.Usage.CompletionTokens}
-			}
-			if len(c.Choices) == 0 {
-				continue
 			}
 			if fr := c.Choices[0].FinishReason; fr != "" {
 				resp.FinishReason = fr

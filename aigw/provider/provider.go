@@ -32,9 +32,9 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// Request is one chat completion. Model names a configured model (ModelConfig.Name).
+// Request is one chat completion.
 type Request struct {
-	Model       string
+	Model       string // a configured model (ModelConfig.Name), for the Router; a Provider ignores it
 	Messages    []Message
 	MaxTokens   int      // 0: the upstream's default (Anthropic, which requires one: DefaultMaxTokens)
 	Temperature *float64 // nil: the upstream's default

@@ -12,9 +12,9 @@ import (
 // Router sends each request to the model it names and, when that model fails, to the model's
 // fallbacks in order. It is safe for concurrent use.
 type Router struct {
-	models    map[string]Provider
-	fallbacks map[string][]string
-	log       *slog.Logger
+	models map[string]Provider
+	chains map[string][]string // per model: itself, then its fallbacks
+	log    *slog.Logger
 }
 
 // NewRouter builds the models and checks the configuration: names unique and non-empty, known
@@ -26,14 +26,10 @@ func NewRouter(models []ModelConfig, fallbacks map[string][]string, o Options) (
 		return nil, fmt.Errorf("provider.NewRouter: %w", err)
 	}
 	o.defaults()
-	r := &Router{models: make(map[string]Provider, len(models)), fallbacks: make(map[string][]string), log: o.Logger}
+	r := &Router{models: make(map[string]Provider, len(models)), chains: make(map[string][]string, len(models)), log: o.Logger}
 	for _, c := range models {
 		r.models[c.Name] = kinds[c.Kind](c, o)
-	}
-	for name, list := range fallbacks {
-		if len(list) > 0 {
-			r.fallbacks[name] = slices.Clone(list)
-		}
+		r.chains[c.Name] = append([]string{c.Name}, fallbacks[c.Name]...)
 	}
 	return r, nil
 }
@@ -48,7 +44,12 @@ func (r *Router) Has(model string) bool {
 func (r *Router) Models() []string { return slices.Sorted(maps.Keys(r.models)) }
 
 // Fallbacks returns the models tried after model, in order.
-func (r *Router) Fallbacks(model string) []string { return slices.Clone(r.fallbacks[model]) }
+func (r *Router) Fallbacks(model string) []string {
+	if len(r.chains[model]) < 2 {
+		return nil
+	}
+	return slices.Clone(r.chains[model][1:])
+}
 
 // Chat asks req.Model and then its fallbacks until one answers; Response.Model says which.
 // It falls back on any *UpstreamError, not on ErrInvalidRequest or ctx ending. When all fail,
@@ -69,31 +70,26 @@ func (r *Router) Stream(ctx context.Context, req Request, onDelta func(string) e
 }
 
 func (r *Router) try(ctx context.Context, req Request, call func(Provider, *bool) (*Response, error)) (*Response, error) {
-	first, ok := r.models[req.Model]
+	chain, ok := r.chains[req.Model]
 	if !ok {
 		return nil, fmt.Errorf("provider: %w %q", ErrUnknownModel, req.Model)
 	}
-	chain := r.fallbacks[req.Model]
 	var errs []error
-	for i := -1; i < len(chain); i++ {
-		p, name := first, req.Model
-		if i >= 0 {
-			p, name = r.models[chain[i]], chain[i]
-		}
+	for i, name := range chain {
 		sent := false
-		resp, err := call(p, &sent)
+		resp, err := call(r.models[name], &sent)
 		if err == nil {
 			return resp, nil
 		}
+		errs = append(errs, err)
 		var ue *UpstreamError
 		if sent || ctx.Err() != nil || !errors.As(err, &ue) || i == len(chain)-1 {
-			if len(errs) == 0 {
-				return nil, err
-			}
-			return nil, fmt.Errorf("provider: %s and its fallbacks failed: %w", req.Model, errors.Join(append(errs, err)...))
+			break
 		}
-		errs = append(errs, err)
 		r.log.Warn("provider: falling back", "model", name, "next", chain[i+1], "error", err.Error())
 	}
-	panic("unreachable")
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, fmt.Errorf("provider: %s and its fallbacks failed: %w", req.Model, errors.Join(errs...))
 }

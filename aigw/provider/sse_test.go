@@ -168,3 +168,25 @@ func FuzzSSE(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSSE parses an OpenAI-shaped stream of 100 chunks.
+func BenchmarkSSE(b *testing.B) {
+	var sb strings.Builder
+	for range 100 {
+		sb.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}]}` + "\n\n")
+	}
+	sb.WriteString("data: [DONE]\n\n")
+	in := sb.String()
+	r := strings.NewReader(in)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(in)
+		s := newSSEReader(r, maxSSELine)
+		for {
+			if _, err := s.next(); err != nil {
+				break
+			}
+		}
+	}
+}

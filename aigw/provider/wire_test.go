@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -135,7 +136,7 @@ func checkSent(t *testing.T, kind string, asked provider.Request, got providerte
 	if (got.Temperature == nil) != (asked.Temperature == nil) || got.Temperature != nil && *got.Temperature != *asked.Temperature {
 		t.Errorf("upstream temperature %v; want %v", got.Temperature, asked.Temperature)
 	}
-	if kind == provider.KindOpenAI && got.Stream && !got.Usage {
+	if kind == provider.KindOpenAI && got.Stream && !got.IncludeUsage {
 		t.Errorf("stream without stream_options.include_usage")
 	}
 }
@@ -297,7 +298,7 @@ func TestRetryAfter(t *testing.T) {
 		{"seconds", http.Header{"Retry-After": {"3"}}, [2]time.Duration{3 * time.Second, 3 * time.Second}, 0},
 		{"milliseconds header first", http.Header{"Retry-After-Ms": {"1500"}, "Retry-After": {"9"}}, [2]time.Duration{1500 * time.Millisecond, 1500 * time.Millisecond}, 0},
 		{"shorter than the backoff", http.Header{"Retry-After": {"0.01"}}, [2]time.Duration{50 * time.Millisecond, 100 * time.Millisecond}, 0},
-		{"HTTP date", http.Header{"Retry-After": {time.Now().Add(5 * time.Second).UTC().Format(http.TimeFormat)}}, [2]time.Duration{3 * time.Second, 5 * time.Second}, 0},
+		{"HTTP date", http.Header{"Retry-After": {time.Now().Add(5 * time.Second).UTC().Format(http.TimeFormat)}}, [2]time.Duration{2 * time.Second, 5 * time.Second}, 0},
 		{"garbage is ignored", http.Header{"Retry-After": {"soon"}}, [2]time.Duration{50 * time.Millisecond, 100 * time.Millisecond}, 0},
 		{"past the cap: no retry", http.Header{"Retry-After": {"120"}}, [2]time.Duration{}, 120 * time.Second},
 	}
@@ -390,21 +391,26 @@ func TestTimeouts(t *testing.T) {
 }
 
 func TestSlowStreamWithinTimeoutBetweenEvents(t *testing.T) {
-	// Timeout bounds the silence between events, not the whole stream.
-	forEachWire(t, func(t *testing.T, kind string, up *providertest.Server) {
-		c := modelFor("m", kind, up)
-		c.Timeout = 800 * time.Millisecond
-		up.Queue(providertest.Reply{Content: "1 2 3 4 5 6 7 8", Delay: 100 * time.Millisecond, Pace: 150 * time.Millisecond})
-		var deltas []string
-		start := time.Now()
-		resp, err := newModel(t, c, provider.Options{}).Stream(context.Background(), ask("x"), collect(&deltas))
-		if err != nil || resp.Content != "1 2 3 4 5 6 7 8" || len(deltas) != 8 {
-			t.Fatalf("got %+v, %q, %v; want all 8 deltas", resp, deltas, err)
-		}
-		if d := time.Since(start); d < c.Timeout {
-			t.Errorf("took %s; want longer than the timeout, for the test to mean something", d)
-		}
-	})
+	// Timeout bounds the silence between events, not the whole stream: five deltas 400ms apart
+	// take 2s, past a 1.5s timeout, and must all arrive.
+	for _, kind := range httpKinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			up := fake(t, kind)
+			c := modelFor("m", kind, up)
+			c.Timeout = 1500 * time.Millisecond
+			up.Queue(providertest.Reply{Content: "1 2 3 4 5", Pace: 400 * time.Millisecond})
+			var deltas []string
+			start := time.Now()
+			resp, err := newModel(t, c, provider.Options{}).Stream(context.Background(), ask("x"), collect(&deltas))
+			if err != nil || resp.Content != "1 2 3 4 5" || len(deltas) != 5 {
+				t.Fatalf("got %+v, %q, %v; want all 5 deltas", resp, deltas, err)
+			}
+			if d := time.Since(start); d < c.Timeout {
+				t.Errorf("took %s; want longer than the timeout, for the test to mean something", d)
+			}
+		})
+	}
 }
 
 func TestCallerContextIsNotAnUpstreamError(t *testing.T) {
@@ -609,6 +615,48 @@ func TestConcurrentCalls(t *testing.T) {
 			if err := <-errs; err != nil {
 				t.Error(err)
 			}
+		}
+	})
+}
+
+func TestRealBackoffTimer(t *testing.T) {
+	forEachWire(t, func(t *testing.T, kind string, up *providertest.Server) {
+		c := modelFor("m", kind, up)
+		c.MaxRetries = 1
+		t.Run("waits and retries", func(t *testing.T) {
+			up.Queue(providertest.Reply{Status: 503})
+			resp, err := newModel(t, c, provider.Options{RetryBase: time.Millisecond}).Chat(context.Background(), ask("ok"))
+			if err != nil || resp.Content != "ok" {
+				t.Fatalf("got %+v, %v; want success after one retry", resp, err)
+			}
+		})
+		t.Run("cancelled while waiting", func(t *testing.T) {
+			up.Queue(providertest.Reply{Status: 503})
+			before := len(up.Requests())
+			ctx, cancel := context.WithCancel(context.Background())
+			p := newModel(t, c, provider.Options{RetryBase: time.Hour, RetryMax: time.Hour})
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.Chat(ctx, ask("x"))
+				done <- err
+			}()
+			if _, err := up.WaitRequests(context.Background(), before+1); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("got %v; want context.Canceled", err)
+			}
+		})
+	})
+}
+
+func TestCutStreamUnwraps(t *testing.T) {
+	forEachWire(t, func(t *testing.T, kind string, up *providertest.Server) {
+		up.Queue(providertest.Reply{Content: "a b c", Cut: true, After: 1})
+		_, err := newModel(t, modelFor("m", kind, up), provider.Options{}).Stream(context.Background(), ask("x"), func(string) error { return nil })
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("got %v; want it to wrap io.ErrUnexpectedEOF", err)
 		}
 	})
 }

@@ -24,21 +24,21 @@ type anthropicWire struct{}
 
 func (anthropicWire) path() string { return "/v1/messages" }
 
-func (anthropicWire) checkAuth(h http.Header, key string) (int, string, string) {
+func (anthropicWire) checkAuth(h http.Header, key string) (int, string) {
 	if v := h.Get("Anthropic-Version"); v != Version {
-		return http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("anthropic-version: %q is not a valid version", v)
+		return http.StatusBadRequest, fmt.Sprintf("anthropic-version: %q is not a valid version", v)
 	}
 	if key == "" {
-		return 0, "", ""
+		return 0, ""
 	}
 	switch got := h.Get("X-Api-Key"); {
 	case got == "":
-		return http.StatusUnauthorized, "authentication_error", "x-api-key header is required"
+		return http.StatusUnauthorized, "x-api-key header is required"
 	case got != key:
 		// Quoting the key lets tests see whether the client scrubs it from its errors.
-		return http.StatusUnauthorized, "authentication_error", "invalid x-api-key " + got
+		return http.StatusUnauthorized, "invalid x-api-key " + got
 	}
-	return 0, "", ""
+	return 0, ""
 }
 
 type anthropicRequest struct {

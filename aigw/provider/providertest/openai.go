@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,20 +24,20 @@ type openAIWire struct{}
 
 func (openAIWire) path() string { return "/v1/chat/completions" }
 
-func (openAIWire) checkAuth(h http.Header, key string) (int, string, string) {
+func (openAIWire) checkAuth(h http.Header, key string) (int, string) {
 	if key == "" {
-		return 0, "", ""
+		return 0, ""
 	}
 	got := h.Get("Authorization")
 	switch {
 	case got == "":
-		return http.StatusUnauthorized, "invalid_request_error", "You didn't provide an API key."
+		return http.StatusUnauthorized, "You didn't provide an API key."
 	case got != "Bearer "+key:
 		// The real API quotes part of the key; this fake quotes all of it, so that tests see
 		// whether the client scrubs it from its errors.
-		return http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided: " + got[min(len(got), len("Bearer ")):]
+		return http.StatusUnauthorized, "Incorrect API key provided: " + strings.TrimPrefix(got, "Bearer ")
 	}
-	return 0, "", ""
+	return 0, ""
 }
 
 type openAIRequest struct {
@@ -97,7 +98,7 @@ func (openAIWire) decode(body []byte) (Request, error) {
 		if !v.Stream {
 			return Request{}, fmt.Errorf("stream_options is only allowed when stream is true")
 		}
-		r.Usage = v.StreamOptions.IncludeUsage
+		r.IncludeUsage = v.StreamOptions.IncludeUsage
 	}
 	return r, nil
 }
@@ -160,7 +161,7 @@ func openAIChunk(id string, req Request, delta map[string]any, finish any) map[s
 		"id": "chatcmpl-" + id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": req.Model,
 		"choices": []map[string]any{{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
 	}
-	if req.Usage {
+	if req.IncludeUsage {
 		c["usage"] = nil
 	}
 	return c
@@ -176,7 +177,7 @@ func (openAIWire) streamDelta(id string, req Request, text string) string {
 
 func (openAIWire) streamEnd(id string, req Request, a answer) []string {
 	blocks := []string{event("", openAIChunk(id, req, map[string]any{}, openAIFinish(a)))}
-	if req.Usage {
+	if req.IncludeUsage {
 		blocks = append(blocks, event("", map[string]any{
 			"id": "chatcmpl-" + id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": req.Model,
 			"choices": []any{}, "usage": a.openAIUsage(),

@@ -41,15 +41,15 @@ type Message struct {
 
 // Request is a request as the fake received it.
 type Request struct {
-	Header      http.Header
-	Body        []byte // the raw JSON body
-	Model       string
-	System      string // Anthropic's top-level system prompt
-	Messages    []Message
-	MaxTokens   int // max_tokens (or OpenAI's max_completion_tokens); 0 if absent
-	Temperature *float64
-	Stream      bool
-	Usage       bool // OpenAI: stream_options.include_usage
+	Header       http.Header
+	Body         []byte // the raw JSON body
+	Model        string
+	System       string // Anthropic's top-level system prompt
+	Messages     []Message
+	MaxTokens    int // max_tokens (or OpenAI's max_completion_tokens); 0 if absent
+	Temperature  *float64
+	Stream       bool
+	IncludeUsage bool // OpenAI: stream_options.include_usage
 }
 
 // LastUser is the content of the last user message, "" if none.
@@ -67,7 +67,7 @@ func (r Request) LastUser() string {
 type Reply struct {
 	Content      string   // the answer; with Echo, put before the echoed text
 	Echo         bool     // answer with the last user message
-	Chunks       []string // the stream's text deltas; nil: the answer cut after each space
+	Chunks       []string // the stream's text deltas; nil: the answer cut after each space. Without Content or Echo, they are the answer
 	FinishReason string   // in the API's words; "" = "stop" (OpenAI) or "end_turn" (Anthropic)
 
 	Status      int         // not 0 or 200: answer with this status and the API's error body
@@ -108,18 +108,20 @@ type Server struct {
 	srv  *httptest.Server
 	quit chan struct{}
 
-	mu    sync.Mutex
-	key   string
-	def   Reply
-	queue []Reply
-	reqs  []Request
-	ids   int
+	mu      sync.Mutex
+	key     string
+	def     Reply
+	queue   []Reply
+	reqs    []Request
+	ids     int
+	active  int           // requests being answered
+	changed chan struct{} // closed and replaced when reqs or active change
 }
 
 // wire is one API's side of the fake.
 type wire interface {
 	path() string
-	checkAuth(h http.Header, key string) (status int, typ, msg string)
+	checkAuth(h http.Header, key string) (status int, msg string)
 	decode(body []byte) (Request, error)
 	errorType(status int) string
 	writeError(w http.ResponseWriter, status int, typ, msg string)
@@ -141,7 +143,10 @@ func newServer(t testing.TB, w wire, keyPrefix, base string) *Server {
 	t.Helper()
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	s := &Server{wire: w, quit: make(chan struct{}), key: keyPrefix + hex.EncodeToString(b), def: Reply{Echo: true}}
+	s := &Server{
+		wire: w, quit: make(chan struct{}), key: keyPrefix + hex.EncodeToString(b), def: Reply{Echo: true},
+		changed: make(chan struct{}),
+	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + base
 	t.Cleanup(func() {
@@ -189,52 +194,98 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.reqs...)
 }
 
+// WaitRequests waits until the server has received at least n requests and returns them, or
+// returns ctx's error.
+func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
+	err := s.waitFor(ctx, func() bool { return len(s.reqs) >= n })
+	return s.Requests(), err
+}
+
+// WaitIdle waits until no request is being answered, or returns ctx's error. After a client
+// gives up on a Hang or Stall reply, it returns once the fake has seen the client go away.
+func (s *Server) WaitIdle(ctx context.Context) error {
+	return s.waitFor(ctx, func() bool { return s.active == 0 })
+}
+
+func (s *Server) waitFor(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		ok, ch := cond(), s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// changedLocked wakes the waiters; s.mu is held.
+func (s *Server) changedLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
 // Client returns an HTTP client for the server (plain HTTP on loopback, keep-alive).
 func (s *Server) Client() *http.Client { return s.srv.Client() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	s.mu.Lock()
+	s.active++
 	key := s.key
-	req := Request{Header: r.Header.Clone(), Body: body}
-	rec := len(s.reqs)
-	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
+	defer func() { // also when the handler panics to drop the connection
+		s.mu.Lock()
+		s.active--
+		s.changedLocked()
+		s.mu.Unlock()
+	}()
 
-	switch {
-	case r.URL.Path != s.wire.path():
-		s.wire.writeError(w, http.StatusNotFound, s.wire.errorType(http.StatusNotFound), "no route "+r.URL.Path)
-		return
-	case r.Method != http.MethodPost:
-		s.wire.writeError(w, http.StatusMethodNotAllowed, s.wire.errorType(http.StatusMethodNotAllowed), "method "+r.Method)
-		return
-	}
-	if status, typ, msg := s.wire.checkAuth(r.Header, key); status != 0 {
-		s.wire.writeError(w, status, typ, msg)
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		s.wire.writeError(w, http.StatusBadRequest, s.wire.errorType(400), "Content-Type "+ct+", want application/json")
-		return
-	}
-	parsed, err := s.wire.decode(body)
-	if err != nil {
-		s.wire.writeError(w, http.StatusBadRequest, s.wire.errorType(400), err.Error())
-		return
-	}
-	parsed.Header, parsed.Body = req.Header, body
-
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	req, status, msg := s.check(r, body, key)
 	s.mu.Lock()
-	s.reqs[rec] = parsed
+	s.reqs = append(s.reqs, req)
 	reply := s.def
-	if len(s.queue) > 0 {
+	if status == 0 && len(s.queue) > 0 {
 		reply, s.queue = s.queue[0], s.queue[1:]
 	}
 	s.ids++
 	id := fmt.Sprintf("%d", s.ids)
+	s.changedLocked()
 	s.mu.Unlock()
 
-	s.answer(r.Context(), w, id, parsed, reply)
+	if status != 0 {
+		s.wire.writeError(w, status, s.wire.errorType(status), msg)
+		return
+	}
+	s.answer(r.Context(), w, id, req, reply)
+}
+
+// check does what the real API does before answering: route, credentials, shape. It returns
+// the request as recorded and, if it is rejected, the status and message.
+func (s *Server) check(r *http.Request, body []byte, key string) (Request, int, string) {
+	req := Request{Header: r.Header.Clone(), Body: body}
+	switch {
+	case r.URL.Path != s.wire.path():
+		return req, http.StatusNotFound, "no route " + r.URL.Path
+	case r.Method != http.MethodPost:
+		return req, http.StatusMethodNotAllowed, "method " + r.Method + " not allowed"
+	}
+	if status, msg := s.wire.checkAuth(r.Header, key); status != 0 {
+		return req, status, msg
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return req, http.StatusBadRequest, "Content-Type " + ct + ", want application/json"
+	}
+	parsed, err := s.wire.decode(body)
+	if err != nil {
+		return req, http.StatusBadRequest, err.Error()
+	}
+	parsed.Header, parsed.Body = req.Header, body
+	return parsed, 0, ""
 }
 
 func (s *Server) answer(ctx context.Context, w http.ResponseWriter, id string, req Request, rp Reply) {
@@ -274,8 +325,11 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, id string, r
 	}
 
 	a := answer{content: rp.Content, finish: rp.FinishReason}
-	if rp.Echo {
+	switch {
+	case rp.Echo:
 		a.content += req.LastUser()
+	case rp.Content == "":
+		a.content = strings.Join(rp.Chunks, "")
 	}
 	a.output = len(strings.Fields(a.content))
 	a.prompt = len(strings.Fields(req.System))
