@@ -6,6 +6,7 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -48,7 +49,7 @@ type Result struct {
 	// Blocked) and what audit logs may store. Empty when a size limit refused the text
 	// before it was read.
 	Text       string      `json:"text"`
-	Redactions []Redaction `json:"redactions"`
+	Redactions []Redaction `json:"redactions"` // never nil, so that JSON shows []
 	// Blocked is true when a block rule fired: refuse the request (HTTP 422) or stop the
 	// response.
 	Blocked  bool      `json:"blocked"`
@@ -63,20 +64,21 @@ type Guard struct {
 	key       []byte
 	patterns  []pattern
 	keywords  []KeywordRule
-	kwWords   []kwWord // indexed by matcher id
-	kwExact   *matcher
-	kwFold    *matcher
+	kwWords   []kwWord  // matcher ids below len(kwWords); the ids above are patterns' literals
+	literals  *matcher  // keywords and the patterns' required literals, in one folded pass
 	injection *injector // nil when disabled
 }
 
 type pattern struct {
-	name string
-	re   *regexp.Regexp
+	name     string
+	re       *regexp.Regexp
+	filtered bool // runs only when one of its required literals occurs
 }
 
 type kwWord struct {
-	rule int
-	word string
+	rule  int
+	word  string
+	exact bool // case-sensitive: the folded match must also be equal
 }
 
 // MinHashKeyLen is the shortest hash key New accepts for a policy that hashes.
@@ -93,6 +95,7 @@ func New(p Policy, engine *detect.Engine, hashKey []byte) (*Guard, error) {
 		return nil, fmt.Errorf("guard.New: %w", err)
 	}
 	p = p.withDefaults()
+	p.Entities = maps.Clone(p.Entities) // the caller may reuse its map
 	if engine == nil {
 		var err error
 		if engine, err = detect.New(detect.Options{MinScore: p.MinScore}); err != nil {
@@ -103,37 +106,39 @@ func New(p Policy, engine *detect.Engine, hashKey []byte) (*Guard, error) {
 	if g.usesHash() && len(hashKey) < MinHashKeyLen {
 		return nil, fmt.Errorf("guard.New: the policy hashes entities but the hash key has %d bytes (want >= %d)", len(hashKey), MinHashKeyLen)
 	}
+	g.keywords = p.Block.Keywords
+	var words []string
+	var ids []int
+	for i, r := range p.Block.Keywords {
+		for _, w := range r.Words {
+			words, ids = append(words, w), append(ids, len(g.kwWords))
+			g.kwWords = append(g.kwWords, kwWord{rule: i, word: w, exact: !r.CaseInsensitive})
+		}
+	}
 	for _, r := range p.Block.Patterns {
 		re, err := compilePattern(r.Regex)
 		if err != nil { // Validate compiled it already
 			return nil, fmt.Errorf("guard.New: block pattern %q: %w", r.Name, err)
 		}
-		g.patterns = append(g.patterns, pattern{r.Name, re})
-	}
-	g.keywords = p.Block.Keywords
-	var exact, fold []string
-	var exactIDs, foldIDs []int
-	for i, r := range p.Block.Keywords {
-		for _, w := range r.Words {
-			id := len(g.kwWords)
-			g.kwWords = append(g.kwWords, kwWord{rule: i, word: w})
-			if r.CaseInsensitive {
-				fold, foldIDs = append(fold, w), append(foldIDs, id)
-			} else {
-				exact, exactIDs = append(exact, w), append(exactIDs, id)
-			}
+		lits := requiredLiterals(r.Regex)
+		for _, l := range lits {
+			words, ids = append(words, l), append(ids, len(g.kwWords)+len(g.patterns))
 		}
+		g.patterns = append(g.patterns, pattern{r.Name, re, lits != nil})
 	}
-	g.kwExact = newMatcher(exact, exactIDs, false)
-	g.kwFold = newMatcher(fold, foldIDs, true)
+	g.literals = newMatcher(words, ids, true)
 	if p.Block.PromptInjection {
 		g.injection = newInjector(p.Block.PromptInjectionThreshold)
 	}
 	return g, nil
 }
 
-// Policy returns the compiled policy, with defaults filled in.
-func (g *Guard) Policy() Policy { return g.policy }
+// Policy returns a copy of the compiled policy, with defaults filled in.
+func (g *Guard) Policy() Policy {
+	p := g.policy
+	p.Entities = maps.Clone(p.Entities)
+	return p
+}
 
 // action returns the action for an entity type.
 func (g *Guard) action(typ string) Action {
@@ -183,20 +188,20 @@ func (g *Guard) CheckModel(model string) error {
 // blockRules appends the findings of the pattern and keyword rules on text; off is added to
 // the offsets they report.
 func (g *Guard) blockRules(text string, off int, findings []Finding) []Finding {
-	for _, p := range g.patterns {
-		if loc := p.re.FindStringIndex(text); loc != nil {
-			findings = append(findings, Finding{Rule: p.name, Kind: KindRegex,
-				Detail: fmt.Sprintf("match at bytes %d-%d", off+loc[0], off+loc[1])})
+	var maybe, fired []bool // per pattern: a required literal occurs; per keyword rule: fired
+	nk := len(g.kwWords)
+	g.literals.find(text, func(id, start, end int) bool {
+		if id >= nk {
+			if maybe == nil {
+				maybe = make([]bool, len(g.patterns))
+			}
+			maybe[id-nk] = true
+			return true
 		}
-	}
-	if len(g.kwWords) == 0 {
-		return findings
-	}
-	var fired []bool
-	check := func(id, start, end int) bool {
 		w := g.kwWords[id]
 		r := g.keywords[w.rule]
-		if (fired != nil && fired[w.rule]) || !r.Substring && !wholeWord(text, start, end) {
+		if fired != nil && fired[w.rule] || w.exact && text[start:end] != w.word ||
+			!r.Substring && !wholeWord(text, start, end) {
 			return true
 		}
 		if fired == nil {
@@ -206,8 +211,15 @@ func (g *Guard) blockRules(text string, off int, findings []Finding) []Finding {
 		findings = append(findings, Finding{Rule: r.Name, Kind: KindKeyword,
 			Detail: fmt.Sprintf("word %q at bytes %d-%d", w.word, off+start, off+end)})
 		return true
+	})
+	for i, p := range g.patterns {
+		if p.filtered && (maybe == nil || !maybe[i]) {
+			continue
+		}
+		if loc := p.re.FindStringIndex(text); loc != nil {
+			findings = append(findings, Finding{Rule: p.name, Kind: KindRegex,
+				Detail: fmt.Sprintf("match at bytes %d-%d", off+loc[0], off+loc[1])})
+		}
 	}
-	g.kwExact.find(text, check)
-	g.kwFold.find(text, check)
 	return findings
 }

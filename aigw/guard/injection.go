@@ -8,15 +8,17 @@ import (
 	"unicode/utf8"
 )
 
-// injectionRule is one prompt-injection heuristic. Rules are tried only when one of their
-// triggers (lower-case literals, matched case-insensitively anywhere) occurs, so ordinary text
-// costs one pass of a keyword automaton. A match preceded by a negation ("don't forget the
-// previous instructions") does not count.
+// injectionRule is one prompt-injection heuristic. Its triggers are the words a match starts
+// with (lower-case literals, found case-insensitively in one pass of a keyword automaton for
+// all rules); the expression then runs anchored at each trigger that starts a word, over at
+// most injectionReach bytes, so ordinary text costs little more than that one pass. A match
+// right after a negation ("don't forget the previous instructions") does not count.
 type injectionRule struct {
-	name     string
-	weight   float64
-	triggers []string
-	expr     string // RE2, compiled case-insensitively; "" means a trigger alone is a match
+	name      string
+	weight    float64
+	triggers  []string
+	expr      string // RE2, case-insensitive, anchored at the trigger; "" means the trigger alone
+	lineStart bool   // the trigger must begin its line (after spaces, '#' or '[')
 }
 
 // injectionRules are the heuristics and their weights. A text's score is the sum of the
@@ -24,57 +26,65 @@ type injectionRule struct {
 // the policy's threshold (default 1.0) blocks. Rules of weight >= 1 block alone; the others
 // need company. Listed in README.md.
 var injectionRules = []injectionRule{
-	{"ignore_instructions", 1.0, []string{"ignore", "disregard", "forget", "override", "bypass", "skip"},
-		`\b(?:ignore|disregard|forget|override|bypass|skip)\s+` +
+	{"ignore_instructions", 1.0, ignoreVerbs,
+		`(?:ignore|disregard|forget|override|bypass|skip)\s+` +
 			`(?:(?:all|any|every|each)\s+(?:of\s+)?(?:(?:the|your|these|those|its|this)\s+)?(?:(?:` + priorWords + `)\s+)*` +
 			`|(?:(?:the|your|these|those|its|this)\s+)?(?:(?:` + priorWords + `)\s+)+)` +
-			`(?:` + ruleNouns + `)\b`},
-	{"ignore_everything_above", 1.0, []string{"ignore", "disregard", "forget"},
-		`\b(?:ignore|disregard|forget)\s+(?:everything|anything|all|what)\s+(?:that\s+)?(?:above|before|prior|previously|earlier|you\s+(?:were|have\s+been|'ve\s+been)\s+(?:told|given))`},
-	{"ignore_your_rules", 1.0, []string{"your"},
-		`\b(?:ignore|disregard|forget|override|bypass|abandon|drop)\s+(?:all\s+(?:of\s+)?)?your\s+(?:\w+\s+){0,2}(?:` + ruleNouns + `|system\s+prompt|programming|training|restrictions|ethics|morals|filters)\b`},
-	{"override_system_prompt", 0.6, []string{"system prompt", "system message", "guardrail", "content polic", "safety"},
-		`\b(?:ignore|disregard|forget|override|bypass|overwrite|circumvent|get\s+around)\b[^.\n]{0,40}?\b(?:system\s+(?:prompt|message)|guardrails?|safety\s+(?:rules|guidelines|filters|measures)|content\s+polic(?:y|ies))`},
-	{"reveal_your_prompt", 1.0, []string{"prompt", "system message", "instructions"},
-		`\b(?:reveal|show|print|output|display|repeat|leak|dump|disclose|tell|give|share|write\s+out|what\s+(?:is|are|was|were))\s+(?:me\s+|us\s+)?your\s+(?:(?:full|entire|exact|complete|original|initial|hidden|secret|verbatim|current|real)\s+)*(?:system\s+(?:prompt|message)|(?:initial|original|hidden|secret)\s+(?:prompt|instructions)|pre-?prompt|prompt|instructions)\b`},
-	{"reveal_the_prompt", 0.6, []string{"prompt", "system message"},
-		`\b(?:reveal|show|print|output|display|repeat|leak|dump|disclose|what\s+(?:is|are|was|were))\s+(?:me\s+|us\s+)?the\s+(?:(?:full|entire|exact|complete|original|initial|hidden|secret|verbatim)\s+)*(?:system\s+(?:prompt|message)|(?:initial|hidden|secret)\s+(?:prompt|instructions)|pre-?prompt)\b`},
-	{"repeat_text_above", 0.8, []string{"above", "before this"},
-		`\b(?:repeat|print|output|echo|recite|copy)\s+(?:all\s+|everything\s+|verbatim\s+)?(?:(?:of\s+)?the\s+(?:text|words|content|lines|messages?|instructions)\s+)?(?:above|before\s+this)\b`},
-	{"starts_with_you_are", 0.5, []string{"you are"},
-		`\b(?:starting|beginning|begin|start)\s+with\s+["'“‘]?you\s+are\b`},
-	{"dan_persona", 1.0, []string{"dan", "stan", "dude", "aim", "jailbr", "evil"},
-		`\b(?:you\s+are|you're|act\s+as|pretend\s+to\s+be|become|roleplay\s+as|role-play\s+as)\s+(?:now\s+)?(?:an?\s+)?(?:dan|stan|dude|aim|evil\s*(?:bot|ai|gpt)|jailbroken\s+\w+)\b`},
-	{"do_anything_now", 1.0, []string{"do anything now"}, ``},
-	{"jailbreak_mode", 1.0, []string{"mode"},
-		`\b(?:(?:god|jailbreak|jailbroken|unrestricted|unfiltered|uncensored|dan|evil|chaos)\s+mode\b|(?:enable|activate|enter|switch\s+to|turn\s+on)\s+(?:the\s+)?(?:god|jailbreak|unrestricted|unfiltered|uncensored|dan|evil)\s+mode\b)`},
-	{"developer_mode", 0.5, []string{"developer mode", "dev mode"},
-		`\b(?:developer|dev)\s+mode\s+(?:is\s+)?(?:enabled|activated|on|engaged)\b|\b(?:enable|activate|enter|simulate)\s+(?:the\s+)?(?:developer|dev)\s+mode\b`},
-	{"pretend_no_rules", 1.0, []string{"pretend", "imagine", "act as if", "assume"},
-		`\b(?:pretend|imagine|act\s+as\s+if|act\s+like|assume)\s+(?:that\s+)?you\s+(?:are|have|were|had)\s+(?:no|not\s+bound\s+by|free\s+(?:of|from)|without|zero)\s+(?:any\s+)?(?:\w+\s+)?(?:restrictions|filters|rules|guidelines|limits|limitations|censorship|boundaries|ethics|morals|guardrails)\b`},
-	{"no_longer_bound", 0.8, []string{"no longer"},
-		`\byou\s+are\s+no\s+longer\s+(?:an?\s+)?(?:ai|assistant|chatbot|language\s+model|bound|restricted|limited|constrained|chatgpt|claude|gpt)\b`},
-	{"unrestricted_persona", 0.8, []string{"act as", "you are now", "behave as"},
-		`\b(?:act|behave|respond)\s+(?:as|like)\s+(?:an?\s+)?(?:unfiltered|unrestricted|uncensored|amoral|unethical|jailbroken)\b|\byou\s+are\s+now\s+(?:an?\s+)?(?:unfiltered|unrestricted|uncensored|amoral|unethical|jailbroken|free)\b`},
-	{"without_restrictions", 0.3, []string{"restriction", "filter", "censor", "guardrail", "limitation"},
-		`\b(?:without|no|free\s+(?:of|from)|remove|removing|disable|disabling)\s+(?:any\s+|all\s+|your\s+)?(?:ethical\s+|moral\s+|safety\s+|content\s+)?(?:restrictions|filters|filtering|censorship|limitations|guardrails)\b`},
-	{"system_role_token", 1.0, []string{"<|im_start|>system", "<<sys>>", "<|system|>", "<|start_header_id|>system"}, ``},
-	{"chat_template_token", 0.6, []string{"<|im_start|>", "<|im_end|>", "<|endoftext|>", "[inst]", "[/inst]", "<|eot_id|>", "<|start_header_id|>", "<|user|>", "<|assistant|>"}, ``},
+			`(?:` + ruleNouns + `)\b`, false},
+	{"ignore_everything_above", 1.0, ignoreVerbs,
+		`(?:ignore|disregard|forget)\s+(?:everything|anything|all|what)\s+(?:that\s+)?(?:above|before|prior|previously|earlier|you\s+(?:were|have\s+been|'ve\s+been)\s+(?:told|given))`, false},
+	{"ignore_your_rules", 1.0, append([]string{"abandon", "drop"}, ignoreVerbs...),
+		`(?:ignore|disregard|forget|override|bypass|abandon|drop)\s+(?:all\s+(?:of\s+)?)?your\s+(?:\w+\s+){0,2}(?:` + ruleNouns + `|system\s+prompt|programming|training|ethics|morals|filters)\b`, false},
+	{"override_system_prompt", 0.6, append([]string{"overwrite", "circumvent", "get"}, ignoreVerbs...),
+		`(?:ignore|disregard|forget|override|bypass|overwrite|circumvent|get\s+around)\b[^.\n]{0,40}?\b(?:system\s+(?:prompt|message)|guardrails?|safety\s+(?:rules|guidelines|filters|measures)|content\s+polic(?:y|ies))`, false},
+	{"reveal_your_prompt", 1.0, revealVerbs,
+		`(?:` + revealExpr + `|tell|give|share|write\s+out)\s+(?:me\s+|us\s+)?your\s+(?:(?:full|entire|exact|complete|original|initial|hidden|secret|verbatim|current|real)\s+)*(?:system\s+(?:prompt|message)|(?:initial|original|hidden|secret)\s+(?:prompt|instructions)|pre-?prompt|prompt|instructions)\b`, false},
+	{"reveal_the_prompt", 0.6, revealVerbs,
+		`(?:` + revealExpr + `)\s+(?:me\s+|us\s+)?the\s+(?:(?:full|entire|exact|complete|original|initial|hidden|secret|verbatim)\s+)*(?:system\s+(?:prompt|message)|(?:initial|hidden|secret)\s+(?:prompt|instructions)|pre-?prompt)\b`, false},
+	{"repeat_text_above", 0.8, []string{"repeat", "print", "output", "echo", "recite", "copy"},
+		`(?:repeat|print|output|echo|recite|copy)\s+(?:all\s+|everything\s+|verbatim\s+)?(?:(?:of\s+)?the\s+(?:text|words|content|lines|messages?|instructions)\s+)?(?:above|before\s+this)\b`, false},
+	{"starts_with_you_are", 0.5, []string{"starting", "beginning", "begin", "start"},
+		`(?:starting|beginning|begin|start)\s+with\s+["'“‘]?you\s+are\b`, false},
+	{"dan_persona", 1.0, []string{"you", "act", "pretend", "become", "roleplay", "role-play"},
+		`(?:you\s+are|you're|act\s+as|pretend\s+to\s+be|become|roleplay\s+as|role-play\s+as)\s+(?:now\s+)?(?:an?\s+)?(?:dan|stan|dude|aim|evil\s*(?:bot|ai|gpt)|jailbroken\s+\w+)\b`, false},
+	{"do_anything_now", 1.0, []string{"do anything now"}, ``, false},
+	{"jailbreak_mode", 1.0, []string{"god", "jailbreak", "unrestricted", "unfiltered", "uncensored", "dan", "evil", "chaos", "enable", "activate", "enter", "switch", "turn"},
+		`(?:(?:god|jailbreak|jailbroken|unrestricted|unfiltered|uncensored|dan|evil|chaos)\s+mode\b|(?:enable|activate|enter|switch\s+to|turn\s+on)\s+(?:the\s+)?(?:god|jailbreak|unrestricted|unfiltered|uncensored|dan|evil)\s+mode\b)`, false},
+	{"developer_mode", 0.5, []string{"developer", "dev", "enable", "activate", "enter", "simulate"},
+		`(?:developer|dev)\s+mode\s+(?:is\s+)?(?:enabled|activated|on|engaged)\b|(?:enable|activate|enter|simulate)\s+(?:the\s+)?(?:developer|dev)\s+mode\b`, false},
+	{"pretend_no_rules", 1.0, []string{"pretend", "imagine", "act", "assume"},
+		`(?:pretend|imagine|act\s+as\s+if|act\s+like|assume)\s+(?:that\s+)?you\s+(?:are|have|were|had)\s+(?:no|not\s+bound\s+by|free\s+(?:of|from)|without|zero)\s+(?:any\s+)?(?:\w+\s+)?(?:restrictions|filters|rules|guidelines|limits|limitations|censorship|boundaries|ethics|morals|guardrails)\b`, false},
+	{"no_longer_bound", 0.8, []string{"you"},
+		`you\s+are\s+no\s+longer\s+(?:an?\s+)?(?:ai|assistant|chatbot|language\s+model|bound|restricted|limited|constrained|chatgpt|claude|gpt)\b`, false},
+	{"unrestricted_persona", 0.8, []string{"act", "behave", "respond", "you"},
+		`(?:act|behave|respond)\s+(?:as|like)\s+(?:an?\s+)?(?:unfiltered|unrestricted|uncensored|amoral|unethical|jailbroken)\b|you\s+are\s+now\s+(?:an?\s+)?(?:unfiltered|unrestricted|uncensored|amoral|unethical|jailbroken)\b`, false},
+	{"without_restrictions", 0.3, []string{"without", "no", "free", "remove", "removing", "disable", "disabling"},
+		`(?:without|no|free\s+(?:of|from)|remove|removing|disable|disabling)\s+(?:any\s+|all\s+|your\s+)?(?:ethical\s+|moral\s+|safety\s+|content\s+)?(?:restrictions|filters|filtering|censorship|limitations|guardrails)\b`, false},
+	{"system_role_token", 1.0, []string{"<|im_start|>system", "<<sys>>", "<|system|>", "<|start_header_id|>system"}, ``, false},
+	{"chat_template_token", 0.6, []string{"<|im_start|>", "<|im_end|>", "<|endoftext|>", "[inst]", "[/inst]", "<|eot_id|>", "<|start_header_id|>", "<|user|>", "<|assistant|>"}, ``, false},
 	{"role_marker", 0.5, []string{"system", "assistant", "admin", "developer"},
-		`(?m)^[ \t]*(?:#{1,4}\s*)?\[?(?:system|assistant|admin|developer)\]?\s*:|\[(?:system|admin)\s+(?:message|override|instruction)s?\]`},
-	{"new_instructions", 0.5, []string{"instructions"},
-		`\b(?:new|updated|real|actual|revised|true|secret|hidden)\s+(?:system\s+)?instructions\s*:`},
-	{"from_now_on", 0.4, []string{"from now on"},
-		`\bfrom\s+now\s+on,?\s+(?:you\s+(?:will|must|are|shall|can|should)|act|respond|answer|behave|ignore)\b`},
-	{"stay_in_character", 0.3, []string{"in character"},
-		`\b(?:stay|remain|keep)\s+in\s+character\b`},
+		`(?:system|assistant|admin|developer)\]?[ \t]*:`, true},
+	{"role_tag", 0.5, []string{"[system", "[admin"},
+		`\[(?:system|admin)\s+(?:message|override|instruction)s?\]`, false},
+	{"new_instructions", 0.5, []string{"new", "updated", "real", "actual", "revised", "true", "secret", "hidden"},
+		`(?:new|updated|real|actual|revised|true|secret|hidden)\s+(?:system\s+)?instructions\s*:`, false},
+	{"from_now_on", 0.4, []string{"from"},
+		`from\s+now\s+on,?\s+(?:you\s+(?:will|must|are|shall|can|should)|act|respond|answer|behave|ignore)\b`, false},
+	{"stay_in_character", 0.3, []string{"stay", "remain", "keep"},
+		`(?:stay|remain|keep)\s+in\s+character\b`, false},
 }
+
+var (
+	ignoreVerbs = []string{"ignore", "disregard", "forget", "override", "bypass", "skip"}
+	revealVerbs = []string{"reveal", "show", "print", "output", "display", "repeat", "leak", "dump", "disclose", "tell", "give", "share", "write", "what"}
+)
 
 const (
 	priorWords = `previous|prior|above|preceding|earlier|foregoing|former|original|initial|old|existing|system|developer|safety|hidden|given`
 	ruleNouns  = `instructions?|prompts?|rules|guidelines|directions|directives|commands|guardrails|constraints|context|programming|orders|restrictions`
-	// negation before a match voids it: "don't forget the previous instructions".
-	negation = `(?:\b(don't|dont|don’t|do\s+not|never|not\s+to|shouldn't|should\s+not|won't|will\s+not|can't|cannot)\s+)?`
+	revealExpr = `reveal|show|print|output|display|repeat|leak|dump|disclose|what\s+(?:is|are|was|were)`
+	// injectionReach bounds the length of a match.
+	injectionReach = 128
 	// base64 blobs: runs this long are decoded and scored too (one level, bounded).
 	b64MinLen   = 24
 	b64MaxBlobs = 8
@@ -94,7 +104,7 @@ func newInjector(threshold float64) *injector {
 	var ids []int
 	for i, r := range injectionRules {
 		if r.expr != "" {
-			in.res[i] = regexp.MustCompile(`(?i)` + negation + `(?:` + r.expr + `)`)
+			in.res[i] = regexp.MustCompile(`(?i)^(?:` + r.expr + `)`)
 		}
 		for _, t := range r.triggers {
 			words = append(words, t)
@@ -135,26 +145,58 @@ func (in *injector) score(text string) injectionScore {
 
 // scan sets the bits of the rules matching text.
 func (in *injector) scan(text string, hit *uint64) {
-	var tried uint64
-	in.triggers.find(text, func(rule, _, _ int) bool {
+	in.triggers.find(text, func(rule, s, _ int) bool {
 		bit := uint64(1) << rule
-		if tried&bit != 0 {
+		if *hit&bit != 0 || isWordRuneAt(text, s) && isWordRuneBefore(text, s) {
 			return true
 		}
-		tried |= bit
-		re := in.res[rule]
-		if re == nil {
+		r := &injectionRules[rule]
+		if r.lineStart && !atLineStart(text, s) || negated(text, s) {
+			return true
+		}
+		if re := in.res[rule]; re == nil || re.MatchString(text[s:min(len(text), s+injectionReach)]) {
 			*hit |= bit
-			return true
-		}
-		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
-			if m[2] < 0 { // no negation before it
-				*hit |= bit
-				break
-			}
 		}
 		return true
 	})
+}
+
+// atLineStart reports whether only spaces, tabs, '#' and '[' precede i on its line.
+func atLineStart(text string, i int) bool {
+	for i > 0 {
+		switch text[i-1] {
+		case '\n':
+			return true
+		case ' ', '\t', '#', '[':
+			i--
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// negations void a match that follows them: "don't forget the previous instructions".
+var negations = []string{"don't", "dont", "don’t", "do not", "never", "not to", "shouldn't", "should not",
+	"won't", "will not", "can't", "cannot", "must not", "mustn't"}
+
+// negated reports whether text[:i] ends with a negation and white space.
+func negated(text string, i int) bool {
+	j := i
+	for j > 0 && isSpace(text[j-1]) {
+		j--
+	}
+	if j == i {
+		return false
+	}
+	before := text[max(0, j-12):j]
+	for _, n := range negations {
+		if len(before) >= len(n) && strings.EqualFold(before[len(before)-len(n):], n) &&
+			(len(before) == len(n) || !isWordRuneBefore(before, len(before)-len(n))) {
+			return true
+		}
+	}
+	return false
 }
 
 // detail renders a score for a block finding.
@@ -163,34 +205,49 @@ func (s injectionScore) detail(threshold float64) string {
 }
 
 // forEachBase64 calls f with each run of at least b64MinLen base64 characters (standard or
-// URL alphabet, optional padding) until f returns false.
+// URL alphabet, optional padding) that mixes lower-case letters with upper-case letters or
+// digits (plain words and numbers are not worth decoding), until f returns false.
 func forEachBase64(text string, f func(string) bool) {
 	for i := 0; i < len(text); {
-		if !isB64(text[i]) {
+		if b64Class[text[i]] == 0 {
 			i++
 			continue
 		}
 		j := i
-		lower, other := false, false // plain words and numbers are not worth decoding
-		for j < len(text) && isB64(text[j]) {
-			c := text[j]
-			lower = lower || 'a' <= c && c <= 'z'
-			other = other || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		var seen uint8
+		for j < len(text) && b64Class[text[j]] != 0 {
+			seen |= b64Class[text[j]]
 			j++
 		}
 		for j < len(text) && text[j] == '=' {
 			j++
 		}
-		if j-i >= b64MinLen && j-i <= b64MaxLen && lower && other && !f(text[i:j]) {
+		if j-i >= b64MinLen && j-i <= b64MaxLen && seen&b64Lower != 0 && seen&b64Other != 0 && !f(text[i:j]) {
 			return
 		}
 		i = j
 	}
 }
 
-func isB64(c byte) bool {
-	return isASCIIAlnum(c) || c == '+' || c == '/' || c == '-' || c == '_'
-}
+const (
+	b64Lower = 1 << iota // a-z
+	b64Other             // A-Z, 0-9
+	b64Punct             // + / - _
+)
+
+var b64Class = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = b64Lower
+		t[c-'a'+'A'] = b64Other
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = b64Other
+	}
+	for _, c := range "+/-_" {
+		t[c] = b64Punct
+	}
+	return t
+}()
 
 // decodeBase64Text decodes blob and reports whether it is mostly printable text.
 func decodeBase64Text(blob string) (string, bool) {

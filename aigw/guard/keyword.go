@@ -8,18 +8,28 @@ import (
 
 // matcher finds many literal words in one left-to-right pass (Aho-Corasick), so the cost of a
 // keyword list is linear in the text whatever the number of words. Written here rather than
-// imported: the Go libraries found (cloudflare/ahocorasick, petar-dambovaliev/aho-corasick)
-// are unmaintained since 2021 and fold ASCII only, and this needs about 150 lines.
+// imported: cloudflare/ahocorasick has no case folding and petar-dambovaliev/aho-corasick folds
+// ASCII only (last changed 2021); Unicode folding with true offsets needs its own loop anyway.
 //
-// With fold set, words and text are compared after simple Unicode case folding (foldRune),
-// and match offsets still refer to the original text.
+// With fold set, words and text are compared after simple Unicode case folding (foldRune, the
+// equivalence of regexp's (?i)), and match offsets still refer to the original text.
+//
+// Bytes that occur in no word share one class, so a complete transition table (a DFA: one
+// lookup per byte) stays small: states x classes entries, built when that is at most
+// maxDFACells; larger word lists walk failure links instead.
 type matcher struct {
-	fold   bool
-	root   [256]int32 // dense transitions of the root
-	nodes  []acNode
-	words  []acWord
-	maxLen int // longest word, in (folded) bytes
+	fold    bool
+	root    [256]int32 // transitions of the root
+	nodes   []acNode
+	words   []acWord
+	maxLen  int // longest word, in (folded) bytes
+	class   [256]uint8
+	classes int
+	dfa     []int32 // state*classes + class -> state; nil when too large
+	hits    []bool  // per state: a word ends here or on its failure chain
 }
+
+const maxDFACells = 1 << 20
 
 type acNode struct {
 	edges []acEdge // sorted by byte; unused for the root
@@ -92,7 +102,46 @@ func newMatcher(words []string, ids []int, fold bool) *matcher {
 			queue = append(queue, e.to)
 		}
 	}
+	m.hits = make([]bool, len(m.nodes))
+	for i := range m.nodes {
+		m.hits[i] = len(m.nodes[i].out) > 0 || m.nodes[i].dict >= 0
+	}
+	m.buildDFA()
 	return m
+}
+
+// buildDFA fills the byte classes and, when small enough, the complete transition table.
+func (m *matcher) buildDFA() {
+	var used [256]bool
+	for i := range m.nodes {
+		for _, e := range m.nodes[i].edges {
+			used[e.b] = true
+		}
+	}
+	for b := range 256 {
+		if m.root[b] != 0 {
+			used[b] = true
+		}
+	}
+	m.classes = 1 // class 0: bytes in no word
+	var rep []byte
+	rep = append(rep, 0)
+	for b := range 256 {
+		if used[b] && m.classes < 256 {
+			m.class[b] = uint8(m.classes)
+			rep = append(rep, byte(b))
+			m.classes++
+		}
+	}
+	if len(m.nodes)*m.classes > maxDFACells || m.classes >= 256 {
+		return
+	}
+	m.dfa = make([]int32, len(m.nodes)*m.classes)
+	for s := range m.nodes {
+		for c := 1; c < m.classes; c++ {
+			m.dfa[s*m.classes+c] = m.slowStep(int32(s), rep[c])
+		}
+	}
 }
 
 func (m *matcher) child(s int32, b byte) int32 {
@@ -122,6 +171,13 @@ func (m *matcher) addEdge(s int32, b byte, to int32) {
 
 // step is the automaton's transition on b from s.
 func (m *matcher) step(s int32, b byte) int32 {
+	if m.dfa != nil {
+		return m.dfa[int(s)*m.classes+int(m.class[b])]
+	}
+	return m.slowStep(s, b)
+}
+
+func (m *matcher) slowStep(s int32, b byte) int32 {
 	for s != 0 {
 		if c := m.child(s, b); c >= 0 {
 			return c
@@ -137,58 +193,37 @@ func (m *matcher) find(text string, f func(id, start, end int) bool) {
 	if len(m.words) == 0 {
 		return
 	}
-	if !m.fold {
-		s := int32(0)
-		for i := 0; i < len(text); i++ {
-			s = m.step(s, text[i])
-			if m.hit(s) && !m.emit(s, i+1, func(n int) int { return i + 1 - n }, f) {
-				return
-			}
-		}
-		return
-	}
-	// Folded bytes can be more or fewer than the original ones ('K' KELVIN SIGN folds to
-	// "k"), so a ring remembers which original offset produced each of the last maxLen
-	// folded bytes.
-	ringSize := 1
-	for ringSize < m.maxLen {
-		ringSize <<= 1
-	}
-	var small [64]int
-	var ring []int
-	if ringSize <= len(small) {
-		ring = small[:ringSize]
-	} else {
-		ring = make([]int, ringSize)
-	}
-	mask := ringSize - 1
+	s := int32(0)
 	var enc [utf8.UTFMax]byte
-	s, fp := int32(0), 0 // state, folded position
 	for i := 0; i < len(text); {
 		c := text[i]
-		var bs []byte
-		size := 1
-		if c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
+		if c < utf8.RuneSelf || !m.fold {
+			if m.fold && 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A' // foldRune of an ASCII letter is upper case
 			}
-			enc[0] = c
-			bs = enc[:1]
-		} else {
-			var r rune
-			r, size = utf8.DecodeRuneInString(text[i:])
-			if r == utf8.RuneError && size == 1 {
-				enc[0] = c // invalid UTF-8: the raw byte
-				bs = enc[:1]
+			if m.dfa != nil {
+				s = m.dfa[int(s)*m.classes+int(m.class[c])]
 			} else {
-				bs = enc[:utf8.EncodeRune(enc[:], foldRune(r))]
+				s = m.slowStep(s, c)
 			}
+			i++
+			if m.hits[s] && !m.emit(text, s, i, f) {
+				return
+			}
+			continue
 		}
-		for _, b := range bs {
-			ring[fp&mask] = i
-			fp++
+		r, size := utf8.DecodeRuneInString(text[i:])
+		bs := enc[:1]
+		if r == utf8.RuneError && size == 1 {
+			enc[0] = c // invalid UTF-8: the raw byte
+		} else {
+			bs = enc[:utf8.EncodeRune(enc[:], foldRune(r))]
+		}
+		for k, b := range bs {
 			s = m.step(s, b)
-			if m.hit(s) && !m.emit(s, i+size, func(n int) int { return ring[(fp-n)&mask] }, f) {
+			// A word ends at a rune's end: its folded form is whole runes, and UTF-8 is
+			// prefix-free.
+			if k == len(bs)-1 && m.hits[s] && !m.emit(text, s, i+size, f) {
 				return
 			}
 		}
@@ -196,15 +231,32 @@ func (m *matcher) find(text string, f func(id, start, end int) bool) {
 	}
 }
 
-// hit reports whether a word ends in state s.
-func (m *matcher) hit(s int32) bool { return len(m.nodes[s].out) > 0 || m.nodes[s].dict >= 0 }
+// start returns where a word of n folded bytes that ends at end begins in text. Folding can
+// change a rune's length ('K' KELVIN SIGN, 3 bytes, folds to "K"), so it walks back rune by
+// rune; only matches pay for it.
+func (m *matcher) start(text string, end, n int) int {
+	if !m.fold {
+		return end - n
+	}
+	i := end
+	for n > 0 && i > 0 {
+		r, size := utf8.DecodeLastRuneInString(text[:i])
+		if r == utf8.RuneError && size <= 1 {
+			n--
+		} else {
+			n -= utf8.RuneLen(foldRune(r))
+		}
+		i -= size
+	}
+	return i
+}
 
-// emit reports the words ending in state s; start maps a word's folded length to its start.
-func (m *matcher) emit(s int32, end int, start func(n int) int, f func(id, start, end int) bool) bool {
+// emit reports the words ending at end, in state s.
+func (m *matcher) emit(text string, s int32, end int, f func(id, start, end int) bool) bool {
 	for n := s; n > 0; n = m.nodes[n].dict {
 		for _, w := range m.nodes[n].out {
 			word := m.words[w]
-			if !f(word.id, start(word.len), end) {
+			if !f(word.id, m.start(text, end, word.len), end) {
 				return false
 			}
 		}
@@ -212,10 +264,20 @@ func (m *matcher) emit(s int32, end int, start func(n int) int, f func(id, start
 	return true
 }
 
-// foldRune maps r to one representative of its simple case-folding orbit, so that 'K', 'k'
-// and 'K' (KELVIN SIGN) all fold to 'k', and 'ſ' to 's'.
+// foldRune maps r to the smallest rune of its simple case-folding orbit (the equivalence
+// regexp's (?i) uses), so that 'k', 'K' and 'K' (KELVIN SIGN) all fold to 'K', and 'ſ' to 'S'.
 func foldRune(r rune) rune {
-	return unicode.ToLower(unicode.ToUpper(r))
+	if r < utf8.RuneSelf {
+		if 'a' <= r && r <= 'z' {
+			r -= 'a' - 'A'
+		}
+		return r
+	}
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	return m
 }
 
 func foldString(s string) string {

@@ -3,6 +3,7 @@ package guard
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -92,9 +93,14 @@ func TestMatcherRandom(t *testing.T) {
 					ids[i] = i
 				}
 				text := gen(rng.IntN(40))
-				got := matcherFind(newMatcher(words, ids, fold), text)
-				if want := naiveFind(words, text, fold); !slices.Equal(got, want) {
+				m := newMatcher(words, ids, fold)
+				want := naiveFind(words, text, fold)
+				if got := matcherFind(m, text); !slices.Equal(got, want) {
 					t.Fatalf("words %q text %q: got %v; want %v", words, text, got, want)
+				}
+				m.dfa = nil // the failure-link walk used for large word lists
+				if got := matcherFind(m, text); !slices.Equal(got, want) {
+					t.Fatalf("without DFA: words %q text %q: got %v; want %v", words, text, got, want)
 				}
 			}
 		})
@@ -122,5 +128,52 @@ func TestWholeWord(t *testing.T) {
 				t.Errorf("wholeWord(%q, %d, %d) = %v; want %v", tt.text, tt.start, tt.end, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	tests := []struct {
+		expr string
+		want []string
+	}{
+		{`(?i)\bproject\s+falcon\b`, []string{"project"}},
+		{`(?i)\bproject\s+(?:falcon|osprey|kestrel)\b`, []string{"project"}},
+		{`\b[a-z0-9-]+\.corp\.example\.net\b`, []string{".corp.example.net"}},
+		{`arn:aws:iam::\d{12}:`, []string{"arn:aws:iam::"}},
+		{`(?:secret|confidential)-\d+`, []string{"confidential", "secret"}},
+		{`(?:ab)+x`, []string{"ab"}},
+		{`(?:abc)?\d+`, nil},
+		{`a|\d`, nil},
+		{`\d{3}-\d{2}`, nil},
+		{`x`, nil}, // too short to help
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			var got []string // folded literals are upper case
+			for _, l := range requiredLiterals(tt.expr) {
+				got = append(got, strings.ToLower(l))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("requiredLiterals(%q) = %q; want %q", tt.expr, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPrefilterKeepsMatches checks that patterns with and without a prefilter find the same
+// texts, including case variants the prefilter must not miss.
+func TestPrefilterKeepsMatches(t *testing.T) {
+	exprs := []string{`(?i)\bproject\s+falcon\b`, `(?i)straße\s+\d+`, `KEY-[0-9]{4}`, `(?i)k\w+n`}
+	texts := []string{"PROJECT  Falcon", "project falcon", "STRASSE 5", "STRAẞE 12", "Straße 1", "key-1234", "KEY-1234", "\u212Aelvin", "nothing here"}
+	for _, e := range exprs {
+		g := newGuard(t, Policy{Block: BlockRules{Patterns: []PatternRule{{Name: "p", Regex: e}}}})
+		re := regexp.MustCompile(e)
+		for _, text := range texts {
+			got := len(g.blockRules(text, 0, nil)) > 0
+			if want := re.MatchString(text); got != want {
+				t.Errorf("pattern %q on %q: blocked %v; want %v", e, text, got, want)
+			}
+		}
 	}
 }

@@ -91,11 +91,12 @@ type KeywordRule struct {
 
 // OutputChecks configures what is done to model responses.
 type OutputChecks struct {
-	// SkipEntities leaves entities in responses as they are; by default the entity actions
-	// apply to responses as they do to input (a "block" entity is redacted; it blocks the
-	// response only with Block).
+	// SkipEntities leaves entities in responses as they are (and so no entity can block a
+	// response); by default the entity actions apply to responses as they do to input (a
+	// "block" entity is redacted; it blocks the response only with Block).
 	SkipEntities bool `json:"skip_entities,omitempty"`
-	// Block applies the pattern, keyword and entity block rules to responses.
+	// Block applies the pattern, keyword and entity block rules to responses (in a stream,
+	// patterns and keywords see a sliding window of at least 128 bytes; see README.md).
 	Block bool `json:"block,omitempty"`
 	// MaxOutputBytes limits the size of a response; 0 means no limit.
 	MaxOutputBytes int `json:"max_output_bytes,omitempty"`

@@ -144,3 +144,22 @@ func TestAllowModel(t *testing.T) {
 		})
 	}
 }
+
+// TestReadmePolicy keeps the README's policy example valid and equal to the testdata copy.
+func TestReadmePolicy(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```json\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no ```json block")
+	}
+	if _, err := ParsePolicy([]byte(block)); err != nil {
+		t.Errorf("README policy: %v", err)
+	}
+	if example := readTestdata(t, "policy_example.json"); block != example {
+		t.Errorf("README policy differs from testdata/policy_example.json")
+	}
+}

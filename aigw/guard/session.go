@@ -60,7 +60,7 @@ func (s *Session) Output(text string) Result {
 	if o.MaxOutputBytes > 0 && s.outBytes > o.MaxOutputBytes {
 		return tooLarge("max_output_bytes", "output", s.outBytes, o.MaxOutputBytes)
 	}
-	r := Result{Text: text}
+	r := Result{Text: text, Redactions: []Redaction{}}
 	var hits []entityHit
 	if !o.SkipEntities {
 		r.Text, r.Redactions, hits = s.redactText(text)
@@ -74,7 +74,7 @@ func (s *Session) Output(text string) Result {
 }
 
 func tooLarge(rule, what string, n, limit int) Result {
-	return Result{Blocked: true, Findings: []Finding{{Rule: rule, Kind: KindMaxSize,
+	return Result{Blocked: true, Redactions: []Redaction{}, Findings: []Finding{{Rule: rule, Kind: KindMaxSize,
 		Detail: fmt.Sprintf("%s of %d bytes exceeds the limit of %d", what, n, limit)}}}
 }
 
@@ -97,7 +97,7 @@ func (s *Session) scan(text string) []detect.Entity {
 func (s *Session) redactText(text string) (string, []Redaction, []entityHit) {
 	ents := s.scan(text)
 	if len(ents) == 0 {
-		return text, nil, nil
+		return text, []Redaction{}, nil
 	}
 	var b strings.Builder
 	b.Grow(len(text) + 16*len(ents))

@@ -225,3 +225,35 @@ func TestOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardConcurrent uses one Guard from several goroutines, each with its own sessions (run
+// with -race).
+func TestGuardConcurrent(t *testing.T) {
+	g := newGuard(t, DefaultPolicy())
+	text := readTestdata(t, "prompt_4k.txt")
+	want := g.NewSession().Input(text).Text
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				s := g.NewSession()
+				if got := s.Input(text).Text; got != want {
+					errs <- got
+					return
+				}
+				sr := s.Stream()
+				sr.Write(text[:1000])
+				sr.Write(text[1000:])
+				sr.Flush()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for got := range errs {
+		t.Errorf("concurrent Input gave %q; want %q", got, want)
+	}
+}

@@ -28,28 +28,37 @@ const (
 // StreamRedactor applies a session's output checks to a streamed response. Write returns the
 // part of the text received so far that is safe to send; it holds back a tail that could
 // still be, or change, an entity. Flush returns the rest at the end of the stream. Blocked
-// reports that an output block rule fired: stop the stream and send nothing more.
+// reports that an output block rule fired: stop the stream and send nothing more. Not safe
+// for concurrent use.
 //
-// Guarantee (tested by TestStreamMatchesOutput and FuzzStream):
-//   - No byte of an entity that a scan of the held-back window finds is ever emitted as it
-//     is: an entity is emitted replaced, whole, or held back.
-//   - Pieces end on UTF-8 rune boundaries (of valid text).
-//   - The concatenated pieces equal Session.Output on the whole response (same text,
-//     placeholders, numbering and redactions) when every entity's extent and score depend
-//     only on the text from streamContext bytes before it to its end plus the window's
-//     remainder; that holds for every entity the detectors find except in contrived input.
-//     Where it fails, the difference is over-redaction of a fragment, or, in the worst case,
-//     an entity that only the full text reveals (for example a name recognised through a
-//     greeting more than streamContext bytes earlier).
+// What it guarantees (README.md, Streaming, has the reasoning and the measurements):
+//   - Always: text is emitted only after a scan of it together with at least the following
+//     window bytes (or the end of its line, or of the stream) and up to streamContext bytes of
+//     what preceded it; an entity that scan finds is emitted replaced and whole, or held
+//     back, never cut. Pieces of valid UTF-8 end on rune boundaries. The pieces are the
+//     response with the stream's Redactions applied (FuzzStream).
+//   - Equality: the concatenated pieces equal Session.Output on the whole response, with the
+//     same redactions, placeholders and numbering, whenever each entity's extent and score
+//     depend only on the text from streamContext bytes before it to window bytes after its
+//     start (TestStreamMatchesOutput: random responses of all entity types split at random
+//     byte offsets). The detectors' context windows (48 bytes before, 24 after, neither
+//     crossing a line break) and longest fixed-shape entities (a spaced IBAN, 42 bytes) fit.
+//   - Where that locality fails (contrived input), an entity the whole text reveals but the
+//     window does not can be emitted unredacted; FuzzStream checks that none did in its
+//     corpus.
 type StreamRedactor struct {
-	s        *Session
-	window   int
-	redact   bool // apply entity actions (Output.SkipEntities not set)
-	block    bool // apply block rules (Output.Block)
-	buf      []byte
-	base     int // stream offset of buf[0]
-	emitted  int // buf index of the first byte not yet emitted
-	tried    int // stream offset of the boundary of the last scan
+	s       *Session
+	window  int
+	redact  bool // apply entity actions (Output.SkipEntities not set)
+	block   bool // apply block rules (Output.Block)
+	buf     []byte
+	base    int // stream offset of buf[0]
+	emitted int // buf index of the first byte not yet emitted
+	tried   int // stream offset of the boundary of the last scan
+	// Tracked as chunks arrive (stream offsets), so a Write costs O(chunk), not O(held text).
+	runStart int // just after the last white space byte: where the last word starts
+	lineEnd  int // just after the last line break
+	pemStart int // an unterminated "-----BEGIN " marker; -1 if none
 	reds     []Redaction
 	findings []Finding
 	blocked  bool
@@ -59,7 +68,7 @@ type StreamRedactor struct {
 // Stream starts redacting a streamed response in this session.
 func (s *Session) Stream() *StreamRedactor {
 	o := s.g.policy.Output
-	return &StreamRedactor{s: s, window: o.StreamWindow, redact: !o.SkipEntities, block: o.Block, tried: -1}
+	return &StreamRedactor{s: s, window: o.StreamWindow, redact: !o.SkipEntities, block: o.Block, tried: -1, pemStart: -1}
 }
 
 // Write adds a chunk of the response and returns the text that is safe to send now (possibly
@@ -74,7 +83,9 @@ func (r *StreamRedactor) Write(chunk string) string {
 	if !r.redact && !r.block {
 		return chunk
 	}
+	old := len(r.buf)
 	r.buf = append(r.buf, chunk...)
+	r.track(old)
 	p, force := r.boundary()
 	if p <= r.emitted {
 		return ""
@@ -119,35 +130,66 @@ func (r *StreamRedactor) tooLarge(n int) bool {
 	return false
 }
 
+var (
+	pemBegin = []byte("-----BEGIN ")
+	pemEnd   = []byte("-----END ")
+)
+
+// track updates runStart, lineEnd and pemStart for the bytes appended at buf[old:]. Markers
+// split across chunks are found by starting the search a marker's length before old.
+func (r *StreamRedactor) track(old int) {
+	buf := r.buf
+	for i := old; i < len(buf); i++ {
+		if c := buf[i]; isSpace(c) {
+			r.runStart = r.base + i + 1
+			if c == '\n' {
+				r.lineEnd = r.base + i + 1
+			}
+		}
+	}
+	pos := max(r.emitted, old-len(pemBegin)+1)
+	for pos < len(buf) {
+		if r.pemStart < 0 {
+			i := bytes.Index(buf[pos:], pemBegin)
+			if i < 0 {
+				return
+			}
+			r.pemStart = r.base + pos + i
+			pos += i + len(pemBegin)
+		}
+		from := max(pos, r.pemStart-r.base+len(pemBegin), old-len(pemEnd)+1)
+		i := bytes.Index(buf[from:], pemEnd)
+		if i < 0 {
+			return
+		}
+		r.pemStart = -1
+		pos = from + i + len(pemEnd)
+	}
+}
+
 // boundary returns the buf index up to which text may be emitted before the scan looks at
 // entities: window bytes before the end, or just after the last line break if that is later
-// (no entity or context window crosses a line break, except private key blocks, held below);
-// never inside the last whitespace-free run (a token, URL or e-mail address still arriving)
-// nor after an unterminated "-----BEGIN " line. force is set when the held text exceeds
-// streamMaxHold and these holds were overridden.
+// (no entity or context window crosses a line break, except private key blocks, held below),
+// moved back to fall between words; never inside the last whitespace-free run (a token, URL
+// or e-mail address still arriving) nor after an unterminated "-----BEGIN " marker. force is
+// set when the held text exceeds streamMaxHold and these holds were overridden.
 func (r *StreamRedactor) boundary() (int, bool) {
 	buf := r.buf
 	n := len(buf)
-	p := n - r.window
-	if nl := bytes.LastIndexByte(buf[r.emitted:], '\n'); nl >= 0 {
-		p = max(p, r.emitted+nl+1)
-	}
-	hold := n
-	for hold > r.emitted && !isSpace(buf[hold-1]) {
-		hold--
-	}
-	if i := bytes.LastIndex(buf[r.emitted:], []byte("-----BEGIN ")); i >= 0 &&
-		!bytes.Contains(buf[r.emitted+i:], []byte("-----END ")) {
-		hold = min(hold, r.emitted+i)
-	}
+	p := max(n-r.window, r.lineEnd-r.base)
 	// Cut between words, so that the next scan sees whole words (unless the word is long).
 	for k := 0; k < streamMaxWord && p > r.emitted && p < n && !isSpace(buf[p-1]) && !isSpace(buf[p]); k++ {
 		p--
+	}
+	hold := r.runStart - r.base
+	if r.pemStart >= 0 {
+		hold = min(hold, r.pemStart-r.base)
 	}
 	force := false
 	if hold < p {
 		if n-r.emitted > streamMaxHold {
 			force = true
+			r.pemStart = -1 // not a key block after all, or too long to hold: give up on it
 		} else {
 			p = hold
 		}

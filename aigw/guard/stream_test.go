@@ -2,8 +2,8 @@ package guard
 
 import (
 	"fmt"
-	"os"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
