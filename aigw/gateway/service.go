@@ -30,6 +30,7 @@ type Options struct {
 	Models       *provider.Router // the models the gateway may call
 	AuditKeyFile string           // key sealing opted-in raw inputs; created on first use
 	Notify       func()           // wakes the webhook dispatcher after events were stored
+	OnAudit      func()           // told after audit records were committed (wakes the SIEM streamer)
 	Registerer   prometheus.Registerer
 	Now          func() time.Time
 	ProjectTTL   time.Duration // how long a project's compiled policy is cached; default 5s
@@ -70,6 +71,9 @@ func New(ctx context.Context, st Store, o Options) (*Service, error) {
 	}
 	if o.Notify == nil {
 		o.Notify = func() {}
+	}
+	if o.OnAudit == nil {
+		o.OnAudit = func() {}
 	}
 	if o.ProjectTTL <= 0 {
 		o.ProjectTTL = 5 * time.Second
@@ -273,7 +277,7 @@ func (s *Service) Sanitize(ctx context.Context, c Caller, requestID string, req 
 func (s *Service) record(c Caller, cg *cachedGuard, id, kind, model string, input json.RawMessage, raw, output string,
 	reds []Redaction, finds []Finding, blocked bool, status int, start time.Time) *Record {
 	now := s.o.Now().UTC().Truncate(time.Microsecond)
-	r := &Record{ID: id, Project: cg.project.ID, KeyID: c.KeyID, Kind: kind, Model: model, Input: input, Output: output,
+	r := &Record{ID: id, Project: cg.project.ID, KeyID: c.KeyID, Kind: kind, Model: model, Input: input, Output: storable(output),
 		Redactions: reds, Findings: finds, PolicyID: cg.policyID, PolicyVersion: cg.version, Blocked: blocked, Status: status,
 		LatencyMs: float64(time.Since(start).Microseconds()) / 1000, CreatedAt: now, UpdatedAt: now}
 	if cg.project.StoreRawInput && raw != "" {
@@ -281,6 +285,11 @@ func (s *Service) record(c Caller, cg *cachedGuard, id, kind, model string, inpu
 	}
 	return r
 }
+
+// storable replaces NUL characters, which PostgreSQL's text columns refuse. Inputs with one
+// are refused (checkText), but a model may answer with one: its audit record must still be
+// written, and not fail the records committed with it.
+func storable(text string) string { return strings.ReplaceAll(text, "\x00", "\uFFFD") }
 
 // commit writes the audit record with the events it raises and counts it.
 func (s *Service) commit(ctx context.Context, r *Record) error {
@@ -314,6 +323,7 @@ func (s *Service) commit(ctx context.Context, r *Record) error {
 	if err := s.audit.write(ctx, r, evs); err != nil {
 		return fmt.Errorf("gateway: audit log: %w", err)
 	}
+	s.o.OnAudit()
 	if len(evs) > 0 {
 		s.o.Notify()
 	}

@@ -44,8 +44,9 @@ type Config struct {
 	InfluxOrg    string
 	InfluxBucket string
 
-	AIModels     string // JSON file of the gateway's models and fallbacks; empty: only the built-in echo model
-	AuditKeyFile string // key sealing opted-in raw inputs in the audit log; empty: DataDir/audit.key
+	AIModels     string   // JSON file of the gateway's models and fallbacks; empty: only the built-in echo model
+	AuditKeyFile string   // key sealing opted-in raw inputs in the audit log; empty: DataDir/audit.key
+	SIEMSinks    []string // where to stream audit records: syslog+tls://, syslog+tcp://, https:// (aigw/siem)
 
 	RateLimit float64 // requests per second per token; 0 disables
 	RateBurst int     // bucket size
@@ -110,6 +111,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.InfluxOrg, "influx-org", c.InfluxOrg, "InfluxDB organisation (empty for 1.8)")
 	fs.StringVar(&c.InfluxBucket, "influx-bucket", c.InfluxBucket, "InfluxDB bucket (\"database/retention\" for 1.8)")
 	fs.StringVar(&c.AIModels, "ai-models", c.AIModels, "AI gateway models file (JSON: models and fallbacks; see aigw/provider/README.md); empty: the echo model only")
+	fs.Func("siem", "stream AI gateway audit records to this SIEM sink (repeatable): syslog+tls://host:port?ca=FILE, syslog+tcp://host:port, https://host/path?token_env=VAR", func(s string) error {
+		c.SIEMSinks = append(c.SIEMSinks, s)
+		return nil
+	})
 	fs.StringVar(&c.AuditKeyFile, "audit-key-file", c.AuditKeyFile, "key that encrypts raw inputs kept in the AI gateway's audit log (default DATA_DIR/audit.key)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per token (0 disables)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API request burst per token")

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/edgewan/edgewan/aigw/gateway"
+	"github.com/edgewan/edgewan/aigw/siem"
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
@@ -44,12 +45,14 @@ var Version = "dev"
 
 // Server is a running controller.
 type Server struct {
-	cfg      config.Config
-	Store    *store.Store
-	Webhooks *webhook.Service
-	Cases    *soc.Service
-	SDWAN    *sdwan.Service
-	Gateway  *gateway.Service
+	cfg       config.Config
+	Store     *store.Store
+	Webhooks  *webhook.Service
+	Cases     *soc.Service
+	SDWAN     *sdwan.Service
+	Gateway   *gateway.Service
+	siem      *siem.Streamer
+	siemSinks []siem.Sink
 
 	engine     *gin.Engine
 	api        *http.Server
@@ -281,7 +284,11 @@ func (s *Server) Run(ctx context.Context) error {
 			slog.Error("ingest stopped", "err", err)
 		}
 	}()
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		s.runSIEM(bg)
+	}()
 	go func() {
 		defer wg.Done()
 		if err := s.dispatcher.Run(bg); err != nil {
