@@ -22,6 +22,7 @@ import (
 // carries many, so the log never loses an answered request and never becomes the bottleneck.
 type auditWriter struct {
 	store   Store
+	notify  func()
 	ch      chan *pending
 	seq     int64
 	done    chan struct{} // closed by close: take no more records
@@ -37,19 +38,26 @@ type pending struct {
 
 const auditBatch = 256
 
-func newAuditWriter(st Store, lastSeq int64) *auditWriter {
-	return &auditWriter{store: st, ch: make(chan *pending, 4*auditBatch), seq: lastSeq, done: make(chan struct{}), stopped: make(chan struct{})}
+func newAuditWriter(st Store, lastSeq int64, notify func()) *auditWriter {
+	return &auditWriter{store: st, notify: notify, ch: make(chan *pending, 4*auditBatch), seq: lastSeq, done: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // write commits r with the events it raises, or returns why it could not.
 func (w *auditWriter) write(ctx context.Context, r *Record, evs []*event.Envelope) error {
 	p := &pending{r: r, evs: evs, errc: make(chan error, 1)}
+	// Queue the record whenever there is room, even if the client went away: its prompt may
+	// have reached the model already. (A select with ctx.Done() ready too would pick at random
+	// and drop half of them.) Only a full queue makes a gone client give up.
 	select {
 	case w.ch <- p:
-	case <-w.done:
-		return errors.New("gateway: audit log closed")
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		select {
+		case w.ch <- p:
+		case <-w.done:
+			return errors.New("gateway: audit log closed")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	// The record is queued: wait for the commit even if the client went away, so what the
 	// gateway answered is always in the log.
@@ -113,7 +121,10 @@ func (w *auditWriter) commit(batch []*pending) {
 		rs[i] = p.r
 		evs = append(evs, p.evs...)
 	}
-	err := w.store.InsertRecords(context.Background(), rs, evs)
+	n, err := w.store.InsertRecords(context.Background(), rs, evs)
+	if err == nil && n > 0 {
+		w.notify() // wake the webhook dispatcher only when a webhook wants these events
+	}
 	if err != nil {
 		slog.Error("gateway: writing audit records", "count", len(rs), "err", err)
 		w.seq -= int64(len(batch))

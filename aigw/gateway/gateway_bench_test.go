@@ -24,8 +24,8 @@ func (discardStore) EnsureProject(_ context.Context, id string, key func() []byt
 
 func (discardStore) MaxAuditSeq(context.Context) (int64, error) { return 0, nil }
 
-func (discardStore) InsertRecords(context.Context, []*gateway.Record, []*event.Envelope) error {
-	return nil
+func (discardStore) InsertRecords(context.Context, []*gateway.Record, []*event.Envelope) (int, error) {
+	return 0, nil
 }
 
 // BenchmarkSanitize4KB sanitizes a realistic 4 KB prompt (a support thread with 12 entities)

@@ -318,7 +318,7 @@ func TestRawInputSealed(t *testing.T) {
 		sealed, _ := st.Gateway().GetRecord(ctx, "req_sealed")
 		moved := *sealed
 		moved.ID, moved.Seq = "req_moved", 1_000_000
-		if err := st.Gateway().InsertRecords(ctx, []*gateway.Record{&moved}, nil); err != nil {
+		if _, err := st.Gateway().InsertRecords(ctx, []*gateway.Record{&moved}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if r, err := e.svc.GetLog(ctx, admin, "req_moved"); err == nil {
@@ -372,6 +372,82 @@ func TestChatRedactsBothWays(t *testing.T) {
 		recs, err := e.svc.ListLogs(ctx, user, page.Params{Limit: 10, Desc: true}, gateway.LogFilter{Entity: "email"})
 		if err != nil || len(recs) != 1 {
 			t.Fatalf("got %d records (%v); want 1", len(recs), err)
+		}
+	})
+}
+
+// waitUntil polls cond until it holds, for at most 10 seconds.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestAuditClientGone: a request whose client goes away is still logged: when it was
+// sanitized, and when its prompt had reached the model.
+func TestAuditClientGone(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st *store.Store) {
+		e := newEnv(t, st, nil)
+		if _, err := e.svc.Sanitize(context.Background(), user, "req_warm", gateway.SanitizeRequest{Project: "proj", Text: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+		// Twenty tries each: a record dropped at random would show.
+		for i := range 20 {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the client is gone before the gateway logs the request
+			id := fmt.Sprintf("req_sanitize_%d", i)
+			_, _ = e.svc.Sanitize(ctx, user, id, gateway.SanitizeRequest{Project: "proj", Text: "mail jane.roe@example.com"})
+			if _, err := st.Gateway().GetRecord(context.Background(), id); err != nil {
+				t.Fatalf("try %d: sanitized, not logged: %v", i, err)
+			}
+		}
+		e.oai.SetReply(providertest.Reply{Hang: true})
+		for i := range 20 {
+			ctx, cancel := context.WithCancel(context.Background())
+			n := len(e.oai.Requests())
+			done := make(chan error, 1)
+			id := fmt.Sprintf("req_chat_%d", i)
+			go func() {
+				_, err := e.svc.Chat(ctx, user, id, "chat", gateway.ChatRequest{Project: "proj", Model: "gpt", Messages: msgs("user", "mail jane.roe@example.com")})
+				done <- err
+			}()
+			waitUntil(t, func() bool { return len(e.oai.Requests()) > n }) // the prompt reached the model
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatalf("try %d: no error after the client went away", i)
+			}
+			if _, err := st.Gateway().GetRecord(context.Background(), id); err != nil {
+				t.Fatalf("try %d: the prompt reached the model but the request is not logged: %v", i, err)
+			}
+		}
+	})
+}
+
+// TestModelAnswerWithNUL: a model may answer with a NUL character, which PostgreSQL's text
+// columns refuse; the answer must still be logged (and so delivered), streamed or not.
+func TestModelAnswerWithNUL(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		e := newEnv(t, st, nil)
+		req := gateway.ChatRequest{Project: "proj", Model: "gpt", Messages: msgs("user", "hi")}
+		e.oai.Queue(providertest.Reply{Content: "nul \x00 here"})
+		if _, err := e.svc.Chat(ctx, user, "req_chat", "chat", req); err != nil {
+			t.Fatal(err)
+		}
+		e.oai.Queue(providertest.Reply{Content: "nul \x00 here\n", Chunks: []string{"nul \x00 ", "here\n"}})
+		if err := e.svc.ChatStream(ctx, user, "req_stream", "chat", req, &sink{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"req_chat", "req_stream"} {
+			r, err := e.svc.GetLog(ctx, user, id)
+			if err != nil || !strings.HasPrefix(r.Output, "nul \uFFFD here") {
+				t.Fatalf("%s: got %+v (%v); want the answer logged with the NUL replaced", id, r, err)
+			}
 		}
 	})
 }

@@ -133,8 +133,9 @@ type Store interface {
 	// record, in one transaction.
 	ActivatePolicy(ctx context.Context, project, policyID string, version int, c *Change) error
 	ListChanges(ctx context.Context, p page.Params, project string) ([]*Change, error)
-	// InsertRecords stores audit records and the events they raise in one transaction.
-	InsertRecords(ctx context.Context, rs []*Record, evs []*event.Envelope) error
+	// InsertRecords stores audit records and the events they raise in one transaction, and
+	// returns how many webhook deliveries the events queued.
+	InsertRecords(ctx context.Context, rs []*Record, evs []*event.Envelope) (int, error)
 	MaxAuditSeq(ctx context.Context) (int64, error)
 	ListRecords(ctx context.Context, p page.Params, f LogFilter) ([]*Record, error)
 	GetRecord(ctx context.Context, id string) (*Record, error)

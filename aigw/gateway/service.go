@@ -90,7 +90,7 @@ func New(ctx context.Context, st Store, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{store: st, o: o, engine: engine, seal: seal, audit: newAuditWriter(st, last), guards: map[string]*cachedGuard{},
+	s := &Service{store: st, o: o, engine: engine, seal: seal, audit: newAuditWriter(st, last, o.Notify), guards: map[string]*cachedGuard{},
 		mOverhead: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "edgewan_aigw_overhead_seconds", Help: "Gateway time per request, excluding the model's own time.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
@@ -324,9 +324,6 @@ func (s *Service) commit(ctx context.Context, r *Record) error {
 		return fmt.Errorf("gateway: audit log: %w", err)
 	}
 	s.o.OnAudit()
-	if len(evs) > 0 {
-		s.o.Notify()
-	}
 	return nil
 }
 

@@ -71,7 +71,7 @@ func insert(t *testing.T, st *store.Store, from, to int64) {
 	for seq := from; seq <= to; seq++ {
 		rs = append(rs, record(seq))
 	}
-	if err := st.Gateway().InsertRecords(context.Background(), rs, nil); err != nil {
+	if _, err := st.Gateway().InsertRecords(context.Background(), rs, nil); err != nil {
 		t.Fatalf("InsertRecords: %v", err)
 	}
 }

@@ -269,7 +269,8 @@ func scanRecord(sc interface{ Scan(...any) error }) (*gateway.Record, error) {
 }
 
 // InsertRecords implements gateway.Store.
-func (s *Gateway) InsertRecords(ctx context.Context, rs []*gateway.Record, evs []*event.Envelope) error {
+func (s *Gateway) InsertRecords(ctx context.Context, rs []*gateway.Record, evs []*event.Envelope) (int, error) {
+	deliveries := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, s.q("INSERT INTO aigw_audit ("+auditCols+", entity_types) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"))
 		if err != nil {
@@ -304,16 +305,18 @@ func (s *Gateway) InsertRecords(ctx context.Context, rs []*gateway.Record, evs [
 			}
 		}
 		for _, ev := range evs {
-			if _, err := s.insertEvent(ctx, tx, ev); err != nil {
+			n, err := s.insertEvent(ctx, tx, ev)
+			if err != nil {
 				return err
 			}
+			deliveries += n
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store.InsertRecords: %w", err)
+		return 0, fmt.Errorf("store.InsertRecords: %w", err)
 	}
-	return nil
+	return deliveries, nil
 }
 
 // MaxAuditSeq returns the highest audit sequence number, 0 when the log is empty.
