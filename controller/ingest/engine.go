@@ -66,6 +66,7 @@ type Engine struct {
 	sites map[string]*site
 
 	reports pool
+	rec     recorder
 	m       metrics
 }
 
@@ -117,6 +118,7 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 		o.Logger = slog.Default()
 	}
 	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}}
+	e.rec.init()
 	e.m = newMetrics(o.Registerer, e)
 	return e
 }
@@ -149,8 +151,14 @@ func (e *Engine) Start(ctx context.Context) error {
 }
 
 // Run publishes every site's policies and decisions (retained, so agents that connect later
-// get them), then keeps liveness and figures until ctx is done, and saves the figures.
+// get them), then keeps liveness and figures, and stores status changes and events (see
+// recorder), until ctx is done; then it stores what is pending and saves the figures.
 func (e *Engine) Run(ctx context.Context) error {
+	recDone := make(chan struct{})
+	recCtx, stopRec := context.WithCancel(ctx)
+	defer func() { stopRec(); <-recDone }()
+	go e.writeRecords(recCtx, recDone)
+
 	e.mu.RLock()
 	ids := make([]string, 0, len(e.sites))
 	for id := range e.sites {
@@ -175,6 +183,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			stopRec() // writes what is pending (within 10s); from now on record writes at once
+			<-recDone
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			e.flushFigures(sctx)
@@ -412,7 +422,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 	}
 	r := e.reports.get()
 	defer e.reports.put(r)
-	if err := telemetry.DecodeReport(siteID, payload, r); err != nil {
+	if err := decodeReport(siteID, payload, r); err != nil {
 		e.m.rejected.WithLabelValues("invalid").Inc()
 		e.o.Logger.Debug("ingest: invalid telemetry", "site", siteID, "err", err)
 		return
@@ -511,29 +521,6 @@ func statusName(s steering.Status) string {
 		return sdwan.TransportUp
 	}
 	return sdwan.TransportUnknown
-}
-
-// record stores a site's status and events in one transaction, off the message's path only in
-// the sense that failures are logged: the next report retries the status.
-func (e *Engine) record(siteID, status, prev string, now time.Time, evs ...*event.Envelope) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var err error
-	if status != prev {
-		err = e.store.SetSiteStatus(ctx, siteID, status, now, now, evs...)
-	} else {
-		_, err = e.store.InsertEvents(ctx, evs...)
-	}
-	if err != nil {
-		e.o.Logger.Error("ingest: recording site state and events", "site", siteID, "status", status, "events", len(evs), "err", err)
-		return
-	}
-	for _, ev := range evs {
-		e.m.events.WithLabelValues(ev.Type).Inc()
-	}
-	if len(evs) > 0 {
-		e.o.Notify()
-	}
 }
 
 func (e *Engine) newEvent(typ string, data any) *event.Envelope {
