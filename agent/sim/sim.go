@@ -89,7 +89,7 @@ func Connect(ctx context.Context, a *Access) (*Agent, error) {
 	will, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: a.Device, State: "offline"})
 	opts := paho.NewClientOptions().AddBroker(a.MQTT.URL).SetClientID(a.Device).
 		SetUsername(a.MQTT.Username).SetPassword(a.MQTT.Password).SetTLSConfig(tc).
-		SetCleanSession(false).SetAutoReconnect(true).SetConnectRetry(false).SetConnectTimeout(10 * time.Second).
+		SetCleanSession(false).SetAutoReconnect(true).SetConnectRetry(false).SetConnectTimeout(10*time.Second).
 		SetBinaryWill(telemetry.Topic(a.Site.ID, telemetry.KindStatus), will, 1, true).
 		SetOrderMatters(true)
 	opts.SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {})
