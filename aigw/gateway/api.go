@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -75,31 +72,12 @@ type handlers struct {
 	diff  func(a, b json.RawMessage) []string
 }
 
-// decode is rest.Decode that also refuses a body that is not UTF-8: encoding/json replaces
-// invalid bytes with U+FFFD, which would silently change the text that is checked, logged and
-// forwarded (and make checkText's UTF-8 check unreachable).
-func decode(c *gin.Context, dst any, maxBytes int64) error {
-	var raw bytes.Buffer
-	body := c.Request.Body
-	c.Request.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.TeeReader(body, &raw), body}
-	if err := rest.Decode(c, dst, maxBytes); err != nil {
-		return err
-	}
-	if !utf8.Valid(raw.Bytes()) {
-		return apierr.BadRequest("request body is not valid UTF-8")
-	}
-	return nil
-}
-
 // chatBodyLimit bounds a chat request: many messages of up to MaxText each.
 const chatBodyLimit = 4 << 20
 
 func (h *handlers) sanitize(c *gin.Context) {
 	var req SanitizeRequest
-	if err := decode(c, &req, MaxText+4096); err != nil {
+	if err := rest.Decode(c, &req, MaxText+4096); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -113,7 +91,7 @@ func (h *handlers) sanitize(c *gin.Context) {
 
 func (h *handlers) chat(c *gin.Context) {
 	var req ChatRequest
-	if err := decode(c, &req, chatBodyLimit); err != nil {
+	if err := rest.Decode(c, &req, chatBodyLimit); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -193,7 +171,7 @@ func (h *handlers) listPolicies(c *gin.Context) {
 
 func (h *handlers) createPolicy(c *gin.Context) {
 	var req CreatePolicyRequest
-	if err := decode(c, &req, 0); err != nil {
+	if err := rest.Decode(c, &req, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -217,7 +195,7 @@ func (h *handlers) getPolicy(c *gin.Context) {
 
 func (h *handlers) addVersion(c *gin.Context) {
 	var req AddVersionRequest
-	if err := decode(c, &req, 0); err != nil {
+	if err := rest.Decode(c, &req, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -232,7 +210,7 @@ func (h *handlers) addVersion(c *gin.Context) {
 
 func (h *handlers) publish(c *gin.Context) {
 	var req PublishRequest
-	if err := decode(c, &req, 0); err != nil {
+	if err := rest.Decode(c, &req, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -246,7 +224,7 @@ func (h *handlers) publish(c *gin.Context) {
 
 func (h *handlers) test(c *gin.Context) {
 	var req TestRequest
-	if err := decode(c, &req, MaxText+4096); err != nil {
+	if err := rest.Decode(c, &req, MaxText+4096); err != nil {
 		rest.Fail(c, err)
 		return
 	}
@@ -275,7 +253,7 @@ func (h *handlers) getProject(c *gin.Context) {
 
 func (h *handlers) updateProject(c *gin.Context) {
 	var u ProjectUpdate
-	if err := decode(c, &u, 0); err != nil {
+	if err := rest.Decode(c, &u, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}

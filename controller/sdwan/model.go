@@ -3,7 +3,6 @@
 package sdwan
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -210,14 +209,6 @@ func (r *CreateTransportRequest) validate() error {
 		r.ProbeTargets = []string{}
 	}
 	return nil
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only called on types that always marshal
-	}
-	return string(b)
 }
 
 func badParam(k string) error {

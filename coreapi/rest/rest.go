@@ -134,6 +134,11 @@ func DecodeBytes(body []byte, dst any) error {
 	if len(trimmed) == 0 {
 		return apierr.BadRequest("request body is empty; a JSON object is required")
 	}
+	// encoding/json would silently replace invalid bytes with U+FFFD: the text checked, stored
+	// and forwarded would not be the text sent.
+	if !utf8.Valid(body) {
+		return apierr.BadRequest("request body is not valid UTF-8")
+	}
 	if string(trimmed) == "null" { // json leaves dst untouched on null: it would pass as {}
 		return apierr.BadRequest("request body must be a JSON object, not null")
 	}
