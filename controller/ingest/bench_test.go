@@ -112,10 +112,10 @@ func (st *benchStore) Assignments(_ context.Context, siteID string) ([]*sdwan.As
 		Content: benchPolicy}}, nil
 }
 
-func (st *benchStore) SetSiteStatus(_ context.Context, _, _ string, _, _ time.Time, evs ...*event.Envelope) error {
+func (st *benchStore) SetSiteStatus(_ context.Context, _, _ string, _, _ time.Time, evs ...*event.Envelope) (int, error) {
 	st.statuses.Add(1)
 	st.events.Add(int64(len(evs)))
-	return nil
+	return 0, nil
 }
 
 func (st *benchStore) SaveFigures(context.Context, map[string]time.Time, []sdwan.TransportFigures) error {

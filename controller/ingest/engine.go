@@ -29,7 +29,8 @@ type Store interface {
 	LiveSites(ctx context.Context) ([]*sdwan.Site, error)
 	GetSite(ctx context.Context, id string) (*sdwan.Site, error)
 	Assignments(ctx context.Context, siteID string) ([]*sdwan.Assignment, error)
-	SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) error
+	// SetSiteStatus and InsertEvents return how many webhook deliveries the events queued.
+	SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) (int, error)
 	SaveFigures(ctx context.Context, sites map[string]time.Time, fs []sdwan.TransportFigures) error
 	SetRollout(ctx context.Context, siteID, policyID string, version int, state, reason string, at time.Time) (bool, error)
 	InsertEvents(ctx context.Context, evs ...*event.Envelope) (int, error)

@@ -170,11 +170,12 @@ func (e *Engine) storeAll(ctx context.Context, ps []*pendingRecord) {
 func (e *Engine) store1(ctx context.Context, p *pendingRecord) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	var queued int
 	var err error
 	if p.status != "" {
-		err = e.store.SetSiteStatus(ctx, p.site, p.status, p.at, p.at, p.evs...)
+		queued, err = e.store.SetSiteStatus(ctx, p.site, p.status, p.at, p.at, p.evs...)
 	} else {
-		_, err = e.store.InsertEvents(ctx, p.evs...)
+		queued, err = e.store.InsertEvents(ctx, p.evs...)
 	}
 	if err != nil {
 		e.o.Logger.Error("ingest: recording site state and events", "site", p.site, "status", p.status, "events", len(p.evs), "err", err)
@@ -183,7 +184,7 @@ func (e *Engine) store1(ctx context.Context, p *pendingRecord) {
 	for _, ev := range p.evs {
 		e.m.events.WithLabelValues(ev.Type).Inc()
 	}
-	if len(p.evs) > 0 {
+	if queued > 0 { // wake the dispatcher only when a webhook wants these events
 		e.o.Notify()
 	}
 }

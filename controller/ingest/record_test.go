@@ -20,16 +20,16 @@ type gatedStore struct {
 	log  []string // "site status events"
 }
 
-func (g *gatedStore) SetSiteStatus(ctx context.Context, id, status string, _, _ time.Time, evs ...*event.Envelope) error {
+func (g *gatedStore) SetSiteStatus(ctx context.Context, id, status string, _, _ time.Time, evs ...*event.Envelope) (int, error) {
 	select {
 	case <-g.gate:
 	case <-ctx.Done():
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.log = append(g.log, id+" "+status+" "+string(rune('0'+len(evs))))
-	return nil
+	return 0, nil
 }
 
 func (g *gatedStore) written() []string {

@@ -304,14 +304,8 @@ func (s *Gateway) InsertRecords(ctx context.Context, rs []*gateway.Record, evs [
 				return err
 			}
 		}
-		for _, ev := range evs {
-			n, err := s.insertEvent(ctx, tx, ev)
-			if err != nil {
-				return err
-			}
-			deliveries += n
-		}
-		return nil
+		deliveries, err = s.insertEvents(ctx, tx, evs)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store.InsertRecords: %w", err)

@@ -156,8 +156,9 @@ func (s *Store) UpdateSite(ctx context.Context, site *sdwan.Site) error {
 }
 
 // SetSiteStatus records a site's status and last report time, with the events announcing a
-// change, in one transaction.
-func (s *Store) SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) error {
+// change, in one transaction, and returns how many webhook deliveries the events queued.
+func (s *Store) SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) (int, error) {
+	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q("UPDATE sites SET status = ?, last_seen = ?, updated_at = ? WHERE id = ? AND status <> ?"),
 			status, micros(lastSeen), micros(at), id, sdwan.SiteDecommissioned); err != nil {
@@ -171,17 +172,14 @@ func (s *Store) SetSiteStatus(ctx context.Context, id, status string, lastSeen, 
 			devStatus, micros(lastSeen), micros(at), id, org.DeviceDecommissioned); err != nil {
 			return err
 		}
-		for _, ev := range evs {
-			if _, err := s.insertEvent(ctx, tx, ev); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		n, err = s.insertEvents(ctx, tx, evs)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("store.SetSiteStatus: %w", err)
+		return 0, fmt.Errorf("store.SetSiteStatus: %w", err)
 	}
-	return nil
+	return n, nil
 }
 
 // SiteByClaim implements sdwan.Store.
@@ -610,14 +608,9 @@ func (s *Store) SetRollout(ctx context.Context, siteID, policyID string, version
 func (s *Store) InsertEvents(ctx context.Context, evs ...*event.Envelope) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		for _, ev := range evs {
-			k, err := s.insertEvent(ctx, tx, ev)
-			if err != nil {
-				return err
-			}
-			n += k
-		}
-		return nil
+		var err error
+		n, err = s.insertEvents(ctx, tx, evs)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store.InsertEvents: %w", err)

@@ -116,6 +116,19 @@ func (s *Store) InsertEvent(ctx context.Context, ev *event.Envelope) (int, error
 	return n, nil
 }
 
+// insertEvents writes several events in tx and returns how many deliveries they queued.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []*event.Envelope) (int, error) {
+	n := 0
+	for _, ev := range evs {
+		k, err := s.insertEvent(ctx, tx, ev)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
 // insertEvent writes ev and a pending delivery per subscribed webhook inside tx. It is the one
 // way events enter the database, so every state change that announces itself does it atomically.
 func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, ev *event.Envelope) (int, error) {
