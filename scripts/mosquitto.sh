@@ -84,6 +84,15 @@ running() {
 	echo "$pid"
 }
 
+# died DIR: true only if DIR's pid file holds a complete pid whose process has exited.
+died() {
+	local pid
+	pid="$(cat "$1/mosquitto.pid" 2>/dev/null || true)"
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
+	! kill -0 "$pid" 2>/dev/null ||
+		[[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)" == Z ]]
+}
+
 show_log() {
 	local log="$1/mosquitto.log"
 	if [[ -f "$log" ]]; then
@@ -166,8 +175,10 @@ EOF
 				return 0
 			fi
 		fi
-		# daemonised: if the pid file is there but the process is gone, it died
-		if [[ -f "$dir/mosquitto.pid" ]] && ! running "$dir" >/dev/null; then
+		# Daemonised: if the pid file names a process that is gone, it died. The file is
+		# created before the pid is written into it, so an empty or partial read means
+		# "not yet", not "dead".
+		if died "$dir"; then
 			break
 		fi
 		sleep 0.05
