@@ -277,16 +277,7 @@ func steeringClasses(as []*sdwan.Assignment, ts []*sdwan.Transport) []steering.C
 		if err := json.Unmarshal(a.Content, &c); err != nil {
 			break
 		}
-		out := make([]steering.Class, 0, len(c.Classes))
-		for _, cl := range c.Classes {
-			pref := c.Paths[cl.Name]
-			if len(pref) == 0 {
-				pref = c.Paths[c.DefaultClass]
-			}
-			out = append(out, steering.Class{Name: cl.Name, Preferred: pref,
-				SLA: steering.Thresholds{MaxLatencyMs: cl.MaxLatencyMs, MaxLossPct: cl.MaxLossPct, MaxJitterMs: cl.MaxJitterMs}})
-		}
-		return out
+		return steering.ClassesOf(&c)
 	}
 	byCost := slices.Clone(ts)
 	slices.SortStableFunc(byCost, func(a, b *sdwan.Transport) int { return a.Cost - b.Cost })
@@ -294,7 +285,7 @@ func steeringClasses(as []*sdwan.Assignment, ts []*sdwan.Transport) []steering.C
 	for i, t := range byCost {
 		pref[i] = t.Name
 	}
-	return []steering.Class{{Name: "default", Preferred: pref}}
+	return []steering.Class{{Name: steering.DefaultClass, Preferred: pref}}
 }
 
 func (e *Engine) site(id string) *site {
@@ -312,31 +303,12 @@ func (e *Engine) SiteChanged(ctx context.Context, siteID string) error {
 	return e.load(ctx, s, true)
 }
 
-// Policy is the desired state published (retained) to a site's policy topic.
-type Policy struct {
-	V          int               `json:"v"`
-	Site       string            `json:"site"`
-	Time       time.Time         `json:"ts"`
-	Transports []PolicyTransport `json:"transports"`
-	Policies   []PolicyVersion   `json:"policies"`
-}
-
-// PolicyTransport is a transport as the agent should configure it.
-type PolicyTransport struct {
-	Name          string   `json:"name"`
-	Interface     string   `json:"interface"`
-	Gateway       string   `json:"gateway,omitempty"`
-	ProbeTargets  []string `json:"probe_targets"`
-	BandwidthKbps int64    `json:"bandwidth_kbps,omitempty"`
-}
-
-// PolicyVersion is one policy version the site runs.
-type PolicyVersion struct {
-	Policy  string          `json:"policy"`
-	Type    string          `json:"type"`
-	Version int             `json:"version"`
-	Content json.RawMessage `json:"content"`
-}
+// The policy message is defined in telemetry, for both sides.
+type (
+	Policy          = telemetry.Policy
+	PolicyTransport = telemetry.PolicyTransport
+	PolicyVersion   = telemetry.PolicyVersion
+)
 
 // PushPolicies implements sdwan.Pusher: publish the site's desired state, retained, and
 // steer by its steering policy from now on.
@@ -350,7 +322,11 @@ func (e *Engine) PushPolicies(ctx context.Context, siteID string) error {
 		return err
 	}
 	p := Policy{V: telemetry.SchemaVersion, Site: siteID, Time: e.o.Now().UTC(), Transports: []PolicyTransport{}, Policies: []PolicyVersion{}}
-	for _, t := range s.Transports {
+	// Cheapest first: an agent with no steering policy prefers them in this order, as the
+	// controller does (steeringClasses).
+	byCost := slices.Clone(s.Transports)
+	slices.SortStableFunc(byCost, func(a, b *sdwan.Transport) int { return a.Cost - b.Cost })
+	for _, t := range byCost {
 		p.Transports = append(p.Transports, PolicyTransport{Name: t.Name, Interface: t.Interface, Gateway: t.Gateway, ProbeTargets: t.ProbeTargets, BandwidthKbps: t.BandwidthKbps})
 	}
 	for _, a := range as {

@@ -18,8 +18,8 @@ import (
 
 // Policy types. A site runs at most one policy of each type.
 const (
-	TypeSteering = "steering"
-	TypeQoS      = "qos"
+	TypeSteering = telemetry.TypeSteering
+	TypeQoS      = telemetry.TypeQoS
 )
 
 // Version statuses: a version is written as a draft, published, and superseded when a later
@@ -88,71 +88,21 @@ type Change struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
-// SteeringContent is a steering policy's content: SLA classes, rules matching traffic to
-// classes, and the preferred transports per class.
-type SteeringContent struct {
-	Classes      []SLAClass          `json:"classes"`
-	Rules        []MatchRule         `json:"rules"`
-	Paths        map[string][]string `json:"paths"`         // class -> transports, best first
-	DefaultClass string              `json:"default_class"` // traffic no rule matches
-}
-
-// SLAClass is a traffic class with its SLA thresholds; 0 means not checked.
-type SLAClass struct {
-	Name         string  `json:"name"`
-	MaxLatencyMs float64 `json:"max_latency_ms"`
-	MaxLossPct   float64 `json:"max_loss_pct"`
-	MaxJitterMs  float64 `json:"max_jitter_ms"`
-}
-
-// MatchRule sends matching traffic to a class. All given criteria must match.
-type MatchRule struct {
-	Name         string   `json:"name,omitempty"`
-	Class        string   `json:"class"`
-	DSCP         []int    `json:"dscp,omitempty"`         // 0..63
-	Destinations []string `json:"destinations,omitempty"` // prefixes
-	Sources      []string `json:"sources,omitempty"`      // prefixes
-	Protocol     string   `json:"protocol,omitempty"`     // tcp, udp, icmp
-	Ports        []string `json:"ports,omitempty"`        // destination ports or ranges "10000-20000"
-	Application  string   `json:"application,omitempty"`  // a name from Applications
-	FWMark       uint32   `json:"fwmark,omitempty"`
-}
+// The content types are the wire schema the agents receive; they live in telemetry.
+type (
+	SteeringContent = telemetry.SteeringContent
+	SLAClass        = telemetry.SLAClass
+	MatchRule       = telemetry.MatchRule
+	QoSContent      = telemetry.QoSContent
+	QoSTransport    = telemetry.QoSTransport
+	QoSClass        = telemetry.QoSClass
+)
 
 // Applications maps the application names a rule may use to protocol and ports.
-var Applications = map[string]struct {
-	Protocol string
-	Ports    []string
-}{
-	"sip":   {"udp", []string{"5060-5061"}},
-	"rtp":   {"udp", []string{"16384-32767"}},
-	"dns":   {"udp", []string{"53"}},
-	"https": {"tcp", []string{"443"}},
-	"http":  {"tcp", []string{"80"}},
-	"ssh":   {"tcp", []string{"22"}},
-	"rdp":   {"tcp", []string{"3389"}},
-	"teams": {"udp", []string{"3478-3481"}},
-	"zoom":  {"udp", []string{"8801-8810"}},
-}
+var Applications = telemetry.Applications
 
-// QoSContent is a QoS policy's content: HTB classes per transport.
-type QoSContent struct {
-	Transports []QoSTransport `json:"transports"`
-}
-
-// QoSTransport shapes one transport's egress.
-type QoSTransport struct {
-	Transport string     `json:"transport"`
-	RateKbps  int64      `json:"rate_kbps"` // the link's rate (HTB root)
-	Classes   []QoSClass `json:"classes"`
-}
-
-// QoSClass is an HTB class: guaranteed rate, ceiling, priority (0 highest .. 7).
-type QoSClass struct {
-	Class    string `json:"class"`
-	RateKbps int64  `json:"rate_kbps"`
-	CeilKbps int64  `json:"ceil_kbps"`
-	Priority int    `json:"priority"`
-}
+// ParsePortRange parses "443" or "10000-20000".
+func ParsePortRange(s string) (lo, hi uint16, err error) { return telemetry.ParsePortRange(s) }
 
 // ValidateContent parses content of the given type strictly, checks it on its own, and
 // returns it in canonical form (defaults filled in) with the transports it names, for
@@ -163,19 +113,22 @@ func ValidateContent(typ string, content json.RawMessage) (canonical json.RawMes
 	}
 	dec := json.NewDecoder(bytes.NewReader(content))
 	dec.DisallowUnknownFields()
-	var c interface{ validate() ([]string, error) }
+	var c any
+	var validate func() ([]string, error)
 	switch typ {
 	case TypeSteering:
-		c = &SteeringContent{}
+		sc := &SteeringContent{}
+		c, validate = sc, func() ([]string, error) { return validateSteering(sc) }
 	case TypeQoS:
-		c = &QoSContent{}
+		qc := &QoSContent{}
+		c, validate = qc, func() ([]string, error) { return validateQoS(qc) }
 	default:
 		return nil, nil, apierr.BadRequest("policy type must be steering or qos; got %q", typ)
 	}
 	if err := dec.Decode(c); err != nil {
 		return nil, nil, apierr.BadRequest("%s content: %v", typ, err)
 	}
-	if transports, err = c.validate(); err != nil {
+	if transports, err = validate(); err != nil {
 		return nil, nil, err
 	}
 	canonical, err = json.Marshal(c)
@@ -186,7 +139,7 @@ func bad(format string, args ...any) error { return apierr.BadRequest(format, ar
 
 func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 
-func (c *SteeringContent) validate() ([]string, error) {
+func validateSteering(c *SteeringContent) ([]string, error) {
 	if len(c.Classes) == 0 || len(c.Classes) > 16 {
 		return nil, bad("a steering policy has 1 to 16 classes")
 	}
@@ -289,22 +242,7 @@ func (c *SteeringContent) validate() ([]string, error) {
 	return transports, nil
 }
 
-// ParsePortRange parses "443" or "10000-20000".
-func ParsePortRange(s string) (lo, hi uint16, err error) {
-	a, b, isRange := strings.Cut(s, "-")
-	l, err1 := strconv.ParseUint(a, 10, 16)
-	h := l
-	var err2 error
-	if isRange {
-		h, err2 = strconv.ParseUint(b, 10, 16)
-	}
-	if err1 != nil || err2 != nil || l == 0 || h < l {
-		return 0, 0, fmt.Errorf("port %q must be 1..65535 or a range lo-hi", s)
-	}
-	return uint16(l), uint16(h), nil
-}
-
-func (c *QoSContent) validate() ([]string, error) {
+func validateQoS(c *QoSContent) ([]string, error) {
 	if len(c.Transports) == 0 {
 		return nil, bad("a qos policy shapes at least one transport")
 	}
