@@ -44,7 +44,10 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	"joindre", "llámame", "llamar", "llame", "chiamami", "chiamare", "ligue", "ligar", "bel",
 	"contact", "reach", "hotline", "number", "telefon", "telefono", "teléfono", "téléphone", "tél",
 	"portable", "handy", "móvil", "movil", "cellulare", "celular", "telemóvel", "mobil", "nummer",
-	"numéro", "número", "numero", "rufnummer")
+	"numéro", "número", "numero", "rufnummer",
+	// "You can get me at ...": contact idioms whose verb is not a phone word.
+	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
+	"ping me at", "ping me on", "get hold of me at", "get hold of me on")
 
 // phoneFallbackRegions are tried for national numbers starting with a trunk "0" when the
 // default region rejects them and a phone word is near; min and max bound the digit count
