@@ -115,6 +115,11 @@ start_postgres
 log "Mosquitto"
 bash scripts/mosquitto.sh install
 
+# Tesseract and pdftotext: the document capture tests (aigw/document, the gateway) run them for
+# real and fail without them.
+log "OCR tools"
+bash scripts/ocr.sh install
+
 # ---------------------------------------------------------------------------------------------
 # Server: InfluxDB 1.8 — built with `go install` (cached in ~/.cache/edgewan/bin), started once
 # with Flux on, shared by every test binary through EDGEWAN_TEST_INFLUX_URL (each test makes
