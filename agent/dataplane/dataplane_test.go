@@ -348,4 +348,3 @@ func ipRouteGet(t *testing.T, ns string, args ...string) string {
 	}
 	return string(out)
 }
-

@@ -1,0 +1,235 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/edgewan/edgewan/agent/internal/netlab"
+)
+
+// The probes must run inside the lab's branch namespace, where sockets are opened. The test
+// binary re-runs itself there (childEnv set) as TestChild, which probes and prints each Result
+// as a JSON line.
+const childEnv = "EDGEWAN_PROBE_CHILD"
+
+type childResult struct {
+	Result
+	At time.Time
+}
+
+func TestChild(t *testing.T) {
+	spec := os.Getenv(childEnv)
+	if spec == "" {
+		return // only meaningful when re-run by runChild
+	}
+	var c struct {
+		Config
+		N int
+	}
+	if err := json.Unmarshal([]byte(spec), &c); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	enc := json.NewEncoder(os.Stdout)
+	err := Run(ctx, c.Config, func(r Result) {
+		if n >= c.N {
+			return // cancelled: what is still in flight is not part of the run
+		}
+		_ = enc.Encode(childResult{r, time.Now()})
+		if !r.Suspect {
+			if n++; n == c.N {
+				cancel()
+			}
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+}
+
+// runChild probes with c in the branch namespace until n final results came, and returns
+// every result in order.
+func runChild(t *testing.T, lab *netlab.Lab, c Config, n int) []childResult {
+	t.Helper()
+	spec, _ := json.Marshal(struct {
+		Config
+		N int
+	}{c, n})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := lab.Branch.Command(ctx, os.Args[0], "-test.run", "^TestChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var rs []childResult
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		var r childResult
+		if json.Unmarshal(sc.Bytes(), &r) == nil {
+			rs = append(rs, r)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("probe child: %v", err)
+	}
+	return rs
+}
+
+func finals(rs []childResult) (answered, lost int) {
+	for _, r := range rs {
+		switch {
+		case r.Lost:
+			lost++
+		case !r.Suspect:
+			answered++
+		}
+	}
+	return
+}
+
+func TestICMPThroughTransport(t *testing.T) {
+	lab := netlab.New(t, netlab.Spec{Transports: 2})
+	w := lab.WANs[0]
+	base := Config{Targets: []string{w.Gateway.String()}, Interval: 20 * time.Millisecond, Timeout: 400 * time.Millisecond,
+		Interface: w.BranchIf}
+
+	t.Run("delay", func(t *testing.T) {
+		w.Responder.Set(netlab.Impairment{Delay: 40 * time.Millisecond})
+		rs := runChild(t, lab, base, 20)
+		if a, l := finals(rs); a != 20 || l != 0 {
+			t.Fatalf("answered %d lost %d, want 20/0", a, l)
+		}
+		for _, r := range rs {
+			if !r.Suspect && (r.RTT < 40*time.Millisecond || r.RTT > 300*time.Millisecond) {
+				t.Fatalf("RTT %v with a 40ms delay", r.RTT)
+			}
+		}
+	})
+	t.Run("loss", func(t *testing.T) {
+		w.Responder.Set(netlab.Impairment{Loss: 1})
+		rs := runChild(t, lab, base, 10)
+		if a, l := finals(rs); a != 0 || l != 10 {
+			t.Fatalf("answered %d lost %d, want 0/10", a, l)
+		}
+		// each loss was suspected first, well before the 400ms timeout (the suspect deadline
+		// falls back to the timeout only before the first RTT is known)
+		suspects := map[time.Time]time.Time{}
+		for _, r := range rs {
+			if r.Suspect {
+				suspects[r.Sent] = r.At
+			}
+		}
+		for _, r := range rs {
+			if r.Lost {
+				if _, ok := suspects[r.Sent]; !ok {
+					t.Fatalf("probe sent %v lost without a suspect first", r.Sent)
+				}
+			}
+		}
+	})
+	t.Run("suspect-before-timeout", func(t *testing.T) {
+		// Fast answers first (RTT known), then the link dies: suspects come at the RTO floor.
+		w.Responder.Set(netlab.Impairment{})
+		c := base
+		c.Timeout = 2 * time.Second
+		c.MinSuspect = 100 * time.Millisecond
+		start := w.Responder.Stats().Replies
+		done := make(chan struct{})
+		var rs []childResult
+		go func() { defer close(done); rs = runChild(t, lab, c, 40) }()
+		waitFor(t, func() bool { return w.Responder.Stats().Replies >= start+15 })
+		w.Responder.Set(netlab.Impairment{Loss: 1})
+		<-done
+		var early int
+		for _, r := range rs {
+			if r.Suspect && r.At.Sub(r.Sent) < 500*time.Millisecond {
+				early++
+			}
+		}
+		if early == 0 {
+			for _, r := range rs {
+				t.Logf("%+v", r)
+			}
+			t.Fatalf("no early suspect after the link died: %d results", len(rs))
+		}
+	})
+	t.Run("down-link", func(t *testing.T) {
+		w.Responder.Set(netlab.Impairment{})
+		if err := w.SetLink(false); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = w.SetLink(true) }()
+		rs := runChild(t, lab, base, 5)
+		if a, l := finals(rs); a != 0 || l != 5 {
+			t.Fatalf("answered %d lost %d on a down link", a, l)
+		}
+	})
+}
+
+// Bound to transport 2, probes never reach transport 1's responder.
+func TestICMPBinding(t *testing.T) {
+	lab := netlab.New(t, netlab.Spec{Transports: 2})
+	before := lab.WANs[0].Responder.Stats().Requests
+	rs := runChild(t, lab, Config{Targets: []string{lab.WANs[1].Gateway.String()}, Interval: 20 * time.Millisecond,
+		Interface: lab.WANs[1].BranchIf}, 10)
+	if a, _ := finals(rs); a != 10 {
+		t.Fatalf("answered %d of 10", a)
+	}
+	if got := lab.WANs[0].Responder.Stats().Requests; got != before {
+		t.Fatalf("transport 1 saw %d requests", got-before)
+	}
+}
+
+func TestTCPProbe(t *testing.T) {
+	lab := netlab.New(t, netlab.Spec{Transports: 1})
+	w := lab.WANs[0]
+	c := Config{Method: TCP, Targets: []string{w.Gateway.String() + ":9"}, Interval: 20 * time.Millisecond,
+		Timeout: 300 * time.Millisecond, Interface: w.BranchIf}
+	// nothing listens: the RST proves the path works
+	if a, l := finals(runChild(t, lab, c, 5)); a != 5 || l != 0 {
+		t.Fatalf("refused connects: answered %d lost %d", a, l)
+	}
+	if err := w.SetLink(false); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.SetLink(true) }()
+	if a, l := finals(runChild(t, lab, c, 3)); a != 0 || l != 3 {
+		t.Fatalf("down link: answered %d lost %d", a, l)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []Config{
+		{},
+		{Targets: []string{"not-an-ip"}},
+		{Method: TCP, Targets: []string{"198.18.1.1"}},
+		{Method: "udp", Targets: []string{"198.18.1.1"}},
+	} {
+		if err := Run(context.Background(), c, func(Result) {}); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 20s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
