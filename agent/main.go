@@ -1,20 +1,198 @@
 // Command agent runs on each branch router: it probes the WAN transports, reports telemetry to
 // the controller and applies the steering and QoS policies it receives.
+//
+//	agent run [--config FILE] [flags]   claim the site on first boot, then run
+//	agent cleanup [--config FILE]       remove every route, rule and qdisc the agent added
+//	agent version
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/vishvananda/netns"
+
+	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/config"
+	"github.com/edgewan/edgewan/agent/dataplane"
+	"github.com/edgewan/edgewan/agent/engine"
 )
 
-// Version is set at build time (see Makefile).
-var Version = "dev"
+// Version, Commit and Date are set at build time (see Makefile).
+var (
+	Version = "dev"
+	Commit  = ""
+	Date    = ""
+)
+
+const usage = `usage:
+  agent run [--config FILE] [flags]    claim the site on first boot (--controller, --claim-token,
+                                       --ca-file or --ca-fingerprint), then probe, report and enforce
+  agent cleanup [--config FILE]        remove every route, rule and qdisc the agent added
+  agent version
+
+Run 'agent run -h' for the flags.
+`
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "version" || os.Args[1] == "--version") {
-		fmt.Println("edgewan agent", Version)
-		return
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
 	}
-	fmt.Fprintln(os.Stderr, "usage: agent version\n\nagent run is not built yet: see the agent issue (probes, claim, netlink enforcement).")
-	os.Exit(2)
+	var err error
+	switch os.Args[1] {
+	case "version", "--version", "-version":
+		fmt.Printf("edgewan agent %s", Version)
+		if Commit != "" {
+			fmt.Printf(" (commit %s, built %s)", Commit, Date)
+		}
+		fmt.Println()
+		return
+	case "run":
+		err = run(os.Args[2:], os.Stderr)
+	case "cleanup":
+		err = cleanup(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "agent: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		var ce *claim.Error
+		if errors.As(err, &ce) && ce.Permanent {
+			os.Exit(3) // a refused claim: restarting will not help (systemd: RestartPreventExitStatus=3)
+		}
+		os.Exit(1)
+	}
+}
+
+func loadConfig(fs *flag.FlagSet, args []string) (*config.Config, error) {
+	path := fs.String("config", "", "YAML configuration file (flags override it)")
+	f := config.NewFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	c, err := config.Load(*path)
+	if err != nil {
+		return nil, err
+	}
+	f.Apply(c)
+	if err := c.Finish(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+func run(args []string, logOut io.Writer) error {
+	fs := flag.NewFlagSet("agent run", flag.ContinueOnError)
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	c, err := loadConfig(fs, args)
+	if err != nil {
+		return err
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lvl}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	creds, err := provision(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c.MetricsListen != "" {
+		ln, err := net.Listen("tcp", c.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		log.Info("agent: metrics", "listen", ln.Addr().String())
+	}
+	log.Info("agent: starting", "version", Version, "site", creds.Site, "device", creds.Device, "transports", len(c.Transports), "enforce", *c.Enforce)
+	return engine.Run(ctx, engine.Options{Config: c, Creds: creds, Version: Version, Logger: log, Registry: reg})
+}
+
+// provision returns the stored credentials, or claims the site once with the claim token.
+func provision(ctx context.Context, c *config.Config, log *slog.Logger) (*claim.Credentials, error) {
+	creds, err := claim.Load(c.DataDir)
+	if err == nil {
+		if c.ClaimToken != "" {
+			log.Info("agent: already claimed; the claim token is not needed any more", "site", creds.Site)
+		}
+		return creds, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if c.ClaimToken == "" || c.Controller == "" {
+		return nil, errors.New("not provisioned yet: give --controller URL and --claim-token (and --ca-file or --ca-fingerprint) for the first boot")
+	}
+	tc, err := claim.TLSConfig(c.CAFile, c.CAFingerprint)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	req := claim.Request{ClaimToken: c.ClaimToken, Serial: c.Serial, Hostname: c.Hostname, Version: Version}
+	backoff := time.Second
+	for {
+		creds, err = claim.Claim(ctx, hc, c.Controller, req)
+		if err == nil {
+			break
+		}
+		var ce *claim.Error
+		if errors.As(err, &ce) && ce.Permanent {
+			return nil, err
+		}
+		log.Warn("agent: claim failed; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Minute)
+	}
+	if err := claim.Save(c.DataDir, creds); err != nil {
+		return nil, err
+	}
+	log.Info("agent: site claimed", "site", creds.Site, "device", creds.Device, "broker", creds.MQTTURL)
+	return creds, nil
+}
+
+func cleanup(args []string) error {
+	fs := flag.NewFlagSet("agent cleanup", flag.ContinueOnError)
+	c, err := loadConfig(fs, args)
+	if err != nil {
+		return err
+	}
+	dp, err := dataplane.New(netns.None(), dataplane.Options{TableBase: c.Routing.TableBase, RulePriority: c.Routing.RulePriority, MarkBase: c.Routing.MarkBase})
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	n, err := dp.Cleanup()
+	fmt.Printf("agent cleanup: %d changes\n", n)
+	return err
 }

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/edgewan/edgewan/agent/probe"
+	"github.com/edgewan/edgewan/telemetry"
+	"github.com/edgewan/edgewan/telemetry/window"
+)
+
+// monitor owns one transport's prober and window. Its state is guarded by the engine's mu.
+type monitor struct {
+	e        *Engine
+	name     string
+	pc       probe.Config
+	w        *window.Window
+	suspects int  // consecutive probes past their suspect deadline
+	down     bool // hard down: DownAfter suspects in a row, until the next answer
+	stopped  bool
+	cancel   context.CancelFunc
+}
+
+// startMonitor starts probing; prev (stopped, may be nil) hands over its window so that jitter
+// and the down state carry across a probe reconfiguration.
+func startMonitor(e *Engine, name string, pc probe.Config, prev *monitor) *monitor {
+	m := &monitor{e: e, name: name, pc: pc}
+	if prev != nil {
+		m.w, m.suspects, m.down = prev.w, prev.suspects, prev.down
+	} else {
+		// Down is decided here from suspect deadlines (faster than full timeouts), not by the
+		// window's loss count.
+		m.w = window.New(window.Options{Name: name, Method: pc.Method, DownAfter: -1})
+		e.m.transportUp.WithLabelValues(name).Set(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go m.run(ctx)
+	return m
+}
+
+func (m *monitor) run(ctx context.Context) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		err := probe.Run(ctx, m.pc, m.handle)
+		if ctx.Err() != nil {
+			return
+		}
+		// e.g. the interface is gone for now: every probe would fail; say so and retry
+		m.e.log.Warn("agent: probing stopped; retrying", "transport", m.name, "err", err, "in", backoff)
+		m.e.mu.Lock()
+		if !m.stopped && !m.down {
+			m.down = true
+			m.e.onDownLocked(m.name, time.Now())
+		}
+		m.e.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (m *monitor) handle(r probe.Result) {
+	e := m.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	switch {
+	case r.Suspect:
+		m.suspects++
+		if !m.down && m.suspects >= e.cfg.DownAfter {
+			m.down = true
+			e.log.Warn("agent: transport down", "transport", m.name, "unanswered", m.suspects)
+			e.onDownLocked(m.name, time.Now())
+		}
+	case r.Lost:
+		m.w.AddLoss()
+		e.m.probesSent.WithLabelValues(m.name).Inc()
+		e.m.probesLost.WithLabelValues(m.name).Inc()
+	default:
+		m.w.AddRTT(r.RTT)
+		e.m.probesSent.WithLabelValues(m.name).Inc()
+		m.suspects = 0
+		if m.down {
+			m.down = false
+			e.log.Info("agent: transport answers again", "transport", m.name)
+			e.onUpLocked(m.name)
+		}
+	}
+}
+
+// flush ends the window (engine mu held).
+func (m *monitor) flush() telemetry.TransportWindow {
+	tw := m.w.Flush()
+	tw.Down = m.down
+	return tw
+}
+
+func (m *monitor) sameProbe(pc probe.Config) bool { return reflect.DeepEqual(m.pc, pc) }
+
+// stop ends probing (engine mu held; it does not wait, as the prober's callbacks take mu).
+func (m *monitor) stop() {
+	m.stopped = true
+	m.cancel()
+}
