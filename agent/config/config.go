@@ -36,6 +36,15 @@ type Config struct {
 	Transports []Transport   `yaml:"transports"`
 	Routing    Routing       `yaml:"routing"`
 	Enforce    *bool         `yaml:"enforce"` // apply routes, rules and qdiscs (default true); false: probe and report only
+	Steering   Steering      `yaml:"steering"`
+}
+
+// Steering is the local failover's hysteresis; keep it equal to the controller's
+// --steering-* flags so that both decide alike. Zero fields take the controller's defaults.
+type Steering struct {
+	HoldDown     time.Duration `yaml:"hold_down"`     // default 30s
+	BreachAfter  int           `yaml:"breach_after"`  // default 3
+	RecoverAfter int           `yaml:"recover_after"` // default 10
 }
 
 // ProbeDefaults apply to every transport that does not set its own.
@@ -149,6 +158,9 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&v.Probe.Interval, "probe-interval", 0, "probe interval per transport (default 200ms)")
 	fs.DurationVar(&v.Probe.Timeout, "probe-timeout", 0, "a probe unanswered this long is lost (default 1s)")
 	fs.IntVar(&v.DownAfter, "down-after", 0, "consecutive unanswered probes that make a transport down (default 3)")
+	fs.DurationVar(&v.Steering.HoldDown, "steering-hold-down", 0, "local failover hold-down (default 30s; keep equal to the controller's)")
+	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally (default 3)")
+	fs.IntVar(&v.Steering.RecoverAfter, "steering-recover-after", 0, "good windows before a transport is used again (default 10)")
 	fs.Var(&f.trans, "transport", "a transport: name=N,if=IFACE,gw=GATEWAY,targets=IP+IP[,src=ADDR][,method=icmp|tcp] (repeatable; replaces the file's)")
 	return f
 }
@@ -183,6 +195,15 @@ func (f *Flags) Apply(c *Config) {
 	if set["down-after"] {
 		c.DownAfter = v.DownAfter
 	}
+	if set["steering-hold-down"] {
+		c.Steering.HoldDown = v.Steering.HoldDown
+	}
+	if set["steering-breach-after"] {
+		c.Steering.BreachAfter = v.Steering.BreachAfter
+	}
+	if set["steering-recover-after"] {
+		c.Steering.RecoverAfter = v.Steering.RecoverAfter
+	}
 	if len(f.trans) > 0 {
 		c.Transports = f.trans
 	}
@@ -214,6 +235,15 @@ func (c *Config) Finish() error {
 	if c.Enforce == nil {
 		t := true
 		c.Enforce = &t
+	}
+	if c.Steering.HoldDown == 0 {
+		c.Steering.HoldDown = 30 * time.Second
+	}
+	if c.Steering.BreachAfter <= 0 {
+		c.Steering.BreachAfter = 3
+	}
+	if c.Steering.RecoverAfter <= 0 {
+		c.Steering.RecoverAfter = 10
 	}
 	if c.Window < 100*time.Millisecond || c.Window > time.Hour {
 		return fmt.Errorf("window %v: want 100ms..1h", c.Window)

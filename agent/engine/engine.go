@@ -81,6 +81,16 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.Steering == (steering.Options{}) {
 		o.Steering = steering.DefaultOptions()
+		st := o.Config.Steering
+		if st.HoldDown > 0 {
+			o.Steering.HoldDown = st.HoldDown
+		}
+		if st.BreachAfter > 0 {
+			o.Steering.BreachAfter = st.BreachAfter
+		}
+		if st.RecoverAfter > 0 {
+			o.Steering.RecoverAfter = st.RecoverAfter
+		}
 	}
 	e := &Engine{o: o, cfg: o.Config, log: o.Logger, kick: make(chan struct{}, 1), events: make(chan telemetry.AgentEvent, 1024),
 		monitors: map[string]*monitor{}, decisions: map[string]string{}, paths: map[string]string{}, acked: map[string]string{}}
@@ -567,9 +577,7 @@ func (e *Engine) reconcile() error {
 	}
 	e.mu.Unlock()
 	for _, ev := range switched {
-		e.mu.Lock()
 		e.event(ev)
-		e.mu.Unlock()
 	}
 	for _, a := range acks {
 		a.V, a.Site, a.Device, a.Time = telemetry.SchemaVersion, e.o.Creds.Site, e.o.Creds.Device, time.Now().UTC()

@@ -39,6 +39,11 @@ type Config struct {
 	MosquittoDir  string        // write an external Mosquitto's password and ACL files here at every claim
 	OfflineAfter  time.Duration // a site that has not reported for this long is offline
 
+	// Steering hysteresis (steering.Options); agents should run the same figures.
+	SteeringHoldDown     time.Duration
+	SteeringBreachAfter  int
+	SteeringRecoverAfter int
+
 	InfluxURL    string // InfluxDB for telemetry history; empty: the embedded store in DataDir
 	InfluxToken  string
 	InfluxOrg    string
@@ -47,6 +52,9 @@ type Config struct {
 	AIModels     string   // JSON file of the gateway's models and fallbacks; empty: only the built-in echo model
 	AuditKeyFile string   // key sealing opted-in raw inputs in the audit log; empty: DataDir/audit.key
 	SIEMSinks    []string // where to stream audit records: syslog+tls://, syslog+tcp://, https:// (aigw/siem)
+	// ProposalInterval is how often Automatic mode analyses every project's audit records; 0
+	// disables the schedule (POST /projects/{id}/proposals still runs it on demand).
+	ProposalInterval time.Duration
 
 	RateLimit float64 // requests per second per token; 0 disables
 	RateBurst int     // bucket size
@@ -69,10 +77,14 @@ func Default() Config {
 		MQTTListen:         "127.0.0.1:8883",
 		MQTTUsername:       "controller",
 		OfflineAfter:       30 * time.Second,
+		SteeringHoldDown:     30 * time.Second,
+		SteeringBreachAfter:  3,
+		SteeringRecoverAfter: 10,
 		InfluxBucket:       "telemetry/autogen",
 		RateLimit:          50,
 		RateBurst:          100,
 		ShutdownTimeout:    20 * time.Second,
+		ProposalInterval:   time.Hour,
 		LogLevel:           "info",
 		LogFormat:          "text",
 	}
@@ -106,6 +118,9 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MQTTPublicURL, "mqtt-public-url", c.MQTTPublicURL, "broker URL given to agents when they claim (default: from --mqtt-url or --mqtt-listen)")
 	fs.StringVar(&c.MosquittoDir, "mosquitto-dir", c.MosquittoDir, "with --mqtt-url: write the Mosquitto password and ACL files for the agents here")
 	fs.DurationVar(&c.OfflineAfter, "offline-after", c.OfflineAfter, "mark a site offline after this long without a report")
+	fs.DurationVar(&c.SteeringHoldDown, "steering-hold-down", c.SteeringHoldDown, "least time from a breach or outage to recovery, and between a class's switches")
+	fs.IntVar(&c.SteeringBreachAfter, "steering-breach-after", c.SteeringBreachAfter, "consecutive bad telemetry windows that breach a class's SLA")
+	fs.IntVar(&c.SteeringRecoverAfter, "steering-recover-after", c.SteeringRecoverAfter, "consecutive good windows before a breached or down transport is used again")
 	fs.StringVar(&c.InfluxURL, "influx-url", c.InfluxURL, "InfluxDB URL for telemetry history (empty: embedded store in the data dir)")
 	fs.StringVar(&c.InfluxToken, "influx-token", c.InfluxToken, "InfluxDB token (\"user:password\" for InfluxDB 1.8)")
 	fs.StringVar(&c.InfluxOrg, "influx-org", c.InfluxOrg, "InfluxDB organisation (empty for 1.8)")
@@ -115,6 +130,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		c.SIEMSinks = append(c.SIEMSinks, s)
 		return nil
 	})
+	fs.DurationVar(&c.ProposalInterval, "ai-proposal-interval", c.ProposalInterval, "how often the AI gateway's Automatic mode analyses each project's audit records and proposes policy changes (0 disables the schedule)")
 	fs.StringVar(&c.AuditKeyFile, "audit-key-file", c.AuditKeyFile, "key that encrypts raw inputs kept in the AI gateway's audit log (default DATA_DIR/audit.key)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per token (0 disables)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API request burst per token")
@@ -186,11 +202,17 @@ func (c *Config) Validate() error {
 	if c.MosquittoDir != "" && c.MQTTURL == "" {
 		errs = append(errs, errors.New("--mosquitto-dir goes with --mqtt-url (the embedded broker needs no files)"))
 	}
+	if c.SteeringHoldDown < 0 || c.SteeringBreachAfter < 1 || c.SteeringRecoverAfter < 1 {
+		errs = append(errs, errors.New("--steering-hold-down must be >= 0, --steering-breach-after and --steering-recover-after >= 1"))
+	}
 	if c.OfflineAfter < 2*time.Second {
 		errs = append(errs, fmt.Errorf("--offline-after must be at least 2s, got %s", c.OfflineAfter))
 	}
 	if c.InfluxURL != "" && !strings.HasPrefix(c.InfluxURL, "http://") && !strings.HasPrefix(c.InfluxURL, "https://") {
 		errs = append(errs, fmt.Errorf("--influx-url %q: want http(s)://host:port", c.InfluxURL))
+	}
+	if c.ProposalInterval < 0 || c.ProposalInterval > 0 && c.ProposalInterval < time.Minute {
+		errs = append(errs, fmt.Errorf("--ai-proposal-interval must be 0 (off) or at least 1m, got %s", c.ProposalInterval))
 	}
 	if c.RateLimit < 0 || c.RateBurst < 0 {
 		errs = append(errs, errors.New("--rate-limit and --rate-burst must not be negative"))

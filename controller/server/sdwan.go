@@ -10,6 +10,7 @@ import (
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/coreapi/soc"
+	"github.com/edgewan/edgewan/steering"
 	"github.com/edgewan/edgewan/telemetry/sink"
 )
 
@@ -51,14 +52,19 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 		}
 		s.bus = mqtt.NewInlineBus(s.broker, mqtt.BusOptions{})
 	} else {
+		// The broker's password and ACL files follow the database from the start, so a fresh
+		// Mosquitto (the compose stack's) lets the controller in before any agent has claimed.
+		s.writeMosquittoFiles(ctx, "")
 		client, err = mqtt.NewClientBus(mqtt.ClientOptions{URL: cfg.MQTTURL, Username: cfg.MQTTUsername, Password: cfg.MQTTPassword, CAFile: cfg.MQTTCA})
 		if err != nil {
 			return err
 		}
 		s.bus = client
 	}
+	steer := steering.DefaultOptions()
+	steer.HoldDown, steer.BreachAfter, steer.RecoverAfter = cfg.SteeringHoldDown, cfg.SteeringBreachAfter, cfg.SteeringRecoverAfter
 	s.Engine = ingest.New(s.Store, s.bus, s.sink, ingest.Options{
-		OfflineAfter: cfg.OfflineAfter, Notify: s.dispatcher.Notify, Registerer: s.registry,
+		OfflineAfter: cfg.OfflineAfter, Notify: s.dispatcher.Notify, Registerer: s.registry, Steering: steer,
 		OnSiteRemoved: func(_, device string) {
 			if s.broker != nil && device != "" {
 				s.broker.Revoke(device)
@@ -70,6 +76,7 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 	if err := s.Engine.Start(ctx); err != nil {
 		return err
 	}
+	s.registerSDWANMetrics()
 	if s.broker != nil {
 		return s.broker.Start(s.bgCtx)
 	}
