@@ -31,8 +31,8 @@
 // of the file: a write interrupted by a crash) is truncated away. A bad frame with data after it
 // is corruption: the records before it are kept, the rest of that segment is truncated, and
 // Stats.Corrupt counts it; in the newest segment, the next ID then skips every ID the lost bytes
-// could have held (one per 16 bytes), so that no ID is reused. Peek and Ack treat a bad frame
-// found later the same way. Open never fails for the content of a segment.
+// could have held (one per 16 bytes), so that no ID is reused. Peek and Ack skip and count a bad
+// frame found after Open the same way. Open never fails for the content of a segment.
 //
 // # Cap
 //
