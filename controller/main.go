@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/edgewan/edgewan/buildinfo"
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/server"
 	"github.com/edgewan/edgewan/controller/store"
@@ -54,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "keys":
 		return keys(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "edgewan controller", server.Version)
+		fmt.Fprintln(stdout, buildinfo.Get(server.Version).String("controller"))
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

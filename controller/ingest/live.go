@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/controller/sdwan"
+	"github.com/edgewan/edgewan/telemetry/rollup"
 )
 
 var (
@@ -69,3 +70,14 @@ func (e *Engine) Health(siteID string, window time.Duration) (*sdwan.Health, boo
 
 // round keeps three decimals: figures are milliseconds and percentages.
 func round(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// Points implements sdwan.Live: each transport's buckets over the window from the rolling
+// aggregates.
+func (e *Engine) Points(siteID string, window time.Duration) (time.Duration, []rollup.TransportPoints, time.Time) {
+	if e.site(siteID) == nil {
+		return 0, nil, time.Time{}
+	}
+	now := e.o.Now()
+	step, pts := e.roll.SitePoints(now, siteID, window)
+	return step, pts, now.UTC()
+}

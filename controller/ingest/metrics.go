@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/telemetry"
 )
 
@@ -42,9 +43,50 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_sites_live", Help: "Claimed sites the controller follows."},
 				func() float64 { e.mu.RLock(); defer e.mu.RUnlock(); return float64(len(e.sites)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_transports_tracked", Help: "Transports with rolling aggregates in memory."},
-				func() float64 { return float64(e.roll.Len()) }))
+				func() float64 { return float64(e.roll.Len()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_ingest_pending_events",
+				Help: "SD-WAN events waiting to be stored (the ingest's database queue)."},
+				func() float64 { e.rec.mu.Lock(); defer e.rec.mu.Unlock(); return float64(e.rec.events) }),
+			&statusCollector{e: e})
 	}
 	return m
+}
+
+// statusCollector counts the followed sites and their transports by status at each scrape.
+type statusCollector struct{ e *Engine }
+
+var (
+	sitesDesc = prometheus.NewDesc("edgewan_sites", "Followed (claimed) sites by status: up, degraded, offline.",
+		[]string{"status"}, nil)
+	transportsDesc = prometheus.NewDesc("edgewan_transports", "Transports of the followed sites by status: unknown, up, degraded, down.",
+		[]string{"status"}, nil)
+)
+
+func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sitesDesc; ch <- transportsDesc }
+
+func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
+	sites := map[string]int{sdwan.SiteUp: 0, sdwan.SiteDegraded: 0, sdwan.SiteOffline: 0}
+	trs := map[string]int{sdwan.TransportUnknown: 0, sdwan.TransportUp: 0, sdwan.TransportDegraded: 0, sdwan.TransportDown: 0}
+	c.e.mu.RLock()
+	all := make([]*site, 0, len(c.e.sites))
+	for _, st := range c.e.sites {
+		all = append(all, st)
+	}
+	c.e.mu.RUnlock()
+	for _, st := range all {
+		st.mu.Lock()
+		sites[st.status]++
+		for _, t := range st.transports {
+			trs[t.status]++
+		}
+		st.mu.Unlock()
+	}
+	for k, n := range sites {
+		ch <- prometheus.MustNewConstMetric(sitesDesc, prometheus.GaugeValue, float64(n), k)
+	}
+	for k, n := range trs {
+		ch <- prometheus.MustNewConstMetric(transportsDesc, prometheus.GaugeValue, float64(n), k)
+	}
 }
 
 // pool recycles decoded reports so the hot path does not allocate a report per message.

@@ -3,10 +3,12 @@ package sdwan
 import (
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/edgewan/edgewan/coreapi/auth"
+	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/page"
 	"github.com/edgewan/edgewan/coreapi/rest"
 	"github.com/edgewan/edgewan/telemetry/rollup"
@@ -25,6 +27,8 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec) {
 	g.GET("/sites/:id/transports", r, h.listTransports)
 	g.POST("/sites/:id/transports", w, h.addTransport)
 	g.GET("/sites/:id/health", r, h.health)
+	g.GET("/sites/:id/series", r, h.series)
+	g.GET("/events", r, h.listEvents)
 	g.GET("/policies", r, h.listPolicies)
 	g.POST("/policies", w, h.createPolicy)
 	g.GET("/policies/:id", r, h.getPolicy)
@@ -139,20 +143,8 @@ func (h *handlers) addTransport(c *gin.Context) {
 }
 
 func (h *handlers) health(c *gin.Context) {
-	q := c.Request.URL.Query()
-	for k, vs := range q {
-		if k != "window" || len(vs) > 1 {
-			rest.Fail(c, badParam(k))
-			return
-		}
-	}
-	text := q.Get("window")
-	if text == "" {
-		text = "5m"
-	}
-	window, err := rollup.ParseWindow(text)
-	if err != nil {
-		rest.Fail(c, badWindow(text, err))
+	window, text, ok := windowParam(c, "5m")
+	if !ok {
 		return
 	}
 	hl, err := h.s.Health(c.Request.Context(), c.Param("id"), window, text)
@@ -161,6 +153,47 @@ func (h *handlers) health(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, hl)
+}
+
+func (h *handlers) series(c *gin.Context) {
+	window, text, ok := windowParam(c, "15m")
+	if !ok {
+		return
+	}
+	se, err := h.s.Series(c.Request.Context(), c.Param("id"), window, text)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, se)
+}
+
+// windowParam reads the only query parameter of health and series, window (def when absent),
+// or answers 400 and reports false.
+func windowParam(c *gin.Context, def string) (time.Duration, string, bool) {
+	q := c.Request.URL.Query()
+	for k, vs := range q {
+		if k != "window" || len(vs) > 1 {
+			rest.Fail(c, badParam(k))
+			return 0, "", false
+		}
+	}
+	text := q.Get("window")
+	if text == "" {
+		text = def
+	}
+	window, err := rollup.ParseWindow(text)
+	if err != nil {
+		rest.Fail(c, badWindow(text, err))
+		return 0, "", false
+	}
+	return window, text, true
+}
+
+func (h *handlers) listEvents(c *gin.Context) {
+	rest.List(c, h.pages, []string{"type", "site"}, func(p page.Params, q url.Values) ([]*event.Envelope, error) {
+		return h.s.ListEvents(c.Request.Context(), p, q.Get("type"), q.Get("site"))
+	}, func(e *event.Envelope) page.Key { return page.Key{UpdatedAt: e.CreatedAt, ID: e.ID} })
 }
 
 func (h *handlers) listPolicies(c *gin.Context) {

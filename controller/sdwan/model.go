@@ -212,7 +212,7 @@ func (r *CreateTransportRequest) validate() error {
 }
 
 func badParam(k string) error {
-	return apierr.BadRequest("query parameter %q unknown or repeated; health accepts window, once", k)
+	return apierr.BadRequest("query parameter %q unknown or repeated; health and series accept window, once", k)
 }
 
 func badWindow(text string, err error) error {

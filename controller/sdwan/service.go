@@ -19,6 +19,7 @@ import (
 	"github.com/edgewan/edgewan/coreapi/ids"
 	"github.com/edgewan/edgewan/coreapi/org"
 	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/telemetry/rollup"
 )
 
 // SiteFilter selects sites in a list.
@@ -66,6 +67,7 @@ type Store interface {
 	Assignments(ctx context.Context, siteID string) ([]*Assignment, error)
 	SetRollout(ctx context.Context, siteID, policyID string, version int, state, reason string, at time.Time) (bool, error)
 	InsertEvent(ctx context.Context, ev *event.Envelope) (int, error)
+	ListEvents(ctx context.Context, p page.Params, f EventFilter) ([]*event.Envelope, error)
 }
 
 // Pusher sends a site's desired state (its policies) to its agent.
@@ -79,6 +81,9 @@ type Live interface {
 	// Overlay fills the transports' latest status and metrics from memory.
 	Overlay(siteID string, ts []*Transport)
 	Health(siteID string, window time.Duration) (*Health, bool)
+	// Points gives each transport's buckets over the window, their step and the time of the
+	// answer; step 0 when the site has no live state or no data.
+	Points(siteID string, window time.Duration) (time.Duration, []rollup.TransportPoints, time.Time)
 	// SiteChanged reloads a site after a claim, a new transport or decommissioning.
 	SiteChanged(ctx context.Context, siteID string) error
 }

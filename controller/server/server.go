@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/controller/noc"
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/store"
 	"github.com/edgewan/edgewan/controller/tlsgen"
@@ -69,7 +69,7 @@ type Server struct {
 	Engine     *ingest.Engine
 	bgCtx      context.Context // lives until Run's shutdown: the broker and the external bus
 	stopBG     context.CancelFunc
-	registry   *prometheus.Registry
+	registry   *namedRegistry
 	ready      atomic.Bool
 	CAFile     string // the generated CA, when the server made its own certificate
 }
@@ -84,7 +84,7 @@ func New(ctx context.Context, cfg config.Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, Store: st, registry: prometheus.NewRegistry()}
+	s := &Server{cfg: cfg, Store: st, registry: newNamedRegistry()}
 	s.bgCtx, s.stopBG = context.WithCancel(context.WithoutCancel(ctx))
 	fail := func(err error) (*Server, error) {
 		s.stopBG()
@@ -193,6 +193,7 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	e.GET("/openapi.json", oa)
+	noc.Register(e) // the NOC page: static files; its data comes from the API below
 
 	v1 := e.Group("/v1", authn.Middleware())
 	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
