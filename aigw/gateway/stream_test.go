@@ -2,13 +2,18 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgewan/edgewan/aigw/gateway"
 	"github.com/edgewan/edgewan/aigw/provider/providertest"
 	"github.com/edgewan/edgewan/controller/store"
+	"github.com/edgewan/edgewan/controller/store/storetest"
 	"github.com/edgewan/edgewan/coreapi/apierr"
 )
 
@@ -139,3 +144,92 @@ func TestStreamErrors(t *testing.T) {
 		}
 	})
 }
+
+// firstDelta is a StreamSink that notes when the first text arrives and then ends the stream
+// (the rest of the answer does not matter for the time to first token).
+type firstDelta struct {
+	start time.Time
+	ttft  time.Duration
+	text  string
+}
+
+var errEnough = errors.New("first delta received")
+
+func (s *firstDelta) Delta(text string) error {
+	s.ttft, s.text = time.Since(s.start), text
+	return errEnough
+}
+
+func (s *firstDelta) Done(*gateway.ChatResponse) error { return nil }
+
+// tokens cuts s into chunks of n bytes, like a model's tokens.
+func tokens(s string, n int) []string { return chunked(s, n) }
+
+// BenchmarkStreamTTFT measures the time to first token that streaming redaction adds, in
+// process: the first Delta of Service.ChatStream under a policy against the first Delta under
+// a policy that passes output through (output.skip_entities), with the fake upstream sending
+// 5-byte tokens all at once (pace 0) or one every 20 ms (250 B/s, a slow model), or 6-byte
+// words every 10 ms (the controller benchmark's answer). "redact" is the default policy (early
+// emission); "block" sets output.block, which turns early emission off (the window alone).
+// It reports the medians over b.N streams and extra-ttft-ms = redact (or block) minus passthrough.
+func BenchmarkStreamTTFT(b *testing.B) {
+	resp, err := os.ReadFile("../guard/testdata/response_2k.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	words := strings.Repeat("The model writes this answer word by word. ", 8)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name   string
+		chunks []string
+		pace   time.Duration
+	}{
+		{"burst/response_2k", tokens(string(resp), 5), 0},
+		{"pace=20ms/5B/response_2k", tokens(string(resp), 5), 20 * time.Millisecond},
+		{"pace=20ms/5B/words", tokens(words, 5), 20 * time.Millisecond},
+		{"pace=10ms/word/words", strings.SplitAfter(words, " "), 10 * time.Millisecond},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ttft := map[string][]time.Duration{}
+			policies := []struct{ name, content string }{
+				{"passthrough", `{"output":{"skip_entities":true}}`},
+				{"redact", `{}`},
+				{"block", `{"output":{"block":true}}`},
+			}
+			envs := map[string]*env{}
+			for _, p := range policies {
+				e := newEnv(b, storeFor(b), nil)
+				e.publish(b, p.content)
+				envs[p.name] = e
+			}
+			req := gateway.ChatRequest{Project: "proj", Model: "gpt", Messages: msgs("user", "Summarise the thread.")}
+			n := 0
+			for b.Loop() {
+				for _, p := range policies {
+					e := envs[p.name]
+					e.oai.Queue(providertest.Reply{Chunks: bc.chunks, Pace: bc.pace})
+					s := &firstDelta{start: time.Now()}
+					n++
+					if err := e.svc.ChatStream(ctx, user, fmt.Sprintf("req_%d", n), "chat", req, s); s.ttft == 0 {
+						b.Fatalf("%s: no delta (%v)", p.name, err)
+					}
+					ttft[p.name] = append(ttft[p.name], s.ttft)
+				}
+			}
+			med := func(name string) time.Duration {
+				d := slices.Clone(ttft[name])
+				slices.Sort(d)
+				return d[len(d)/2]
+			}
+			base := med("passthrough")
+			b.ReportMetric(float64(base.Microseconds())/1e3, "passthrough-ttft-ms")
+			b.ReportMetric(float64(med("redact").Microseconds())/1e3, "redact-ttft-ms")
+			b.ReportMetric(float64((med("redact")-base).Microseconds())/1e3, "extra-ttft-ms")
+			b.ReportMetric(float64((med("block")-base).Microseconds())/1e3, "block-extra-ttft-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// storeFor opens a fresh SQLite store for a benchmark.
+func storeFor(b *testing.B) *store.Store { return storetest.SQLite(b) }

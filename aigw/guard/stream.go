@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/edgewan/edgewan/aigw/detect"
 )
@@ -51,6 +52,7 @@ type StreamRedactor struct {
 	window  int
 	redact  bool // apply entity actions (Output.SkipEntities not set)
 	block   bool // apply block rules (Output.Block)
+	early   bool // emit text in which no entity can start before the window passes it (not with block)
 	buf     []byte
 	base    int // stream offset of buf[0]
 	emitted int // buf index of the first byte not yet emitted
@@ -68,7 +70,8 @@ type StreamRedactor struct {
 // Stream starts redacting a streamed response in this session.
 func (s *Session) Stream() *StreamRedactor {
 	o := s.g.policy.Output
-	return &StreamRedactor{s: s, window: o.StreamWindow, redact: !o.SkipEntities, block: o.Block, tried: -1, pemStart: -1}
+	return &StreamRedactor{s: s, window: o.StreamWindow, redact: !o.SkipEntities, block: o.Block,
+		early: !o.SkipEntities && !o.Block, tried: -1, pemStart: -1}
 }
 
 // Write adds a chunk of the response and returns the text that is safe to send now (possibly
@@ -87,6 +90,11 @@ func (r *StreamRedactor) Write(chunk string) string {
 	r.buf = append(r.buf, chunk...)
 	r.track(old)
 	p, force := r.boundary()
+	if r.early && !force {
+		if q := r.safePrefix(); q > r.emitted && q >= p {
+			return r.emitPlain(q)
+		}
+	}
 	if p <= r.emitted {
 		return ""
 	}
@@ -95,7 +103,14 @@ func (r *StreamRedactor) Write(chunk string) string {
 		return ""
 	}
 	r.tried = at
-	return r.commit(p, false, force)
+	out := r.commit(p, false, force)
+	if r.early && !force {
+		// The scan may have moved past a held entity: what follows it can go now too.
+		if q := r.safePrefix(); q > r.emitted {
+			out += r.emitPlain(q)
+		}
+	}
+	return out
 }
 
 // Flush ends the stream and returns the rest of the text, checked.
@@ -201,6 +216,50 @@ func (r *StreamRedactor) boundary() (int, bool) {
 	return p, force
 }
 
+// safePrefix returns the buf index up to which no entity can start in the pending text,
+// whatever follows (detect.Engine.SafePrefix), reading the same context as a scan.
+func (r *StreamRedactor) safePrefix() int {
+	if r.runStart-r.base <= r.emitted {
+		return r.emitted // no complete word pending
+	}
+	lo := r.scanStart()
+	// The engine only reads the text during the call, and buf does not change meanwhile, so a
+	// string sharing buf's bytes saves copying the pending text at every Write.
+	text := unsafe.String(unsafe.SliceData(r.buf[lo:]), len(r.buf)-lo)
+	return lo + r.s.g.engine.SafePrefix(text, r.emitted-lo)
+}
+
+// emitPlain emits buf[emitted:p], which holds no entity (safePrefix), without a scan.
+func (r *StreamRedactor) emitPlain(p int) string {
+	out := string(r.buf[r.emitted:p])
+	r.advance(p)
+	return out
+}
+
+// scanStart returns where a scan of the pending text starts: up to streamContext bytes before
+// it, at a word start.
+func (r *StreamRedactor) scanStart() int {
+	lo := max(0, r.emitted-streamContext)
+	if lo > 0 {
+		if i := bytes.IndexAny(r.buf[lo:r.emitted], " \t\n\r"); i >= 0 {
+			lo += i + 1
+		}
+	}
+	return lo
+}
+
+// advance marks buf[:p] emitted and drops what no later scan needs.
+func (r *StreamRedactor) advance(p int) {
+	r.emitted = p
+	// Keep streamContext bytes of emitted text for the next scan; drop the rest.
+	if drop := r.emitted - streamContext; drop > 0 {
+		n := copy(r.buf, r.buf[drop:])
+		r.buf = r.buf[:n]
+		r.base += drop
+		r.emitted -= drop
+	}
+}
+
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
@@ -208,13 +267,7 @@ func isSpace(c byte) bool {
 // commit scans the held text with its context, applies the block rules, and emits the text
 // up to p (buf index), moved back before any entity that crosses it unless final or force.
 func (r *StreamRedactor) commit(p int, final, force bool) string {
-	// The scan starts up to streamContext bytes before the pending text, at a word start.
-	lo := max(0, r.emitted-streamContext)
-	if lo > 0 {
-		if i := bytes.IndexAny(r.buf[lo:r.emitted], " \t\n\r"); i >= 0 {
-			lo += i + 1
-		}
-	}
+	lo := r.scanStart()
 	text := string(r.buf[lo:])
 	em, pp := r.emitted-lo, p-lo
 	var ents []detect.Entity
@@ -264,14 +317,7 @@ func (r *StreamRedactor) commit(p int, final, force bool) string {
 		last = piece.End
 	}
 	out.WriteString(text[last:pp])
-	r.emitted = lo + pp
-	// Keep streamContext bytes of emitted text for the next scan; drop the rest.
-	if drop := r.emitted - streamContext; drop > 0 {
-		n := copy(r.buf, r.buf[drop:])
-		r.buf = r.buf[:n]
-		r.base += drop
-		r.emitted -= drop
-	}
+	r.advance(lo + pp)
 	return out.String()
 }
 

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -93,6 +94,7 @@ func TestStreamMatchesOutput(t *testing.T) {
 			detect.TypeEmail: ActionHash, detect.TypeCreditCard: ActionMask, detect.TypePhone: ActionMask,
 			detect.TypeURL: ActionAllow, detect.TypePerson: ActionMask}}},
 		{"smallest window", Policy{Output: OutputChecks{StreamWindow: MinStreamWindow}}},
+		{"output block, no early emission", Policy{Output: OutputChecks{Block: true}}},
 	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	const texts, chunkings = 150, 3
@@ -117,28 +119,84 @@ func TestStreamMatchesOutput(t *testing.T) {
 	}
 }
 
+// TestStreamMatchesOutputCorpus is the streaming property on the detection corpora (every
+// sample of aigw/detect/testdata, both corpora): split at random byte offsets, each streamed
+// text equals Session.Output on the whole text, with and without early emission.
+func TestStreamMatchesOutputCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("corpus property: 4,800 texts")
+	}
+	var texts []string
+	for _, f := range []string{"../detect/testdata/corpus.jsonl", "../detect/testdata/corpus_holdout.jsonl"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			var s struct{ Text string }
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			texts = append(texts, s.Text)
+		}
+	}
+	if len(texts) < 4000 {
+		t.Fatalf("read %d corpus texts; want the 4,800 of both corpora", len(texts))
+	}
+	rng := rand.New(rand.NewPCG(13, 17))
+	for _, pt := range []struct {
+		name string
+		p    Policy
+	}{{"early emission", Policy{}}, {"no early emission", Policy{Output: OutputChecks{Block: true}}}} {
+		t.Run(pt.name, func(t *testing.T) {
+			g := newGuard(t, pt.p)
+			for i, text := range texts {
+				want := g.NewSession().Output(text)
+				chunks := randomChunks(rng, text)
+				got, sr := runStream(g, chunks)
+				if got != want.Text {
+					t.Fatalf("text %d, %d chunks %q:\nstream: %q\noutput: %q", i, len(chunks), chunks, got, want.Text)
+				}
+				if !slices.Equal(sr.Redactions(), want.Redactions) {
+					t.Fatalf("text %d: redactions differ:\nstream: %+v\noutput: %+v", i, sr.Redactions(), want.Redactions)
+				}
+			}
+		})
+	}
+}
+
 // TestStreamHolds feeds responses chunk by chunk and checks what each Write may return: never
 // a piece of an entity, even one split across chunks or runes.
 func TestStreamHolds(t *testing.T) {
+	noEarly := Policy{Output: OutputChecks{Block: true}} // block rules turn early emission off
 	tests := []struct {
 		name   string
+		policy Policy
 		chunks []string
 		want   []string // output of each Write, then of Flush
 	}{
-		{"email split", []string{"mail jane.d", "oe@exam", "ple.com now"}, []string{"", "", "", "mail [EMAIL_1] now"}},
-		{"line emitted at its end", []string{"Hello there!\nMy card is 4111 1111 ", "1111 1111.\n"},
+		{"email split", Policy{}, []string{"mail jane.d", "oe@exam", "ple.com now"}, []string{"mail ", "", "", "[EMAIL_1] now"}},
+		{"email split, no early emission", noEarly, []string{"mail jane.d", "oe@exam", "ple.com now"}, []string{"", "", "", "mail [EMAIL_1] now"}},
+		{"line emitted at its end", noEarly, []string{"Hello there!\nMy card is 4111 1111 ", "1111 1111.\n"},
 			[]string{"Hello there!\n", "My card is [CREDIT_CARD_1].\n", ""}},
-		{"rune split", []string{"Grüße\n"[:3], "Grüße\n"[3:]}, []string{"", "Grüße\n", ""}},
-		{"unfinished token held past the window", []string{"key ghp_abcdefghijklmnop", "qrstuvwxyz0123456789" + strings.Repeat(" word", 40)},
+		{"words before a number emitted early", Policy{}, []string{"Hello there!\nMy card is 4111 1111 ", "1111 1111.\n"},
+			[]string{"Hello there!\nMy card is ", "[CREDIT_CARD_1].\n", ""}},
+		{"capital waits for the first letter of the next word", Policy{}, []string{"The", " model", " writes", " it"}, []string{"", "The ", "model ", "writes ", "it"}},
+		{"name held until the window passes it", Policy{}, []string{"Thanks, Anna", " Smith", " for the call. ", strings.Repeat("More words here. ", 8)},
+			[]string{"Thanks, ", "", "", "[PERSON_1] for the call. " + strings.Repeat("More words here. ", 8), ""}},
+		{"rune split", Policy{}, []string{"Grüße\n"[:3], "Grüße\n"[3:]}, []string{"", "Grüße\n", ""}},
+		{"unfinished token held past the window", noEarly, []string{"key ghp_abcdefghijklmnop", "qrstuvwxyz0123456789" + strings.Repeat(" word", 40)},
 			[]string{"", "key [SECRET_1]" + strings.Repeat(" word", 14) + " ", strings.Repeat("word ", 25) + "word"}},
-		{"private key block held until its end", []string{"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n", strings.Repeat("AAAA", 40) + "\n", "-----END PRIVATE KEY-----\nok\n"},
+		{"unfinished token, early emission", Policy{}, []string{"key ghp_abcdefghijklmnop", "qrstuvwxyz0123456789" + strings.Repeat(" word", 40)},
+			[]string{"key ", "[SECRET_1]" + strings.Repeat(" word", 39) + " ", "word"}},
+		{"private key block held until its end", Policy{}, []string{"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n", strings.Repeat("AAAA", 40) + "\n", "-----END PRIVATE KEY-----\nok\n"},
 			[]string{"", "", "[SECRET_1]\nok\n", ""}},
-		{"window", []string{strings.Repeat("a ", 100)}, []string{strings.Repeat("a ", 36), strings.Repeat("a ", 64)}},
+		{"window", noEarly, []string{strings.Repeat("a ", 100)}, []string{strings.Repeat("a ", 36), strings.Repeat("a ", 64)}},
+		{"window, early emission", Policy{}, []string{strings.Repeat("a ", 100)}, []string{strings.Repeat("a ", 100), ""}},
 	}
-	g := newGuard(t, Policy{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sr := g.NewSession().Stream()
+			sr := newGuard(t, tt.policy).NewSession().Stream()
 			var got []string
 			for _, c := range tt.chunks {
 				got = append(got, sr.Write(c))
@@ -209,21 +267,26 @@ func TestStreamSharesSession(t *testing.T) {
 
 // TestStreamLatency feeds a typical response in 4-byte chunks (about one token each) and
 // measures how many bytes had arrived when the first safe byte was emitted, and how much the
-// stream holds back on average.
+// stream holds back on average, with early emission (the default) and without (output.block).
 func TestStreamLatency(t *testing.T) {
 	resp := readTestdata(t, "response_2k.txt")
-	for _, w := range []int{MinStreamWindow, DefaultStreamWindow} {
-		t.Run(fmt.Sprint("window ", w), func(t *testing.T) {
-			st := measureStream(newGuard(t, Policy{Output: OutputChecks{StreamWindow: w}}), resp, 4)
-			t.Logf("first safe byte after %d bytes; held back %.0f bytes on average, %d at most; %d scans for %d writes",
-				st.firstAt, st.meanHeld, st.maxHeld, st.scans, st.writes)
-			if st.firstAt > 80 { // the first line of the response ends at byte 76
-				t.Errorf("first safe byte after %d bytes; want the first line at once", st.firstAt)
-			}
-			if st.meanHeld > float64(w+streamStep+16) {
-				t.Errorf("held back %.0f bytes on average; want <= window + step + a word", st.meanHeld)
-			}
-		})
+	for _, early := range []bool{true, false} {
+		for _, w := range []int{MinStreamWindow, DefaultStreamWindow} {
+			t.Run(fmt.Sprintf("window %d, early emission %v", w, early), func(t *testing.T) {
+				st := measureStream(newGuard(t, Policy{Output: OutputChecks{StreamWindow: w, Block: !early}}), resp, 4)
+				t.Logf("first safe byte after %d bytes; held back %.0f bytes on average, %d at most; %d scans for %d writes",
+					st.firstAt, st.meanHeld, st.maxHeld, st.scans, st.writes)
+				switch {
+				case early && st.firstAt > 8: // "Sure! Here": "Sure! " goes when the 'H' arrives
+					t.Errorf("first safe byte after %d bytes; want the first word once the second begins", st.firstAt)
+				case !early && st.firstAt > 80: // the first line of the response ends at byte 76
+					t.Errorf("first safe byte after %d bytes; want the first line at once", st.firstAt)
+				}
+				if limit := float64(w + streamStep + 16); early && st.meanHeld > limit/2 || st.meanHeld > limit {
+					t.Errorf("held back %.0f bytes on average; want <= window + step + a word (half that with early emission)", st.meanHeld)
+				}
+			})
+		}
 	}
 }
 

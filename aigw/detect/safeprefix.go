@@ -1,0 +1,308 @@
+package detect
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// SafePrefix returns how far into text[start:] no entity can start, whatever text is later
+// appended to text: the start of the first word that is, or could still become, the start of
+// an entity (or start itself), or len(text) when there is none. text[:start] is context that
+// was already seen (a greeting, a title, a key before its value); entities that start there
+// are not its concern. A stream can send text[start:p] before the rest arrives.
+//
+// The rules are word by word and conservative; a word is passed only when the text shows that
+// no detector can start an entity in it (README.md, Streaming):
+//   - the last word is never passed (it may grow), nor a word cut by start;
+//   - a word must be letters (inner ' - ’ allowed) between ASCII punctuation or non-letter
+//     symbols: a digit, '@', '=', '/', a '.' or ':' between letters, two ':' (numbers, e-mail
+//     addresses, URLs, IP and MAC addresses, assignments) stop it, as do hex-letter groups
+//     joined by '-' (a MAC address) and words of 16 bytes or more with an ASCII capital or a
+//     hyphen (token shapes);
+//   - a month name stops it unless the next four bytes are known and hold no digit (a date);
+//   - a value after a key that names a secret ("password: don't") stops it;
+//   - a capitalised word stops it when it is a title or a street word, when the run of
+//     capitalised words it starts is not yet closed (by punctuation or a lower-case word that is
+//     not a name particle), or when the name rules score that run at least the engine's
+//     MinScore.
+//
+// It allocates nothing and reads text once, plus bounded look-back for context.
+func (e *Engine) SafePrefix(text string, start int) int {
+	if start < 0 {
+		start = 0
+	}
+	if start >= len(text) {
+		return len(text)
+	}
+	if start > 0 && !isSpaceByte(text[start-1]) {
+		return start // the word began before start: not examined
+	}
+	i := start
+	for {
+		for i < len(text) && isSpaceByte(text[i]) {
+			i++
+		}
+		if i == len(text) {
+			return i
+		}
+		t := i
+		for i < len(text) && !isSpaceByte(text[i]) {
+			i++
+		}
+		if i == len(text) || !e.inertWord(text, t, i) {
+			return t
+		}
+	}
+}
+
+// Symbols allowed around the letters of a word that can be passed.
+const wordSymbols = "([{<\"'*_`#|~+-)]}>,.;:!?"
+
+// inertWord reports whether no entity can start in the word text[t:u] (u is a white space
+// byte), whatever follows text.
+func (e *Engine) inertWord(text string, t, u int) bool {
+	// Symbols, one run of letters (the core), symbols.
+	cs, ce := -1, -1
+	colons := 0
+	for j := t; j < u; {
+		c := text[j]
+		if c < utf8.RuneSelf && !isAlpha(c) {
+			if strings.IndexByte(wordSymbols, c) < 0 {
+				return false
+			}
+			if c == ':' {
+				colons++
+			}
+			j++
+			continue
+		}
+		if isLetterAt(text, j) {
+			if cs >= 0 {
+				return false // a second run of letters: "a.b", "key:value", "and/or"
+			}
+			cs, ce = j, wordEnd(text, j)
+			j = ce
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(text[j:u])
+		if r == utf8.RuneError || unicode.IsDigit(r) {
+			return false
+		}
+		j += n // a non-letter symbol: quotes, dashes, emoji
+	}
+	if colons > 1 {
+		return false // "beef::", "::cafe" are IPv6 addresses
+	}
+	if strings.Contains(text[t:u], "-----") {
+		return false // "-----BEGIN": a private key block
+	}
+	if assignedValue(text, t) {
+		return false
+	}
+	if cs < 0 {
+		return true
+	}
+	core := text[cs:ce]
+	if u-t >= 16 && strings.IndexFunc(core, func(r rune) bool { return r == '-' || r < utf8.RuneSelf && isUpper(byte(r)) }) >= 0 {
+		return false // token shapes: "xoxb-...", "sk-ant-...", "AKIA..."
+	}
+	if hexHyphens(core) {
+		return false // "aa-bb-cc-dd-ee-ff"
+	}
+	if monthWord(core) && !noDigitAfter(text, ce) {
+		return false // "March 12, 1985", "may 3 1990"
+	}
+	r, _ := runeAt(core, 0)
+	if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
+		return true
+	}
+	// A capitalised word: a name, or the start of a street address in layouts C and D.
+	if isTitle(core) || streetStart(core) {
+		return false
+	}
+	if !isCapWord(core) {
+		return true // all capitals ("API"): neither a name nor a street starts there
+	}
+	if !capRunClosed(text, ce) {
+		return false
+	}
+	titled := titleBefore(text, cs)
+	for _, tt := range [2]bool{false, titled} {
+		if _, end, score := nameSpan(text, cs, ce, tt); end > 0 && score >= e.minScore {
+			return false
+		}
+	}
+	return true
+}
+
+// assignedValue reports whether a word starting at t would be the value of an assignment to a
+// secret-named key: up to two spaces after ':' or '=' after the key (detectAssignments).
+func assignedValue(text string, t int) bool {
+	i := t - 1
+	for n := 0; n < 2 && i >= 0 && text[i] == ' '; n++ {
+		i--
+	}
+	if i < 0 || (text[i] != ':' && text[i] != '=') {
+		return false
+	}
+	k := i
+	for k > 0 && i-k < 2 && (text[k-1] == ' ' || text[k-1] == '"' || text[k-1] == '\'') {
+		k--
+	}
+	ie := k
+	for k > 0 && ie-k < secretMaxIdentifier && (isAlnum(text[k-1]) || text[k-1] == '_' || text[k-1] == '-' || text[k-1] == '.' || text[k-1] >= 0x80) {
+		k--
+	}
+	if k == ie {
+		return false
+	}
+	sub, _ := secretKeyKind(text[k:ie])
+	return sub != ""
+}
+
+// hexHyphens reports whether w is hex letters joined by hyphens.
+func hexHyphens(w string) bool {
+	if strings.IndexByte(w, '-') < 0 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c != '-' && !isHex(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func monthWord(w string) bool {
+	if len(w) < 3 || len(w) > 12 {
+		return false
+	}
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	if !ok {
+		return true // unknown: treat as a month
+	}
+	_, ok = months[string(lw)]
+	return ok
+}
+
+// noDigitAfter reports whether the four bytes after a month word are known and hold no digit:
+// a date needs a day within ". " or two spaces ("March 12", "Mar. 5").
+func noDigitAfter(text string, j int) bool {
+	if j+4 > len(text) {
+		return false
+	}
+	for k := j; k < j+4; k++ {
+		if isDigit(text[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// streetStart reports whether the capitalised word can start a street address without a house
+// number before it: a type before the name ("Via", "Calle"), a German or Dutch type word, or a
+// compound street name ("Hauptstraße", "Keizersgracht").
+func streetStart(w string) bool {
+	var buf [16]byte
+	if lw, ok := lowerInto(buf[:0:len(buf)], w); ok && streetWords[string(lw)]&(stPrefix|stGerman) != 0 {
+		return true
+	}
+	for _, suf := range germanSuffixes {
+		if suf = strings.TrimSuffix(suf, "."); len(w) > len(suf)+2 && hasSuffixFold(w, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// capRunClosed reports whether the run of capitalised words that continues after the word
+// ending at we is complete in text, so that nameSpan, closesGreeting and signatureLine decide
+// the same whatever is appended: it ends at punctuation, a line break, two spaces, or a
+// lower-case word that is not a name particle. A street type word in the run ("Berliner
+// Allee") or an initial ("John F.") counts as not closed.
+func capRunClosed(text string, we int) bool {
+	for n := 0; n <= nameMaxWords; n++ {
+		if we >= len(text) {
+			return false
+		}
+		if text[we] != ' ' {
+			return knownAfterBlanks(text, we)
+		}
+		k := we + 1
+		if k >= len(text) {
+			return false
+		}
+		if isSpaceByte(text[k]) {
+			return knownAfterBlanks(text, k)
+		}
+		if !utf8.FullRuneInString(text[k:]) {
+			return false
+		}
+		if !isLetterAt(text, k) {
+			return true // "&", a digit, a quote: not a word of the run
+		}
+		ne := wordEnd(text, k)
+		done := wordDone(text, ne)
+		r, _ := runeAt(text, k)
+		if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
+			if !done {
+				return !particlePrefix(text[k:ne])
+			}
+			return !nameParticlesLower[text[k:ne]]
+		}
+		if !done || ne-k == 1 && text[ne] == '.' || streetKind(text, k, ne) != 0 {
+			return false
+		}
+		we = ne
+	}
+	return false
+}
+
+// knownAfterBlanks reports whether a byte other than a space or tab follows j in text.
+func knownAfterBlanks(text string, j int) bool {
+	for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
+		j++
+	}
+	return j < len(text)
+}
+
+// wordDone reports whether the word ending at ne (wordEnd) cannot grow when text is appended:
+// wordEnd looks one rune past an apostrophe or hyphen.
+func wordDone(text string, ne int) bool {
+	if ne >= len(text) {
+		return false
+	}
+	if c := text[ne]; c < utf8.RuneSelf && c != '\'' && c != '-' {
+		return true
+	}
+	return ne+8 <= len(text)
+}
+
+// particlePrefix reports whether w is, or begins, a name particle ("van", "de la").
+func particlePrefix(w string) bool {
+	for p := range nameParticlesLower {
+		if strings.HasPrefix(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// titleBefore reports whether a title ("Dr.", "Mrs") and one space come just before s, so that
+// the name detector scores the word at s as titled.
+func titleBefore(text string, s int) bool {
+	j := s - 1
+	if j < 1 || text[j] != ' ' {
+		return false
+	}
+	if text[j-1] == '.' {
+		j--
+	}
+	k := j
+	for k > 0 && k > j-16 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
+		k--
+	}
+	return k < j && isTitle(text[k:j])
+}

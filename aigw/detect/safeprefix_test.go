@@ -1,0 +1,154 @@
+package detect
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestSafePrefix(t *testing.T) {
+	tests := []struct {
+		name  string
+		text  string
+		start int
+		want  string // the prefix of text[start:] that may be sent
+	}{
+		{"empty", "", 0, ""},
+		{"last word may grow", "hello", 0, ""},
+		{"plain words", "the model writes this answer ", 0, "the model writes this answer "},
+		{"up to the last word", "the model writes", 0, "the model "},
+		{"capital closed by a lower-case word", "The model writes", 0, "The model "},
+		{"capital waits for the next word", "The ", 0, ""},
+		{"capital closed by punctuation", "Sure! Here is", 0, "Sure! Here "},
+		{"lower-case prefix of a particle", "Anna de", 0, ""},
+		{"particle", "Anna van Beethoven", 0, ""},
+		{"name", "Dear Anna, thanks for", 0, "Dear "},
+		{"name in a run", "my name is John Smith and", 0, "my name is "},
+		{"unknown capital alone", "Makoa said hello ", 0, "Makoa said hello "},
+		{"given name after a weak word", "with Anna today ", 0, "with "},
+		{"title", "ask Dr. Who now ", 0, "ask "},
+		{"title in the context", "Dr. Smith said so ", 4, ""},
+		{"digits", "call me at 415 555 2671 now", 0, "call me at "},
+		{"e-mail", "mail jane@example.com now", 0, "mail "},
+		{"url", "see www.example.org today", 0, "see "},
+		{"month then a word", "you may want this ", 0, "you may want this "},
+		{"month then a day", "born on March 12", 0, "born on "},
+		{"month at the end", "in May ", 0, "in "},
+		{"street prefix", "at Via Roma 10", 0, "at "},
+		{"compound street", "at Hauptstraße 12", 0, "at "},
+		{"street type after a capital", "Berliner Allee 5a", 0, ""},
+		{"secret value after a key", "password: don't tell ", 0, "password: "},
+		{"key that is not secret", "note: don't tell ", 0, "note: don't tell "},
+		{"assignment", "x = y ", 0, "x "},
+		{"slack token shape", "use xoxb-abcdefghijklmnop now", 0, "use "},
+		{"hex groups", "mac aa-bb-cc-dd-ee-ff now", 0, "mac "},
+		{"ipv6", "peer beef:: now", 0, "peer "},
+		{"private key", "-----BEGIN RSA PRIVATE KEY-----\n", 0, ""},
+		{"markdown and symbols", "**Note** — see (the) list: ", 0, "**Note** — see (the) list: "},
+		{"multi-byte text", "日本語のテキストです naïve café 🙂 ", 0, "日本語のテキストです naïve café 🙂 "},
+		{"start inside a word", "abc def ", 1, ""},
+		{"long lower-case word", "internationalization is ", 0, "internationalization is "},
+		{"all capitals", "the API is ", 0, "the API is "},
+	}
+	e := newEngine(t, Options{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := e.SafePrefix(tt.text, tt.start)
+			if got := tt.text[tt.start:p]; got != tt.want {
+				t.Errorf("SafePrefix(%q, %d) passes %q; want %q", tt.text, tt.start, got, tt.want)
+			}
+		})
+	}
+}
+
+// safeSuffixes are continuations chosen to turn the end of a prefix into an entity, or to
+// change the score of one.
+var safeSuffixes = []string{
+	"", " ", "\n", "son", " Smith", " Smith,", "-Jones Smith", "’s Smith", "'s", " van Beethoven",
+	" F. Kennedy", ",\nBest regards,\nAnna Smith\n", ":\n", " 12, 1985", " 12 1985", ". 5 1985", "-1985",
+	"@example.com", "://example.com/a", ".example.com", "w.example.org", "::1", ":cafe::1",
+	"-bb-cc-dd-ee-ff", "=hunter22", " = hunter22", ": hunter2x", ": \"don't\"", "KIAIOSFODNN7EXAMPLE",
+	"straße 12", " Allee 5", " Straße 12, 10115 Berlin", " & Co", " de la Paix 12", " 10", ", 274",
+	"0 555 2671", "1 1111 1111 1111", " 4111 1111 1111 1111", "89 3704 0044 0532 0130 00",
+	" is my ssn 123456788", " DOB", " born", "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----",
+	" Main Street, Springfield, IL 62704", " Street", " ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+}
+
+// TestSafePrefixProperty cuts corpus texts at random bytes and appends real and adversarial
+// continuations: no entity of the whole text may start between start and SafePrefix.
+func TestSafePrefixProperty(t *testing.T) {
+	e := newEngine(t, Options{})
+	rng := rand.New(rand.NewPCG(3, 5))
+	var texts []string
+	for _, f := range []string{"testdata/corpus.jsonl", "testdata/corpus_holdout.jsonl"} {
+		for _, s := range loadCorpus(t, f) {
+			texts = append(texts, s.Text)
+		}
+	}
+	texts = append(texts, fuzzSeeds...)
+	checked := 0
+	for _, text := range texts {
+		for range 3 {
+			cut := rng.IntN(len(text) + 1)
+			start := 0
+			if k := strings.LastIndexAny(text[:cut], " \n\t"); k >= 0 && rng.IntN(2) == 0 {
+				start = rng.IntN(k + 2) // often inside a word: then nothing passes
+			}
+			head := text[:cut]
+			p := e.SafePrefix(head, start)
+			if p < start || p > len(head) {
+				t.Fatalf("SafePrefix(%q, %d) = %d out of range", head, start, p)
+			}
+			if p == start {
+				continue
+			}
+			checked++
+			for _, suf := range append([]string{text[cut:]}, safeSuffixes[rng.IntN(len(safeSuffixes))], safeSuffixes[rng.IntN(len(safeSuffixes))]) {
+				whole := head + suf
+				for _, ent := range e.Scan(whole) {
+					if ent.Start >= start && ent.Start < p {
+						t.Fatalf("SafePrefix(%q, %d) passed %q, but %s %q starts there in %q", head, start, head[start:p], ent.Type, ent.Text, whole)
+					}
+				}
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Errorf("only %d cuts passed anything; want >= 1000", checked)
+	}
+}
+
+// FuzzSafePrefix checks the promise of SafePrefix on arbitrary text cut at an arbitrary byte:
+// no entity of the whole text starts in what it passes.
+func FuzzSafePrefix(f *testing.F) {
+	for i, s := range fuzzSeeds {
+		f.Add(s, uint16(i*7), uint16(i))
+	}
+	f.Add("Dear Anna Smith, thanks", uint16(10), uint16(5))
+	f.Add("you may 12 1985", uint16(8), uint16(0))
+	e, err := New(Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string, cut, start uint16) {
+		c := int(cut) % (len(text) + 1)
+		s := int(start) % (c + 1)
+		p := e.SafePrefix(text[:c], s)
+		if p < s || p > c {
+			t.Fatalf("SafePrefix(%q, %d) = %d out of range", text[:c], s, p)
+		}
+		for _, ent := range e.Scan(text) {
+			if ent.Start >= s && ent.Start < p {
+				t.Fatalf("SafePrefix(%q, %d) passed %q, but %s %q starts there in %q", text[:c], s, text[s:p], ent.Type, ent.Text, text)
+			}
+		}
+	})
+}
+
+func TestSafePrefixAllocations(t *testing.T) {
+	e := newEngine(t, Options{})
+	text := "Sure! Here is a summary of the call with the team. The model writes this answer word by word "
+	if allocs := testing.AllocsPerRun(100, func() { e.SafePrefix(text, 0) }); allocs != 0 {
+		t.Errorf("SafePrefix allocated %v times per run; want 0", allocs)
+	}
+}
