@@ -40,6 +40,7 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec, diff func(a, b 
 	g.GET("/logs/:id", h.getLog)
 	g.POST("/openai/chat/completions", h.openaiChat)
 	g.GET("/openai/models", h.openaiModels)
+	registerDocuments(g, h)
 }
 
 // projectKey refuses keys that are not AI gateway keys.

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgewan/edgewan/aigw/detect"
+	"github.com/edgewan/edgewan/aigw/document"
 	"github.com/edgewan/edgewan/aigw/guard"
 	"github.com/edgewan/edgewan/aigw/provider"
 	"github.com/edgewan/edgewan/coreapi/apierr"
@@ -34,6 +35,11 @@ type Options struct {
 	Registerer   prometheus.Registerer
 	Now          func() time.Time
 	ProjectTTL   time.Duration // how long a project's compiled policy is cached; default 5s
+
+	Documents       DocumentStore   // document capture (documents.go); nil answers 503
+	DocumentOptions DocumentOptions // limits, asynchronous processing, destinations
+	Proposals       ProposalStore   // Automatic mode (proposals.go); nil answers 503
+	ProposalOptions ProposalOptions // schedule and thresholds
 }
 
 // Service runs the AI gateway.
@@ -46,6 +52,11 @@ type Service struct {
 
 	mu     sync.Mutex
 	guards map[string]*cachedGuard // project -> compiled active policy
+
+	extractor *document.Extractor // documents.go
+	docOpts   DocumentOptions
+	docWake   chan struct{}
+	propOpts  ProposalOptions // proposals.go
 
 	mOverhead  prometheus.Histogram
 	mRedacted  *prometheus.CounterVec
@@ -108,6 +119,8 @@ func New(ctx context.Context, st Store, o Options) (*Service, error) {
 	if o.Registerer != nil {
 		o.Registerer.MustRegister(s.mOverhead, s.mRedacted, s.mBlocked, s.mUpstreams)
 	}
+	s.initDocuments()
+	s.initProposals()
 	go s.audit.run()
 	return s, nil
 }

@@ -16,3 +16,17 @@ func (s *Session) Field(typ, value string) (Redaction, bool) {
 	}
 	return red, a == ActionBlock
 }
+
+// Document checks one page of a captured document: the entity actions, the pattern and
+// keyword rules, and entities whose action is block. A page is not a prompt: the input size
+// limit and the prompt-injection heuristics do not apply. A fired rule is reported, not
+// refused, as with sanitize.
+func (s *Session) Document(text string) Result {
+	var r Result
+	var hits []entityHit
+	r.Text, r.Redactions, hits = s.redactText(text)
+	r.Findings = appendEntityFindings(r.Findings, hits)
+	r.Findings = s.g.blockRules(text, 0, r.Findings)
+	r.Blocked = len(r.Findings) > 0
+	return r
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/edgewan/edgewan/aigw/gateway"
 	"github.com/edgewan/edgewan/aigw/provider"
@@ -51,12 +52,29 @@ func (s *Server) buildGateway(ctx context.Context) error {
 	}
 	s.Gateway, err = gateway.New(ctx, s.Store.Gateway(), gateway.Options{
 		Models: router, AuditKeyFile: keyFile, Notify: s.dispatcher.Notify, OnAudit: onAudit, Registerer: s.registry,
+		Documents: s.Store.Gateway(), DocumentOptions: gateway.DocumentOptions{AllowHTTP: s.cfg.AllowHTTPWebhooks},
+		Proposals: s.Store.Gateway(), ProposalOptions: gateway.ProposalOptions{Interval: proposalInterval(s.cfg.ProposalInterval)},
 	})
+	if err == nil {
+		x := s.Gateway.Extractor()
+		if !x.OCR() {
+			slog.Warn("tesseract not found: images and scanned PDF pages are refused (422) until it is installed (tesseract-ocr tesseract-ocr-eng)")
+		}
+		slog.Debug("document capture", "ocr", x.OCR(), "poppler", x.Poppler())
+	}
 	return err
 }
 
-// runSIEM streams audit records to the SIEM sinks until ctx ends, then closes the sinks.
+// runSIEM runs the AI gateway's background work until ctx ends: the document worker and
+// Automatic mode's schedule (gateway.Service.Run), and the SIEM streams, whose sinks it then
+// closes.
 func (s *Server) runSIEM(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Gateway.Run(ctx)
+	}()
+	defer func() { <-done }()
 	if s.siem == nil {
 		return
 	}
@@ -66,4 +84,12 @@ func (s *Server) runSIEM(ctx context.Context) {
 	for _, sk := range s.siemSinks {
 		_ = sk.Close()
 	}
+}
+
+// proposalInterval maps the flag (0: off) to gateway.ProposalOptions (negative: off).
+func proposalInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -1,0 +1,104 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/edgewan/edgewan/aigw/document/documenttest"
+	"github.com/edgewan/edgewan/aigw/gateway"
+	"github.com/edgewan/edgewan/aigw/proposal"
+	"github.com/edgewan/edgewan/controller/server/servertest"
+)
+
+// documentsFamily exercises document capture and Automatic mode for TestOpenAPIConformance:
+// every status each operation documents, bodies checked against their schemas.
+func (c *oaChecker) documentsFamily(all string) {
+	t, s := c.t, c.s
+	const project = "oa-docs"
+	user, admin := s.ProjectKey(project), oaAdminKey(t, s, project)
+
+	upload := func(token string, f docForm) *servertest.Response {
+		t.Helper()
+		ct, body := f.encode(t)
+		return c.raw("POST", "/ai-gateway/v1/documents", "/ai-gateway/v1/documents", token, ct, body)
+	}
+	docsDoc, docDoc := "/ai-gateway/v1/documents", "/ai-gateway/v1/documents/{id}"
+	r := upload(user, docForm{file: []byte(documenttest.Invoice), filename: "invoice.txt", fields: [][2]string{{"webhook", "true"}}})
+	c.want(r, 201)
+	var d gateway.Document
+	r.JSON(t, &d)
+	r = upload(user, docForm{file: documenttest.TextPDF(t, documenttest.Invoice), fields: [][2]string{{"project", project}, {"async", "true"}}})
+	c.want(r, 202)
+	var queued gateway.Document
+	r.JSON(t, &queued)
+	c.wantErr(upload(user, docForm{file: documenttest.Corrupt(t)}), 422, "unprocessable")
+	c.wantErr(upload(user, docForm{file: documenttest.HugePNG(t, 8000, 6000)}), 413, "payload_too_large")
+	c.wantErr(upload(user, docForm{file: []byte("GIF89a\x01\x00\x01\x00")}), 415, "unsupported_media_type")
+	c.wantErr(c.raw("POST", docsDoc, docsDoc, user, "application/json", []byte(`{"project":"oa-docs"}`)), 415, "unsupported_media_type")
+	c.wantErr(upload(user, docForm{file: []byte("x"), fields: [][2]string{{"colour", "red"}}}), 400, "bad_request")
+	c.wantErr(upload(user, docForm{file: []byte("x"), fields: [][2]string{{"project", "oa-other"}}}), 403, "forbidden")
+	c.wantErr(upload(all, docForm{file: []byte("x")}), 403, "forbidden")
+	c.want(upload("", docForm{file: []byte("x")}), 401)
+
+	c.want(c.do("GET", docsDoc, docsDoc+"?limit=1&status=captured&type=invoice", user, nil), 200)
+	c.wantErr(c.do("GET", docsDoc, docsDoc+"?status=lost", user, nil), 400, "bad_request")
+	c.wantErr(c.do("GET", docsDoc, docsDoc, all, nil), 403, "forbidden")
+	c.want(c.do("GET", docsDoc, docsDoc, "", nil), 401)
+	c.want(c.do("GET", docDoc, docsDoc+"/"+d.ID, user, nil), 200)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := c.do("GET", docDoc, docsDoc+"/"+queued.ID, user, nil)
+		c.want(r, 200)
+		r.JSON(t, &queued)
+		if queued.Status != gateway.DocProcessing || time.Now().After(deadline) {
+			break
+		}
+	}
+	if queued.Status != gateway.DocCaptured {
+		t.Errorf("queued document: %+v", queued)
+	}
+	c.wantErr(c.do("GET", docDoc, docsDoc+"/doc_nope", user, nil), 404, "not_found")
+	c.wantErr(c.do("GET", docDoc, docsDoc+"/"+d.ID, s.ProjectKey("oa-other"), nil), 404, "not_found")
+	c.wantErr(c.do("GET", docDoc, docsDoc+"/"+d.ID, all, nil), 403, "forbidden")
+	c.want(c.do("GET", docDoc, docsDoc+"/"+d.ID, "", nil), 401)
+
+	// Automatic mode: an analysis (too few records: nothing proposed), and proposals stored
+	// directly to accept and dismiss.
+	listDoc, path := "/ai-gateway/v1/projects/{id}/proposals", "/ai-gateway/v1/projects/"+project+"/proposals"
+	c.want(c.do("POST", listDoc, path, admin, nil), 200)
+	c.wantErr(c.do("POST", listDoc, path, user, nil), 403, "invalid_scope")
+	c.want(c.do("POST", listDoc, path, "", nil), 401)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	var ps []*gateway.Proposal
+	for i, ch := range []proposal.Change{{Op: proposal.OpSetEntityAction, Entity: "url", Action: "redact"}, {Op: proposal.OpSetEntityAction, Entity: "ip_address", Action: "mask"}} {
+		p := &gateway.Proposal{ID: fmt.Sprintf("prop_oa%d", i), Project: project, Status: gateway.ProposalOpen, Kind: proposal.KindEntityPassedThrough,
+			Title: ch.Entity, Change: ch, Evidence: proposal.Evidence{Records: 20, Matches: 5, Share: 0.25, Samples: []string{"req_x"}, Since: now, Until: now, Detail: "test"},
+			Policy: gateway.PolicyRef{ID: "default"}, CreatedAt: now, UpdatedAt: now, Fingerprint: ch.Entity}
+		if _, _, err := s.Store.Gateway().InsertProposal(context.Background(), p, nil); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	c.want(c.do("GET", listDoc, path+"?status=open&kind=entity_passed_through&limit=1", user, nil), 200)
+	c.wantErr(c.do("GET", listDoc, path+"?status=maybe", user, nil), 400, "bad_request")
+	c.wantErr(c.do("GET", listDoc, "/ai-gateway/v1/projects/oa-other/proposals", user, nil), 403, "forbidden")
+	c.want(c.do("GET", listDoc, path, "", nil), 401)
+	oneDoc := "/ai-gateway/v1/proposals/{id}"
+	c.want(c.do("GET", oneDoc, "/ai-gateway/v1/proposals/"+ps[0].ID, user, nil), 200)
+	c.wantErr(c.do("GET", oneDoc, "/ai-gateway/v1/proposals/prop_nope", user, nil), 404, "not_found")
+	c.wantErr(c.do("GET", oneDoc, "/ai-gateway/v1/proposals/"+ps[0].ID, all, nil), 403, "forbidden")
+	c.want(c.do("GET", oneDoc, "/ai-gateway/v1/proposals/"+ps[0].ID, "", nil), 401)
+	big := append([]byte(`{"comment":"`), bytes.Repeat([]byte("a"), 1<<20)...)
+	for i, verb := range []string{"accept", "dismiss"} {
+		doc, p := "/ai-gateway/v1/proposals/{id}/"+verb, "/ai-gateway/v1/proposals/"+ps[i].ID+"/"+verb
+		c.wantErr(c.do("POST", doc, p, admin, map[string]any{"colour": "red"}), 400, "bad_request")
+		c.wantErr(c.raw("POST", doc, p, admin, "text/plain", []byte(`{}`)), 415, "unsupported_media_type")
+		c.wantErr(c.raw("POST", doc, p, admin, "application/json", append(big, `"}`...)), 413, "payload_too_large")
+		c.wantErr(c.do("POST", doc, p, user, map[string]any{}), 403, "invalid_scope")
+		c.want(c.do("POST", doc, p, "", map[string]any{}), 401)
+		c.wantErr(c.do("POST", doc, "/ai-gateway/v1/proposals/prop_nope/"+verb, admin, map[string]any{}), 404, "not_found")
+		c.want(c.do("POST", doc, p, admin, map[string]any{"comment": "oa"}), 200)
+		c.wantErr(c.do("POST", doc, p, admin, map[string]any{}), 409, "conflict")
+	}
+}
