@@ -115,6 +115,10 @@ start_postgres
 log "Mosquitto"
 bash scripts/mosquitto.sh install
 
+# Headless Chromium: the NOC page's browser test (controller/server/noc_test.go) fails without it.
+log "Chromium"
+bash scripts/chromium.sh install
+
 # Tesseract and pdftotext: the document capture tests (aigw/document, the gateway) run them for
 # real and fail without them.
 log "OCR tools"
