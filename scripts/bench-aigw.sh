@@ -17,6 +17,10 @@
 #     (3) BenchmarkAIGWStreamTTFT (controller/server): first SSE delta through the gateway
 #     against the first text chunk straight from the fake, with the fake sending everything at
 #     once and pacing a word every 2 ms and 10 ms, default window and 64 bytes.
+#     (3b) BenchmarkStreamTTFT (aigw/gateway): the same in process, first Delta of
+#     Service.ChatStream under the default policy (early emission) and with output.block (the
+#     window alone) against a pass-through policy, for 5-byte tokens sent at once and every
+#     20 ms, and 6-byte words every 10 ms.
 # load: builds the controller, starts it on loopback with a fresh data dir and the built-in
 #     echo model (no upstream: what is measured is the gateway), makes a project key, and
 #     drives POST /sanitize and POST /chat (4 KB prompt) with wrk over HTTPS at CONNS
@@ -50,6 +54,8 @@ gobench() {
 	run go test -run '^$' -bench '^BenchmarkAIGWChatOverhead$' -benchtime 2000x -count "$COUNT" ./controller/server/
 	log "(3) extra time to first token from streaming redaction (controller/server)"
 	run go test -run '^$' -bench '^BenchmarkAIGWStreamTTFT$' -benchtime 20x -count 1 -timeout 30m ./controller/server/
+	log "(3b) the same in process, 5-byte tokens every 20 ms (aigw/gateway)"
+	run go test -run '^$' -bench '^BenchmarkStreamTTFT$' -benchtime 20x -count 1 -timeout 30m ./aigw/gateway/
 }
 
 # quantiles prints p50 and p99 of a Prometheus histogram from a metrics scrape on stdin.

@@ -96,12 +96,13 @@ type OutputChecks struct {
 	// "block" entity is redacted; it blocks the response only with Block).
 	SkipEntities bool `json:"skip_entities,omitempty"`
 	// Block applies the pattern, keyword and entity block rules to responses (in a stream,
-	// patterns and keywords see a sliding window of at least 128 bytes; see README.md).
+	// patterns and keywords see a sliding window of at least 128 bytes, and text in which no
+	// entity can start is no longer sent early; see README.md).
 	Block bool `json:"block,omitempty"`
 	// MaxOutputBytes limits the size of a response; 0 means no limit.
 	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
-	// StreamWindow is how many bytes a streamed response holds back (README.md, Streaming);
-	// 0 means DefaultStreamWindow.
+	// StreamWindow is how many bytes a streamed response holds back where an entity may start
+	// (README.md, Streaming); 0 means DefaultStreamWindow.
 	StreamWindow int `json:"stream_window,omitempty"`
 }
 

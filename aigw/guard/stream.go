@@ -32,11 +32,15 @@ const (
 // reports that an output block rule fired: stop the stream and send nothing more. Not safe
 // for concurrent use.
 //
+// Text in which no entity can start whatever follows (detect.Engine.SafePrefix) is emitted at
+// once, unless the policy has output block rules, which must see text before it leaves; the
+// rest waits for the window.
+//
 // What it guarantees (README.md, Streaming, has the reasoning and the measurements):
-//   - Always: text is emitted only after a scan of it together with at least the following
-//     window bytes (or the end of its line, or of the stream) and up to streamContext bytes of
-//     what preceded it; an entity that scan finds is emitted replaced and whole, or held
-//     back, never cut. Pieces of valid UTF-8 end on rune boundaries. The pieces are the
+//   - Always: text is emitted only when SafePrefix showed that no entity starts in it, or after
+//     a scan of it together with at least the following window bytes (or the end of its line,
+//     or of the stream) and up to streamContext bytes of what preceded it; an entity that scan
+//     finds is emitted replaced and whole, or held back, never cut. Pieces of valid UTF-8 end on rune boundaries. The pieces are the
 //     response with the stream's Redactions applied (FuzzStream).
 //   - Equality: the concatenated pieces equal Session.Output on the whole response, with the
 //     same redactions, placeholders and numbering, whenever each entity's extent and score
