@@ -8,7 +8,7 @@ LDFLAGS := -s -w \
 # Release builds: static (no cgo), reproducible paths, for these platforms.
 PLATFORMS ?= linux/amd64 linux/arm64
 
-.PHONY: build release test demo bench clean
+.PHONY: build release ldflags test demo bench clean
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/controller ./controller
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/agent ./agent
@@ -26,6 +26,10 @@ release:
 	done
 	cd dist && sha256sum edgewan-*/* > SHA256SUMS
 	./dist/edgewan-$(VERSION)-$$(go env GOOS)-$$(go env GOARCH)/controller version 2>/dev/null || true
+
+# The linker flags of build and release (deploy's TestReleaseBuild builds with them).
+ldflags:
+	@echo '$(LDFLAGS)'
 
 test:
 	bash scripts/test.sh
