@@ -159,6 +159,7 @@ func TestNOCPage(t *testing.T) {
 	lyon := create(`{"name":"Lyon Branch","transports":[
 		{"name":"inet","kind":"broadband","interface":"eth1","cost":1},{"name":"lte","kind":"lte","interface":"wwan0","cost":50}]}`)
 	create(`{"name":"Nice Shop"}`)
+	create(`{"name":"<img src=x onerror=\"window.pwned=1\">"}`) // API data is text, never HTML
 	var pol sdwan.Policy
 	s.Do("POST", "/sd-wan/v1/policies", rw, `{"name":"std","type":"steering","content":{"classes":[{"name":"voice","max_latency_ms":150,"max_loss_pct":2}],"paths":{"voice":["mpls","inet"]}}}`).JSON(t, &pol)
 	wantStatus(t, s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/publish", rw, map[string]any{"version": 1, "sites": []string{paris.ID}}), 202)
@@ -255,8 +256,12 @@ func TestNOCPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(order, ",") != "Paris HQ,Lyon Branch,Nice Shop" {
-		t.Errorf("site order: got %v; want Paris HQ (degraded), Lyon Branch (up), Nice Shop (pending)", order)
+	if strings.Join(order, ",") != `Paris HQ,Lyon Branch,<img src=x onerror="window.pwned=1">,Nice Shop` {
+		t.Errorf("site order: got %v; want Paris HQ (degraded), Lyon Branch (up), then the pending ones by name", order)
+	}
+	injected, err := chromedp.Run(b, chromedp.Evaluate[bool](`document.querySelector('main img') !== null || window.pwned === 1`))
+	if err != nil || injected {
+		t.Errorf("a site name was rendered as HTML (%v)", err)
 	}
 	summary := waitText(t, b, "#summary", "degraded")
 	if !strings.Contains(summary, "1\nup") && !strings.Contains(summary, "1 up") {
