@@ -76,6 +76,9 @@ The controller is running (pid $CTL). Try it yourself:
   curl --cacert $CA $BASE/openapi.json
   curl http://127.0.0.1:9108/metrics
 
+The NOC page: open $BASE/noc (trust $CA, or accept the certificate) and sign in with the
+token above (it has sdwan:read); it follows the two simulated sites live.
+
 Press Ctrl-C to stop it (it drains requests and webhook queues first).
 TXT
 wait $CTL
