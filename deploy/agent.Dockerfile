@@ -5,6 +5,7 @@
 #   docker build -f deploy/agent.Dockerfile --build-arg VERSION=1.2.0 -t edgewan/agent:1.2.0 .
 #   docker run -d --name edgewan-agent --network host --cap-add NET_ADMIN --cap-add NET_RAW \
 #     -v /etc/edgewan:/etc/edgewan:ro -v edgewan-agent:/var/lib/edgewan-agent edgewan/agent:1.2.0
+# Do not add --security-opt no-new-privileges: it stops file capabilities from taking effect.
 # On a router, the systemd unit (deploy/systemd/edgewan-agent.service) is the usual way.
 ARG GO_VERSION=1.26
 
