@@ -94,16 +94,21 @@ func (r *StreamRedactor) Write(chunk string) string {
 	r.buf = append(r.buf, chunk...)
 	r.track(old)
 	p, force := r.boundary()
+	q := r.emitted // early emission: no entity starts before q
 	if r.early && !force {
-		if q := r.safePrefix(); q > r.emitted && q >= p {
-			return r.emitPlain(q)
-		}
+		q = r.safePrefix()
+	}
+	if q > r.emitted && q >= p {
+		return r.emitPlain(q)
 	}
 	if p <= r.emitted {
 		return ""
 	}
 	at := r.base + p
 	if at < r.tried+streamStep && r.buf[p-1] != '\n' && !force {
+		if q > r.emitted { // the scan waits; what cannot hold an entity need not
+			return r.emitPlain(q)
+		}
 		return ""
 	}
 	r.tried = at
