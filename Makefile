@@ -3,8 +3,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w \
-	-X github.com/edgewan/edgewan/controller/server.Version=$(VERSION) -X main.Version=$(VERSION) \
-	-X github.com/edgewan/edgewan/buildinfo.Commit=$(COMMIT) -X github.com/edgewan/edgewan/buildinfo.Date=$(DATE)
+	-X github.com/edgewan/edgewan/controller/server.Version=$(VERSION) \
+	-X github.com/edgewan/edgewan/buildinfo.Commit=$(COMMIT) -X github.com/edgewan/edgewan/buildinfo.Date=$(DATE) \
+	-X main.Version=$(VERSION) -X main.Commit=$(COMMIT) -X main.Date=$(DATE)
 # Release builds: static (no cgo), reproducible paths, for these platforms.
 PLATFORMS ?= linux/amd64 linux/arm64
 

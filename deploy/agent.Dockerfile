@@ -20,7 +20,7 @@ ARG COMMIT=unknown
 ARG DATE=unknown
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X main.Version=${VERSION} -X github.com/edgewan/edgewan/buildinfo.Commit=${COMMIT} -X github.com/edgewan/edgewan/buildinfo.Date=${DATE}" \
+      -ldflags "-s -w -X main.Version=${VERSION} -X main.Commit=${COMMIT} -X main.Date=${DATE} -X github.com/edgewan/edgewan/buildinfo.Commit=${COMMIT} -X github.com/edgewan/edgewan/buildinfo.Date=${DATE}" \
       -o /out/usr/local/bin/agent ./agent \
  && setcap cap_net_admin,cap_net_raw+ep /out/usr/local/bin/agent \
  && mkdir -p /out/var/lib/edgewan-agent

@@ -223,6 +223,27 @@ var (
 	fluxTag     = regexp.MustCompile(`\br\.([a-z_]+)\b`)
 )
 
+// agentMetricNames lists the metric names the agent's code declares (Name: "edgewan_agent_...").
+func agentMetricNames(t *testing.T) []string {
+	t.Helper()
+	decl := regexp.MustCompile(`Name:\s*"(edgewan_agent_[a-z0-9_]+)"`)
+	var names []string
+	err := filepath.WalkDir("../agent", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+			names = append(names, m[1])
+		}
+		return err
+	})
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no agent metrics found in ../agent (%v)", err)
+	}
+	return names
+}
+
 type dashPanel struct {
 	ID         int    `json:"id"`
 	Title      string `json:"title"`
@@ -258,15 +279,15 @@ func TestDashboards(t *testing.T) {
 		t.Fatalf("provisioned datasources %v; want edgewan-prometheus and edgewan-influxdb", dsType)
 	}
 
-	// What the controller exports and writes.
+	// What the controller exports and writes, and the agent's metrics (declared in its source).
 	s := servertest.Start(t, servertest.Options{})
-	metrics := s.MetricNames()
+	metrics := append(s.MetricNames(), agentMetricNames(t)...)
 	measurements, fields := influxNames(t)
 	tags := map[string]bool{"site": true, "device": true, "transport": true, "_measurement": true, "_field": true, "_value": true, "_time": true}
 
 	files, _ := filepath.Glob("grafana/dashboards/*.json")
-	if len(files) < 2 {
-		t.Fatalf("dashboards: %v; want the SD-WAN and controller dashboards", files)
+	if len(files) < 3 {
+		t.Fatalf("dashboards: %v; want the SD-WAN, controller and agents dashboards", files)
 	}
 	uids := map[string]string{}
 	for _, f := range files {
