@@ -144,4 +144,3 @@ func atoi(s string) int {
 }
 
 func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
-

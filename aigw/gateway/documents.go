@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/edgewan/edgewan/aigw/document"
 	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/event"
@@ -245,6 +247,7 @@ func (s *Service) CaptureDocument(ctx context.Context, c Caller, requestID strin
 	}
 	info, err := s.extractor.Inspect(ctx, up.Data)
 	if err != nil {
+		s.mDocs.WithLabelValues("refused").Inc()
 		return nil, false, documentErr(err)
 	}
 	cg, err := s.guardFor(ctx, up.Project)
@@ -262,11 +265,13 @@ func (s *Service) CaptureDocument(ctx context.Context, c Caller, requestID strin
 		if _, err := s.o.Documents.InsertDocument(ctx, d, WorkExtract, s.seal.seal(d.ID, up.Data), nil); err != nil {
 			return nil, false, err
 		}
+		s.mDocs.WithLabelValues("queued").Inc()
 		s.wakeWorker()
 		return d, false, nil
 	}
-	res, err := s.extractor.Extract(ctx, up.Data)
+	res, err := s.extract(ctx, up.Data)
 	if err != nil {
+		s.mDocs.WithLabelValues("refused").Inc()
 		return nil, false, documentErr(err)
 	}
 	evs := s.fill(d, cg, res)
@@ -340,6 +345,10 @@ func (s *Service) fill(d *Document, cg *cachedGuard, res *document.Result) []*ev
 	for _, x := range d.Redactions {
 		s.mRedacted.WithLabelValues(x.Type, x.Action).Inc()
 	}
+	for _, p := range d.Pages {
+		s.mPages.WithLabelValues(p.Method).Inc()
+	}
+	s.mDocs.WithLabelValues("captured").Inc()
 	ev, err := event.New(event.DocumentCaptured, s.capturedData(d))
 	if err != nil {
 		return nil
@@ -512,6 +521,7 @@ func (s *Service) workOne(ctx context.Context) (bool, error) {
 func (s *Service) extractClaimed(ctx context.Context, cd *ClaimedDocument) {
 	d := cd.Doc
 	fail := func(why string) {
+		s.mDocs.WithLabelValues("failed").Inc()
 		d.Status, d.Reason = DocFailed, why
 		d.UpdatedAt = s.o.Now().UTC().Truncate(time.Microsecond)
 		if _, _, err := s.o.Documents.FinishDocument(context.WithoutCancel(ctx), d, cd.ClaimedUntil, WorkNone, nil); err != nil {
@@ -527,7 +537,7 @@ func (s *Service) extractClaimed(ctx context.Context, cd *ClaimedDocument) {
 		fail("the upload kept for processing cannot be read (was the audit key replaced?); upload it again")
 		return
 	}
-	res, err := s.extractor.Extract(ctx, data)
+	res, err := s.extract(ctx, data)
 	if ctx.Err() != nil {
 		// Stopping: give the document back, so that the next start resumes it at once.
 		if err := s.o.Documents.ReleaseDocument(context.WithoutCancel(ctx), d.ID, cd.ClaimedUntil); err != nil {
@@ -624,6 +634,27 @@ func (s *Service) initDocuments() {
 	s.docOpts.defaults()
 	s.extractor = document.New(s.docOpts.Extract)
 	s.docWake = make(chan struct{}, 1)
+	s.mDocs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgewan_aigw_documents_total", Help: "Documents by outcome: captured, failed (stored with a reason), refused (4xx, not stored), queued.",
+	}, []string{"outcome"})
+	s.mPages = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edgewan_aigw_document_pages_total", Help: "Pages of captured documents, by how their text was read.",
+	}, []string{"method"})
+	s.mExtract = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "edgewan_aigw_document_extract_seconds", Help: "Time to extract a document's text (OCR included).",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+	})
+	if s.o.Registerer != nil {
+		s.o.Registerer.MustRegister(s.mDocs, s.mPages, s.mExtract)
+	}
+}
+
+// extract runs the extractor and counts its time.
+func (s *Service) extract(ctx context.Context, data []byte) (*document.Result, error) {
+	start := time.Now()
+	res, err := s.extractor.Extract(ctx, data)
+	s.mExtract.Observe(time.Since(start).Seconds())
+	return res, err
 }
 
 // Extractor is the document extractor in use (its tools and limits).

@@ -57,6 +57,9 @@ type Service struct {
 	docOpts   DocumentOptions
 	docWake   chan struct{}
 	propOpts  ProposalOptions // proposals.go
+	mDocs     *prometheus.CounterVec
+	mPages    *prometheus.CounterVec
+	mExtract  prometheus.Histogram
 
 	mOverhead  prometheus.Histogram
 	mRedacted  *prometheus.CounterVec
