@@ -123,7 +123,7 @@ func TLSConfig(caFile, fingerprint string) (*tls.Config, error) {
 				}
 			}
 			if ca == nil {
-				return errors.New("the controller's certificate chain does not contain the CA with the pinned fingerprint")
+				return fmt.Errorf("%w: its certificate chain does not contain the CA with the pinned fingerprint", ErrUntrusted)
 			}
 			roots := x509.NewCertPool()
 			roots.AddCert(ca)
@@ -131,14 +131,19 @@ func TLSConfig(caFile, fingerprint string) (*tls.Config, error) {
 			for _, cert := range cs.PeerCertificates[1:] {
 				inter.AddCert(cert)
 			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: cs.ServerName})
-			return err
+			if _, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: cs.ServerName}); err != nil {
+				return fmt.Errorf("%w: %v", ErrUntrusted, err)
+			}
+			return nil
 		}
 	default:
 		return nil, errors.New("claim: give --ca-file or --ca-fingerprint so the agent can trust the controller")
 	}
 	return c, nil
 }
+
+// ErrUntrusted says the controller's certificate does not match the CA the agent was given.
+var ErrUntrusted = errors.New("the controller is not the one this agent was told to trust")
 
 // Request is what the agent tells the controller about itself.
 type Request struct {
@@ -158,6 +163,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("claim: %s (%s)", e.Message, e.Code)
+	}
 	return fmt.Sprintf("claim refused by the controller (%d %s): %s", e.Status, e.Code, e.Message)
 }
 
@@ -171,6 +179,11 @@ func Claim(ctx context.Context, hc *http.Client, controller string, r Request) (
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
+		var cve *tls.CertificateVerificationError
+		if errors.Is(err, ErrUntrusted) || errors.As(err, &cve) {
+			// not a network hiccup: retrying will not make the certificate match
+			return nil, &Error{Code: "untrusted_controller", Message: err.Error(), Permanent: true}
+		}
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	defer resp.Body.Close()

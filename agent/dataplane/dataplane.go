@@ -798,3 +798,64 @@ func (d *Dataplane) applyFilters(l netlink.Link, p Plan, minorOf map[string]uint
 
 // nl_TC_U32_TERMINAL is TC_U32_TERMINAL: a match ends classification.
 const nl_TC_U32_TERMINAL = 1
+
+// RuleInfo is one of the agent's rules as the kernel has it.
+type RuleInfo struct {
+	Priority, Table int
+	DSCP            int // -1: any
+	Mark            uint32
+	Src, Dst        string
+	Proto           int
+	Dport           string
+}
+
+// Rules lists the agent's rules in the kernel (for `agent status` and tests), by priority.
+func (d *Dataplane) Rules() ([]RuleInfo, error) {
+	all, err := d.h.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		return nil, err
+	}
+	dscps, err := d.dscpByPriority()
+	if err != nil {
+		return nil, err
+	}
+	var out []RuleInfo
+	for i := range all {
+		r := &all[i]
+		if !d.ours(r) {
+			continue
+		}
+		ri := RuleInfo{Priority: r.Priority, Table: r.Table, DSCP: -1, Mark: r.Mark, Src: prefixOf(r.Src), Dst: prefixOf(r.Dst), Proto: r.IPProto}
+		if v, ok := dscps[r.Priority]; ok {
+			ri.DSCP = int(v)
+		}
+		if r.Dport != nil {
+			ri.Dport = fmt.Sprintf("%d-%d", r.Dport.Start, r.Dport.End)
+		}
+		out = append(out, ri)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Priority < out[j].Priority })
+	return out, nil
+}
+
+// Owned counts what the agent owns in the kernel now: rules, routes and root qdiscs.
+func (d *Dataplane) Owned() (rules, routes, qdiscs int, err error) {
+	rs, err := d.Rules()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	rts, err := d.ourRoutes()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	links, err := d.h.LinkList()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, l := range links {
+		if d.ourQdisc(l) != nil {
+			qdiscs++
+		}
+	}
+	return len(rs), len(rts), qdiscs, nil
+}

@@ -227,7 +227,11 @@ func (e *Engine) setTransportsLocked(ts []transportSpec) {
 			continue
 		}
 		prev := e.monitors[t.Name]
-		e.monitors[t.Name] = startMonitor(e, t.Name, pc, prev)
+		mon := startMonitor(e, t.Name, pc, prev)
+		e.monitors[t.Name] = mon
+		if e.dp == nil {
+			mon.begin() // nothing to wait for
+		}
 	}
 	for name, mon := range e.monitors {
 		if !keep[name] {
@@ -285,8 +289,17 @@ func (e *Engine) onDownLocked(name string, now time.Time) {
 	if e.steer != nil {
 		e.steer.Observe(now, name, steering.Metrics{Down: true})
 		e.scratch = e.steer.Evaluate(now, e.scratch[:0])
+		e.logDecisions()
 	}
 	e.kickReconcile()
+}
+
+// logDecisions logs the local steering's latest decisions (debug).
+func (e *Engine) logDecisions() {
+	for _, d := range e.scratch {
+		e.log.Debug("agent: local steering", "kind", d.Kind.String(), "transport", d.Transport, "class", d.Class,
+			"from", d.From, "to", d.To, "reason", string(d.Reason), "latency_ms", d.Metrics.LatencyMs, "loss_pct", d.Metrics.LossPct, "jitter_ms", d.Metrics.JitterMs)
+	}
 }
 
 func (e *Engine) onUpLocked(name string) {
@@ -328,6 +341,7 @@ func (e *Engine) flushWindow(now time.Time) {
 	if e.steer != nil {
 		e.scratch = e.steer.Evaluate(now, e.scratch[:0])
 		if len(e.scratch) > 0 {
+			e.logDecisions()
 			e.kickReconcile()
 		}
 	}
@@ -519,7 +533,7 @@ func (e *Engine) reconcile() error {
 	if e.content != nil {
 		plan.Rules = e.content.Rules
 		plan.DefaultClass = e.content.DefaultClass
-	} else {
+	} else if len(e.transports) > 0 {
 		plan.DefaultClass = steering.DefaultClass
 	}
 	plan.Paths = map[string]string{}
@@ -559,6 +573,14 @@ func (e *Engine) reconcile() error {
 	e.mu.Lock()
 	for c, p := range plan.Paths {
 		e.paths[c] = p
+	}
+	// Probing starts once the transports' tables and probe rules are in place (Apply reports
+	// per-transport failures in err; a transport whose interface is missing stays unprobed
+	// until a later reconcile succeeds).
+	for _, t := range e.transports {
+		if mon := e.monitors[t.Name]; mon != nil && (err == nil || !strings.Contains(err.Error(), "transport "+t.Name+":")) {
+			mon.begin()
+		}
 	}
 	var acks []telemetry.PolicyAck
 	for _, v := range versions {

@@ -34,10 +34,18 @@ func startMonitor(e *Engine, name string, pc probe.Config, prev *monitor) *monit
 		m.w = window.New(window.Options{Name: name, Method: pc.Method, DownAfter: -1})
 		e.m.transportUp.WithLabelValues(name).Set(1)
 	}
+	return m
+}
+
+// begin starts probing, once: the engine calls it when the transport's table and probe rule
+// exist, as probes sent before would be lost for want of a route and count as an outage.
+func (m *monitor) begin() {
+	if m.cancel != nil || m.stopped {
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	go m.run(ctx)
-	return m
 }
 
 func (m *monitor) run(ctx context.Context) {
@@ -106,5 +114,7 @@ func (m *monitor) sameProbe(pc probe.Config) bool { return reflect.DeepEqual(m.p
 // stop ends probing (engine mu held; it does not wait, as the prober's callbacks take mu).
 func (m *monitor) stop() {
 	m.stopped = true
-	m.cancel()
+	if m.cancel != nil {
+		m.cancel()
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,17 +122,24 @@ func (s *Server) loadTLS() error {
 			return err
 		}
 		certFile, keyFile, s.CAFile = f.Cert, f.Key, f.CACert
-		pem, err := os.ReadFile(f.CACert)
+		caPEM, err := os.ReadFile(f.CACert)
 		if err != nil {
 			return fmt.Errorf("server: %w", err)
 		}
-		s.caPEM = string(pem)
+		s.caPEM = string(caPEM)
 		fp, _ := tlsgen.Fingerprint(f.CACert)
 		slog.Info("using the controller's own CA; give clients this file or its fingerprint", "ca", f.CACert, "sha256", fp, "generated", created)
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return fmt.Errorf("server: TLS: %w", err)
+	}
+	if s.caPEM != "" {
+		// Present the generated CA with the leaf, so that an agent that pins only the CA's
+		// fingerprint (agent --ca-fingerprint) can find it and verify the leaf against it.
+		if blk, _ := pem.Decode([]byte(s.caPEM)); blk != nil {
+			cert.Certificate = append(cert.Certificate, blk.Bytes)
+		}
 	}
 	s.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	return nil
