@@ -119,7 +119,9 @@ func newController(t testing.TB, lab *netlab.Lab, holdDown time.Duration) *contr
 	return c
 }
 
-func (c *controller) base() string { return "https://" + net.JoinHostPort(c.ip, strconv.Itoa(c.apiPort)) }
+func (c *controller) base() string {
+	return "https://" + net.JoinHostPort(c.ip, strconv.Itoa(c.apiPort))
+}
 
 func (c *controller) start(t testing.TB) {
 	t.Helper()
