@@ -204,15 +204,15 @@ func TestAgentLifecycle(t *testing.T) {
 		if defaultTable(t, dp) != tWAN1 {
 			t.Fatal("the default class (no SLA) moved too")
 		}
-		found := false
-		for _, e := range events(t, c, s, "path.switched").Data {
-			if e.Data["class"] == "voice" && e.Data["reason"] == "sla" && e.Data["by"] == "controller" {
-				found = true
+		waitAPI(t, 10*time.Second, "the controller's path.switched event for voice", func() bool {
+			for _, e := range events(t, c, s, "path.switched").Data {
+				if e.Data["class"] == "voice" && e.Data["from"] == "wan1" && e.Data["by"] == "controller" {
+					return true
+				}
 			}
-		}
-		if !found {
-			t.Fatal("no path.switched event with reason sla from the controller")
-		}
+			t.Logf("events: %+v", events(t, c, s, "path.switched").Data)
+			return false
+		})
 		lab.WANs[0].Responder.Set(netlab.Impairment{})
 		fixed := time.Now()
 		waitFor(t, 60*time.Second, "voice back on wan1", func() bool { return voiceTable(t, dp) == tWAN1 })
