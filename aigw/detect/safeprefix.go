@@ -15,6 +15,8 @@ import (
 // The rules are word by word and conservative; a word is passed only when the text shows that
 // no detector can start an entity in it (README.md, Streaming):
 //   - the last word is never passed (it may grow), nor a word cut by start;
+//   - a number passes only when it has one to four digits and a lower-case word that cannot
+//     continue an address or a date follows it ("3 options", "in 2024, we", "1. first");
 //   - a word must be letters (inner ' - ’ allowed) between ASCII punctuation or non-letter
 //     symbols: a digit, '@', '=', '/', a '.' or ':' between letters, two ':' (numbers, e-mail
 //     addresses, URLs, IP and MAC addresses, assignments) stop it, as do hex-letter groups
@@ -62,6 +64,9 @@ const wordSymbols = "([{<\"'*_`#|~+-)]}>,.;:!?"
 // inertWord reports whether no entity can start in the word text[t:u] (u is a white space
 // byte), whatever follows text.
 func (e *Engine) inertWord(text string, t, u int) bool {
+	if isDigit(text[t]) {
+		return smallNumber(text, t, u) && !assignedValue(text, t)
+	}
 	// Symbols, one run of letters (the core), symbols.
 	cs, ce := -1, -1
 	colons := 0
@@ -134,6 +139,42 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		}
 	}
 	return true
+}
+
+// smallNumber reports whether the word text[t:u] is a number of one to four digits, alone or
+// followed by '.', ',' or ')' ("3", "2024,", "1."), that cannot start an entity: what follows it
+// is a line break, a tab, three spaces, or a lower-case word that is neither a month ("12
+// March", "1. März"), nor "de" ("12 de marzo"), nor a French street type ("12 rue de la Paix",
+// "8 bis avenue"). Longer numbers, and numbers followed by digits, capitals ("742 Evergreen
+// Terrace") or symbols ("1 - 555"), are held: phone numbers, cards, SSNs, addresses and dates
+// begin so.
+func smallNumber(text string, t, u int) bool {
+	d := digitsAt(text, t)
+	if d-t > 4 || d < u-1 || d == u-1 && text[d] != '.' && text[d] != ',' && text[d] != ')' {
+		return false
+	}
+	j := u
+	for n := 0; n < 3; n++ {
+		if j >= len(text) {
+			return false
+		}
+		if text[j] != ' ' {
+			break
+		}
+		j++
+	}
+	if j == u || j-u == 3 || isSpaceByte(text[j]) {
+		return true // a tab or line break, or three spaces: nothing continues the number
+	}
+	if !isLower(text[j]) {
+		return false
+	}
+	we := wordEnd(text, j)
+	if !wordDone(text, we) {
+		return false
+	}
+	w := text[j:we]
+	return !monthWord(w) && w != "de" && w != "bis" && w != "ter" && streetKind(text, j, we) == 0
 }
 
 // assignedValue reports whether a word starting at t would be the value of an assignment to a

@@ -29,6 +29,15 @@ func TestSafePrefix(t *testing.T) {
 		{"title", "ask Dr. Who now ", 0, "ask "},
 		{"title in the context", "Dr. Smith said so ", 4, ""},
 		{"digits", "call me at 415 555 2671 now", 0, "call me at "},
+		{"small numbers", "1. first, 3 options in 2024, then\n12\nok ", 0, "1. first, 3 options in 2024, then\n12\nok "},
+		{"number before a month", "born 12 march 1985", 0, "born "},
+		{"number before de", "el 12 de marzo", 0, "el "},
+		{"list number before a month", "1. März 1985 ", 0, ""},
+		{"house number", "at 742 Evergreen Terrace", 0, "at "},
+		{"french street", "au 12 rue de la Paix", 0, "au "},
+		{"number waits for the next word", "in 2024 ", 0, "in "},
+		{"long number", "id 12345 is ", 0, "id "},
+		{"number as a secret value", "pin: 1234 ok password: 1234 is ", 0, "pin: 1234 ok password: "},
 		{"e-mail", "mail jane@example.com now", 0, "mail "},
 		{"url", "see www.example.org today", 0, "see "},
 		{"month then a word", "you may want this ", 0, "you may want this "},
@@ -72,6 +81,8 @@ var safeSuffixes = []string{
 	"0 555 2671", "1 1111 1111 1111", " 4111 1111 1111 1111", "89 3704 0044 0532 0130 00",
 	" is my ssn 123456788", " DOB", " born", "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----",
 	" Main Street, Springfield, IL 62704", " Street", " ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+	" March 1985", ". März 1985", " de marzo de 1985", " rue de la Paix", " bis avenue Foch", "5 555 2671",
+	"5-555-2671", " 555 2671", "56789", "6788 is my ssn", ", Main Street", " - 555 2671", " Evergreen Terrace",
 }
 
 // TestSafePrefixProperty cuts corpus texts at random bytes and appends real and adversarial
