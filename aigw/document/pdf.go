@@ -23,7 +23,12 @@ import (
 // ---- inspection ----
 
 // pdfPages counts a PDF's pages, refusing corrupt and password-protected files.
-func (e *Extractor) pdfPages(ctx context.Context, data []byte) (int, error) {
+func (e *Extractor) pdfPages(ctx context.Context, data []byte) (n int, err error) {
+	defer func() {
+		if x := recover(); x != nil { // the pure-Go reader panics on malformed objects
+			n, err = 0, fmt.Errorf("%w: malformed PDF: %v", ErrCorrupt, x)
+		}
+	}()
 	if e.pdftotext != "" {
 		info, err := e.pdfinfo(ctx, data)
 		if err != nil {
@@ -35,8 +40,7 @@ func (e *Extractor) pdfPages(ctx context.Context, data []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := r.NumPage()
-	if n <= 0 {
+	if n = r.NumPage(); n <= 0 {
 		return 0, fmt.Errorf("%w: the PDF has no pages", ErrEmpty)
 	}
 	return n, nil

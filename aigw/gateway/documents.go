@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -139,6 +140,7 @@ type DocumentOptions struct {
 	AllowHTTP     bool          // accept http:// destination URLs to loopback addresses (development)
 	DeliveryTries int           // POSTs to a destination URL; default 5
 	Client        *http.Client  // for destination URLs; default a client with a 10s timeout
+	Concurrency   int           // extractions at once (requests and the worker together); default the number of CPUs
 }
 
 const maxFilename = 255
@@ -155,6 +157,9 @@ func (o *DocumentOptions) defaults() {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = runtime.NumCPU()
 	}
 	if o.DeliveryTries <= 0 {
 		o.DeliveryTries = 5
@@ -277,7 +282,7 @@ func (s *Service) CaptureDocument(ctx context.Context, c Caller, requestID strin
 	evs := s.fill(d, cg, res)
 	work := WorkNone
 	if d.Destination != nil && d.Destination.URL != "" {
-		work = WorkDeliver
+		work, d.Destination.Status = WorkDeliver, "pending"
 	}
 	n, err := s.o.Documents.InsertDocument(ctx, d, work, "", evs)
 	if err != nil {
@@ -504,6 +509,10 @@ func (s *Service) workOne(ctx context.Context) (bool, error) {
 		s.extractClaimed(ctx, cd)
 	case WorkDeliver:
 		s.deliver(ctx, d)
+		if ctx.Err() != nil && d.Destination.Status != "delivered" {
+			// Stopping: the next start tries again (the attempts made so far are not kept).
+			return true, s.o.Documents.ReleaseDocument(context.WithoutCancel(ctx), d.ID, cd.ClaimedUntil)
+		}
 		if _, n, err := s.o.Documents.FinishDocument(ctx, d, cd.ClaimedUntil, WorkNone, nil); err != nil {
 			return true, err
 		} else if n > 0 {
@@ -528,6 +537,13 @@ func (s *Service) extractClaimed(ctx context.Context, cd *ClaimedDocument) {
 			slog.Error("gateway: storing a failed document", "document", d.ID, "err", err)
 		}
 	}
+	defer func() {
+		// A panic in a document reader must not take the controller down with it.
+		if x := recover(); x != nil {
+			slog.Error("gateway: document worker panicked", "document", d.ID, "panic", x)
+			fail(fmt.Sprintf("internal error while extracting the document: %v", x))
+		}
+	}()
 	if cd.Attempts > s.docOpts.MaxAttempts {
 		fail(fmt.Sprintf("extraction was interrupted %d times (the controller stopped or the worker ran out of time); upload it again", cd.Attempts-1))
 		return
@@ -558,7 +574,7 @@ func (s *Service) extractClaimed(ctx context.Context, cd *ClaimedDocument) {
 	d.UpdatedAt = s.o.Now().UTC().Truncate(time.Microsecond)
 	work := WorkNone
 	if d.Destination != nil && d.Destination.URL != "" {
-		work = WorkDeliver
+		work, d.Destination.Status = WorkDeliver, "pending"
 	}
 	_, n, err := s.o.Documents.FinishDocument(context.WithoutCancel(ctx), d, cd.ClaimedUntil, work, evs)
 	if err != nil {
@@ -634,6 +650,7 @@ func (s *Service) initDocuments() {
 	s.docOpts.defaults()
 	s.extractor = document.New(s.docOpts.Extract)
 	s.docWake = make(chan struct{}, 1)
+	s.extractSlots = make(chan struct{}, s.docOpts.Concurrency)
 	s.mDocs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edgewan_aigw_documents_total", Help: "Documents by outcome: captured, failed (stored with a reason), refused (4xx, not stored), queued.",
 	}, []string{"outcome"})
@@ -649,8 +666,15 @@ func (s *Service) initDocuments() {
 	}
 }
 
-// extract runs the extractor and counts its time.
+// extract runs the extractor and counts its time. At most Concurrency extractions run at once
+// (OCR keeps a core busy); the others wait their turn.
 func (s *Service) extract(ctx context.Context, data []byte) (*document.Result, error) {
+	select {
+	case s.extractSlots <- struct{}{}:
+		defer func() { <-s.extractSlots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	start := time.Now()
 	res, err := s.extractor.Extract(ctx, data)
 	s.mExtract.Observe(time.Since(start).Seconds())

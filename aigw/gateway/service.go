@@ -53,13 +53,14 @@ type Service struct {
 	mu     sync.Mutex
 	guards map[string]*cachedGuard // project -> compiled active policy
 
-	extractor *document.Extractor // documents.go
-	docOpts   DocumentOptions
-	docWake   chan struct{}
-	propOpts  ProposalOptions // proposals.go
-	mDocs     *prometheus.CounterVec
-	mPages    *prometheus.CounterVec
-	mExtract  prometheus.Histogram
+	extractor    *document.Extractor // documents.go
+	docOpts      DocumentOptions
+	docWake      chan struct{}
+	extractSlots chan struct{}
+	propOpts     ProposalOptions // proposals.go
+	mDocs        *prometheus.CounterVec
+	mPages       *prometheus.CounterVec
+	mExtract     prometheus.Histogram
 
 	mOverhead  prometheus.Histogram
 	mRedacted  *prometheus.CounterVec
