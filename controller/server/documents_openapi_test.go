@@ -3,7 +3,12 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"time"
 
 	"github.com/edgewan/edgewan/aigw/document/documenttest"
@@ -18,6 +23,21 @@ func (c *oaChecker) documentsFamily(all string) {
 	t, s := c.t, c.s
 	const project = "oa-docs"
 	user, admin := s.ProjectKey(project), oaAdminKey(t, s, project)
+
+	// document.captured and policy.proposed go to a receiver of their own.
+	var mu sync.Mutex
+	var delivered [][]byte
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		delivered = append(delivered, b)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(recv.Close)
+	c.want(c.do("POST", "/v1/webhooks", "/v1/webhooks", all, map[string]any{
+		"url": recv.URL + "/docs", "events": []string{"document.captured", "policy.proposed"},
+	}), 201)
 
 	upload := func(token string, f docForm) *servertest.Response {
 		t.Helper()
@@ -67,6 +87,23 @@ func (c *oaChecker) documentsFamily(all string) {
 	// directly to accept and dismiss.
 	listDoc, path := "/ai-gateway/v1/projects/{id}/proposals", "/ai-gateway/v1/projects/"+project+"/proposals"
 	c.want(c.do("POST", listDoc, path, admin, nil), 200)
+	// A policy that lets URLs through and 20 requests with one: the analysis proposes to
+	// redact them (policy.proposed).
+	r = c.do("POST", "/ai-gateway/v1/policies", "/ai-gateway/v1/policies", admin, map[string]any{"name": "oa-docs", "content": map[string]any{"entities": map[string]string{"url": "allow"}}})
+	c.want(r, 201)
+	var pol gateway.Policy
+	r.JSON(t, &pol)
+	c.want(c.do("POST", "/ai-gateway/v1/policies/{id}/publish", "/ai-gateway/v1/policies/"+pol.ID+"/publish", admin, map[string]any{"version": 1}), 200)
+	for i := range 20 {
+		c.want(c.do("POST", "/ai-gateway/v1/sanitize", "/ai-gateway/v1/sanitize", user, map[string]any{"project": project, "text": fmt.Sprintf("see https://wiki.example.com/%d", i)}), 200)
+	}
+	r = c.do("POST", listDoc, path, admin, nil)
+	c.want(r, 200)
+	var res gateway.AnalyzeResult
+	r.JSON(t, &res)
+	if len(res.Proposed) != 1 {
+		t.Errorf("analysis: %s", r.Body)
+	}
 	c.wantErr(c.do("POST", listDoc, path, user, nil), 403, "invalid_scope")
 	c.want(c.do("POST", listDoc, path, "", nil), 401)
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -100,5 +137,33 @@ func (c *oaChecker) documentsFamily(all string) {
 		c.wantErr(c.do("POST", doc, "/ai-gateway/v1/proposals/prop_nope/"+verb, admin, map[string]any{}), 404, "not_found")
 		c.want(c.do("POST", doc, p, admin, map[string]any{"comment": "oa"}), 200)
 		c.wantErr(c.do("POST", doc, p, admin, map[string]any{}), 409, "conflict")
+	}
+
+	// The events: their envelope and data as documented.
+	envelope := c.doc.Components.Schemas["EventEnvelope"]
+	schemas := map[string]string{"document.captured": "DocumentCapturedData", "policy.proposed": "PolicyProposedData"}
+	seen := map[string]int{}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(delivered)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) { // 2 documents captured, 1 proposal
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, b := range delivered {
+		var ev map[string]any
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatalf("event %d: %s", i, b)
+		}
+		typ, _ := ev["type"].(string)
+		seen[typ]++
+		c.validate(fmt.Sprintf("%s event envelope", typ), envelope, ev)
+		c.validate(fmt.Sprintf("%s event data", typ), c.doc.Components.Schemas[schemas[typ]], ev["data"])
+	}
+	if seen["document.captured"] != 2 || seen["policy.proposed"] != 1 {
+		t.Errorf("events %v; want 2 document.captured and 1 policy.proposed", seen)
 	}
 }
