@@ -135,6 +135,8 @@ type Info struct {
 	Kind        string `json:"kind"`         // pdf, image, text
 	ContentType string `json:"content_type"` // as sniffed: application/pdf, image/png, image/jpeg, image/tiff, text/plain
 	Pages       int    `json:"pages"`
+
+	sizes []pageSize // PDF page sizes, when poppler read them
 }
 
 // Page is one page's text.
@@ -216,7 +218,7 @@ func (e *Extractor) Inspect(ctx context.Context, data []byte) (*Info, error) {
 			return nil, err
 		}
 	case KindPDF:
-		if info.Pages, err = e.pdfPages(ctx, data); err != nil {
+		if info.Pages, info.sizes, err = e.pdfPages(ctx, data); err != nil {
 			return nil, err
 		}
 	}
@@ -233,6 +235,12 @@ func (e *Extractor) Extract(ctx context.Context, data []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.ExtractInspected(ctx, data, info)
+}
+
+// ExtractInspected is Extract for a document Inspect has just checked (it is not checked again).
+func (e *Extractor) ExtractInspected(ctx context.Context, data []byte, info *Info) (*Result, error) {
+	var err error
 	r := &Result{Info: *info}
 	switch info.Kind {
 	case KindText:
@@ -249,7 +257,7 @@ func (e *Extractor) Extract(ctx context.Context, data []byte) (*Result, error) {
 		r.Pages = pages
 		r.Info.Pages = len(pages)
 	case KindPDF:
-		if r.Pages, err = e.pdf(ctx, data, info.Pages); err != nil {
+		if r.Pages, err = e.pdf(ctx, data, info); err != nil {
 			return nil, err
 		}
 	}

@@ -23,27 +23,27 @@ import (
 // ---- inspection ----
 
 // pdfPages counts a PDF's pages, refusing corrupt and password-protected files.
-func (e *Extractor) pdfPages(ctx context.Context, data []byte) (n int, err error) {
+func (e *Extractor) pdfPages(ctx context.Context, data []byte) (n int, sizes []pageSize, err error) {
 	defer func() {
 		if x := recover(); x != nil { // the pure-Go reader panics on malformed objects
-			n, err = 0, fmt.Errorf("%w: malformed PDF: %v", ErrCorrupt, x)
+			n, sizes, err = 0, nil, fmt.Errorf("%w: malformed PDF: %v", ErrCorrupt, x)
 		}
 	}()
 	if e.pdftotext != "" {
-		info, err := e.pdfinfo(ctx, data)
+		sizes, err := e.pdfinfo(ctx, data)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		return len(info), nil
+		return len(sizes), sizes, nil
 	}
 	r, err := openPDF(data)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if n = r.NumPage(); n <= 0 {
-		return 0, fmt.Errorf("%w: the PDF has no pages", ErrEmpty)
+		return 0, nil, fmt.Errorf("%w: the PDF has no pages", ErrEmpty)
 	}
-	return n, nil
+	return n, nil, nil
 }
 
 // openPDF opens a PDF with the pure-Go reader. An owner password alone (permissions) does not
@@ -154,19 +154,21 @@ func (e *Extractor) runBytes(ctx context.Context, stdin []byte, bin string, args
 // ---- extraction ----
 
 // pdf extracts every page: the text layer, or OCR for a page without one.
-func (e *Extractor) pdf(ctx context.Context, data []byte, n int) ([]Page, error) {
+func (e *Extractor) pdf(ctx context.Context, data []byte, info *Info) ([]Page, error) {
 	if e.pdftotext != "" {
-		return e.pdfPoppler(ctx, data)
+		return e.pdfPoppler(ctx, data, info.sizes)
 	}
 	return e.pdfGo(ctx, data)
 }
 
 // pdfPoppler reads the text layer with pdftotext and renders pages without one with pdftoppm
 // for tesseract.
-func (e *Extractor) pdfPoppler(ctx context.Context, data []byte) ([]Page, error) {
-	sizes, err := e.pdfinfo(ctx, data)
-	if err != nil {
-		return nil, err
+func (e *Extractor) pdfPoppler(ctx context.Context, data []byte, sizes []pageSize) ([]Page, error) {
+	if len(sizes) == 0 { // not inspected with poppler
+		var err error
+		if sizes, err = e.pdfinfo(ctx, data); err != nil {
+			return nil, err
+		}
 	}
 	goReader, _ := openPDF(data) // to read scans' resolution; poppler does without it
 	return withFile(data, func(path string) ([]Page, error) {

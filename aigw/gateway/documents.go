@@ -274,7 +274,7 @@ func (s *Service) CaptureDocument(ctx context.Context, c Caller, requestID strin
 		s.wakeWorker()
 		return d, false, nil
 	}
-	res, err := s.extract(ctx, up.Data)
+	res, err := s.extract(ctx, up.Data, info)
 	if err != nil {
 		s.mDocs.WithLabelValues("refused").Inc()
 		return nil, false, documentErr(err)
@@ -553,7 +553,7 @@ func (s *Service) extractClaimed(ctx context.Context, cd *ClaimedDocument) {
 		fail("the upload kept for processing cannot be read (was the audit key replaced?); upload it again")
 		return
 	}
-	res, err := s.extract(ctx, data)
+	res, err := s.extract(ctx, data, nil)
 	if ctx.Err() != nil {
 		// Stopping: give the document back, so that the next start resumes it at once.
 		if err := s.o.Documents.ReleaseDocument(context.WithoutCancel(ctx), d.ID, cd.ClaimedUntil); err != nil {
@@ -666,9 +666,10 @@ func (s *Service) initDocuments() {
 	}
 }
 
-// extract runs the extractor and counts its time. At most Concurrency extractions run at once
-// (OCR keeps a core busy); the others wait their turn.
-func (s *Service) extract(ctx context.Context, data []byte) (*document.Result, error) {
+// extract runs the extractor (on a document Inspect checked, when info is not nil) and counts
+// its time. At most Concurrency extractions run at once (OCR keeps a core busy); the others
+// wait their turn.
+func (s *Service) extract(ctx context.Context, data []byte, info *document.Info) (*document.Result, error) {
 	select {
 	case s.extractSlots <- struct{}{}:
 		defer func() { <-s.extractSlots }()
@@ -676,7 +677,13 @@ func (s *Service) extract(ctx context.Context, data []byte) (*document.Result, e
 		return nil, ctx.Err()
 	}
 	start := time.Now()
-	res, err := s.extractor.Extract(ctx, data)
+	var res *document.Result
+	var err error
+	if info != nil {
+		res, err = s.extractor.ExtractInspected(ctx, data, info)
+	} else {
+		res, err = s.extractor.Extract(ctx, data)
+	}
 	s.mExtract.Observe(time.Since(start).Seconds())
 	return res, err
 }
