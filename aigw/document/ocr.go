@@ -3,6 +3,7 @@ package document
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"image"
 	_ "image/jpeg" // DecodeConfig of scans
@@ -35,7 +36,41 @@ func (e *Extractor) checkImage(data []byte, contentType string) (int, error) {
 	if px := int64(cfg.Width) * int64(cfg.Height); px > e.o.MaxPixels {
 		return 0, fmt.Errorf("%w: the image is %dx%d pixels (%d); the limit is %d pixels", ErrTooLarge, cfg.Width, cfg.Height, px, e.o.MaxPixels)
 	}
+	if contentType == "image/tiff" {
+		return tiffPages(data, e.o.MaxPages+1), nil
+	}
 	return 1, nil
+}
+
+// tiffPages counts a TIFF's images (its chain of IFDs), stopping at limit, at a loop or at a
+// broken link.
+func tiffPages(data []byte, limit int) int {
+	if len(data) < 8 {
+		return 1
+	}
+	var u16 func([]byte) uint16
+	var u32 func([]byte) uint32
+	if data[0] == 'I' {
+		u16, u32 = binary.LittleEndian.Uint16, binary.LittleEndian.Uint32
+	} else {
+		u16, u32 = binary.BigEndian.Uint16, binary.BigEndian.Uint32
+	}
+	seen := map[uint32]bool{}
+	n := 0
+	for off := u32(data[4:8]); off != 0 && n < limit && !seen[off]; n++ {
+		seen[off] = true
+		if int(off)+2 > len(data) {
+			break
+		}
+		entries := int(u16(data[off:]))
+		next := int(off) + 2 + 12*entries
+		if next+4 > len(data) {
+			n++
+			break
+		}
+		off = u32(data[next:])
+	}
+	return max(n, 1)
 }
 
 // ocr runs tesseract on an image (PNG, JPEG, TIFF; several pages for a multi-page TIFF) and

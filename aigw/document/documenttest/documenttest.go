@@ -215,3 +215,57 @@ func PermissionsPDF(t testing.TB, text string) []byte {
 	f.CellFormat(0, 7, text, "", 1, "L", false, 0, "")
 	return output(t, f)
 }
+
+// MultiTIFF returns a TIFF of n copies of the rendered text: TIFF's chain of images, the first
+// image's IFD pointing to the next (the x/image encoder writes single images; the chain is
+// made by hand).
+func MultiTIFF(t testing.TB, text string, n int) []byte {
+	t.Helper()
+	one := TIFF(t, text)
+	// Each copy is a whole little-endian TIFF; concatenate the images by appending each copy's
+	// bytes and rebasing its offsets would need a full rewrite, so instead link the IFDs of
+	// copies of the same file: every IFD's next pointer goes to the next copy's IFD, whose
+	// strip offsets are rebased by the copy's position.
+	out := append([]byte(nil), one...)
+	firstIFD := int(le32(one[4:8]))
+	prevNext := firstIFD + 2 + 12*int(le16(one[firstIFD:]))
+	for i := 1; i < n; i++ {
+		base := len(out)
+		cp := append([]byte(nil), one...)
+		rebase(cp, firstIFD, uint32(base))
+		out = append(out, cp...)
+		putLE32(out[prevNext:], uint32(base+firstIFD))
+		prevNext = base + firstIFD + 2 + 12*int(le16(one[firstIFD:]))
+	}
+	return out
+}
+
+func le16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+func putLE32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
+
+// rebase adds base to the offsets of an IFD's entries that point into the file (LONG values
+// of StripOffsets, and values too big to sit in the entry).
+func rebase(b []byte, ifd int, base uint32) {
+	n := int(le16(b[ifd:]))
+	for i := 0; i < n; i++ {
+		e := ifd + 2 + 12*i
+		tag, typ, count := le16(b[e:]), le16(b[e+2:]), le32(b[e+4:])
+		size := map[uint16]uint32{1: 1, 2: 1, 3: 2, 4: 4, 5: 8}[typ] * count
+		switch {
+		case tag == 273 && count == 1 && typ == 4: // StripOffsets, inline
+			putLE32(b[e+8:], le32(b[e+8:])+base)
+		case size > 4: // the values sit elsewhere in the file
+			off := le32(b[e+8:])
+			if tag == 273 && typ == 4 { // StripOffsets: each value is an offset
+				for j := uint32(0); j < count; j++ {
+					putLE32(b[off+4*j:], le32(b[off+4*j:])+base)
+				}
+			}
+			putLE32(b[e+8:], off+base)
+		}
+	}
+	putLE32(b[ifd+2+12*n:], 0)
+}
