@@ -222,10 +222,8 @@ func PermissionsPDF(t testing.TB, text string) []byte {
 func MultiTIFF(t testing.TB, text string, n int) []byte {
 	t.Helper()
 	one := TIFF(t, text)
-	// Each copy is a whole little-endian TIFF; concatenate the images by appending each copy's
-	// bytes and rebasing its offsets would need a full rewrite, so instead link the IFDs of
-	// copies of the same file: every IFD's next pointer goes to the next copy's IFD, whose
-	// strip offsets are rebased by the copy's position.
+	// Copies of one single-image TIFF appended: each copy's offsets are moved by its position
+	// in the file, and each image's "next IFD" pointer goes to the next copy's.
 	out := append([]byte(nil), one...)
 	firstIFD := int(le32(one[4:8]))
 	prevNext := firstIFD + 2 + 12*int(le16(one[firstIFD:]))
