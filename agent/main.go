@@ -29,14 +29,11 @@ import (
 	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/agent/dataplane"
 	"github.com/edgewan/edgewan/agent/engine"
+	"github.com/edgewan/edgewan/buildinfo"
 )
 
-// Version, Commit and Date are set at build time (see Makefile).
-var (
-	Version = "dev"
-	Commit  = ""
-	Date    = ""
-)
+// Version is set at build time (see Makefile); commit and date come from buildinfo.
+var Version = "dev"
 
 const usage = `usage:
   agent run [--config FILE] [flags]    claim the site on first boot (--controller, --claim-token,
@@ -55,11 +52,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "version", "--version", "-version":
-		fmt.Printf("edgewan agent %s", Version)
-		if Commit != "" {
-			fmt.Printf(" (commit %s, built %s)", Commit, Date)
-		}
-		fmt.Println()
+		fmt.Println(buildinfo.Get(Version).String("agent"))
 		return
 	case "run":
 		err = run(os.Args[2:], os.Stderr)

@@ -29,7 +29,9 @@ type site struct {
 func stageSite(t testing.TB, c *controller, lab *netlab.Lab) site {
 	t.Helper()
 	var transports []map[string]any
+	var names []string
 	for i, w := range lab.WANs {
+		names = append(names, "wan"+string(rune('1'+i)))
 		transports = append(transports, map[string]any{"name": "wan" + string(rune('1'+i)), "kind": "broadband",
 			"interface": w.BranchIf, "gateway": w.Gateway.String(), "probe_targets": []string{lab.ProbeTarget.String()},
 			"bandwidth_kbps": 100000, "cost": i + 1})
@@ -48,7 +50,7 @@ func stageSite(t testing.TB, c *controller, lab *netlab.Lab) site {
 			{"name": "default"},
 		},
 		"rules":         []map[string]any{{"name": "ef", "class": "voice", "dscp": []int{46}}},
-		"paths":         map[string][]string{"voice": {"wan1", "wan2"}, "default": {"wan1", "wan2", "wan3"}},
+		"paths":         map[string][]string{"voice": {"wan1", "wan2"}, "default": names},
 		"default_class": "default",
 	}
 	c.do(t, "POST", "/sd-wan/v1/policies", map[string]any{"name": "steer-" + lab.Name, "type": "steering", "content": content}, &pol)

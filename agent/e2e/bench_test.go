@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgewan/edgewan/agent/dataplane"
+	"github.com/edgewan/edgewan/agent/internal/netlab"
+)
+
+// The lab figures of docs/benchmarks.md (scripts/bench-agent.sh runs them):
+//
+//	BenchmarkFailover    a transport's link taken down -> the agent's rules moved off it
+//	BenchmarkSLASwitch   150 ms of delay on the voice path -> the controller's switch applied
+//	BenchmarkFlapping    a link flapping every 2 s for 90 s -> path switches per hold-down
+//	BenchmarkResources   4 transports x 5 probes/s for 60 s -> the agent's RSS and CPU
+
+// env is a claimed, steady site in a lab.
+type env struct {
+	lab *netlab.Lab
+	c   *controller
+	s   site
+	a   *agent
+	dp  *dataplane.Dataplane
+}
+
+func newEnv(b *testing.B, transports int, holdDown time.Duration, recoverAfter int) *env {
+	b.Helper()
+	lab := netlab.New(b, netlab.Spec{Transports: transports})
+	c := newController(b, lab, holdDown)
+	s := stageSite(b, c, lab)
+	a := startAgent(b, lab, b.TempDir(), "--controller", c.base(), "--claim-token", s.claimToken, "--ca-fingerprint", c.fingerprint(b),
+		"--steering-hold-down", holdDown.String(), "--steering-recover-after", strconv.Itoa(recoverAfter))
+	e := &env{lab: lab, c: c, s: s, a: a, dp: branchDP(b, lab)}
+	waitAPI(b, 30*time.Second, "policy applied", func() bool { return rolloutState(b, c, s) == "applied" })
+	waitFor(b, 30*time.Second, "steady on wan1", func() bool { return defaultTable(b, e.dp) == tWAN1 && voiceTable(b, e.dp) == tWAN1 })
+	return e
+}
+
+// trials is how many fresh labs the switch benchmarks measure (EDGEWAN_BENCH_TRIALS, default
+// 10): each trial starts clean, as flap damping would rightly slow a transport failed over and
+// over in one lab.
+func trials() int {
+	if n, err := strconv.Atoi(os.Getenv("EDGEWAN_BENCH_TRIALS")); err == nil && n > 0 {
+		return n
+	}
+	return 10
+}
+
+// eachTrial runs measure in a fresh lab per trial (a sub-benchmark each; run with -benchtime 1x:
+// each trial's ns/op is its one measurement, as only the loop body is timed).
+func eachTrial(b *testing.B, measure func(b *testing.B, e *env)) {
+	for i := range trials() {
+		b.Run("trial"+strconv.Itoa(i+1), func(b *testing.B) {
+			e := newEnv(b, 2, time.Second, 2)
+			for b.Loop() {
+				measure(b, e)
+			}
+		})
+	}
+}
+
+func BenchmarkFailover(b *testing.B) {
+	eachTrial(b, func(b *testing.B, e *env) {
+		if err := e.lab.WANs[0].SetLink(false); err != nil {
+			b.Fatal(err)
+		}
+		waitFor(b, 10*time.Second, "failover", func() bool { return defaultTable(b, e.dp) == tWAN2 })
+	})
+}
+
+func BenchmarkSLASwitch(b *testing.B) {
+	eachTrial(b, func(b *testing.B, e *env) {
+		e.lab.WANs[0].Responder.Set(netlab.Impairment{Delay: 150 * time.Millisecond})
+		waitFor(b, 30*time.Second, "voice switched", func() bool { return voiceTable(b, e.dp) == tWAN2 })
+	})
+}
+
+// BenchmarkFlapping flaps wan1 (1 s down, 1 s up) for 90 s with the default 30 s hold-down:
+// the target is at most one switch per hold-down for each class.
+func BenchmarkFlapping(b *testing.B) {
+	const holdDown = 30 * time.Second
+	e := newEnv(b, 2, holdDown, 10)
+	for b.Loop() {
+		before := e.a.metric(b, "edgewan_agent_path_switches_total")
+		end := time.Now().Add(90 * time.Second)
+		for time.Now().Before(end) {
+			if err := e.lab.WANs[0].SetLink(false); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(time.Second) // the flap itself
+			if err := e.lab.WANs[0].SetLink(true); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(time.Second)
+		}
+		switches := e.a.metric(b, "edgewan_agent_path_switches_total") - before
+		// two classes; 90 s is three hold-downs
+		b.ReportMetric(switches/2/3, "switches/class/hold-down")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkResources runs the agent with 4 transports probed 5 times a second for 60 s and
+// reads its resident memory and CPU time from /proc.
+func BenchmarkResources(b *testing.B) {
+	e := newEnv(b, 4, 30*time.Second, 10)
+	pid := e.a.cmd.Process.Pid
+	for b.Loop() {
+		cpu0, t0 := cpuTime(b, pid), time.Now()
+		time.Sleep(60 * time.Second) // the measurement window
+		cpu1, wall := cpuTime(b, pid), time.Since(t0)
+		b.ReportMetric(100*float64(cpu1-cpu0)/float64(wall), "cpu-%")
+		b.ReportMetric(float64(rssKB(b, pid))/1024, "rss-MB")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// cpuTime is the process's user+system time (clock ticks of 10 ms on Linux).
+func cpuTime(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+func rssKB(b *testing.B, pid int) int {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The agent's lab figures in docs/benchmarks.md (root: network namespaces, raw ICMP, netlink).
+#
+#   scripts/bench-agent.sh            all four, 10 trials for the switch times
+#   TRIALS=3 scripts/bench-agent.sh   fewer trials
+#
+# Each switch trial is a fresh lab (agent/internal/netlab), controller and claimed agent with
+# 200 ms probes; ns/op of a trial is its one measurement:
+#   BenchmarkFailover/trialN    wan1's link set down -> the default class's rule points to wan2
+#   BenchmarkSLASwitch/trialN   150 ms delay on wan1 -> the controller moves voice (SLA 100 ms) to wan2
+#   BenchmarkFlapping           wan1 down 1 s / up 1 s for 90 s, 30 s hold-down -> switches per class per hold-down
+#   BenchmarkResources          4 transports x 5 probes/s for 60 s -> agent RSS (MB) and CPU (% of a core)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out="$(EDGEWAN_BENCH_TRIALS="${TRIALS:-10}" go test -run '^$' -bench 'Failover|SLASwitch|Flapping|Resources' \
+	-benchtime 1x -timeout 60m ./agent/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' )"
+echo "$out"
+# median and max of the per-trial times
+for b in Failover SLASwitch; do
+	echo "$out" | awk -v b="$b" '$1 ~ "^Benchmark" b "/" { v[n++] = $3 / 1e6 }
+		END { if (n) { asort(v); printf "%s: %d trials, median %.0f ms, max %.0f ms\n", b, n, v[int((n + 1) / 2)], v[n] } }'
+done
