@@ -1,0 +1,99 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadFlagsFinish(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.yaml")
+	if err := os.WriteFile(path, []byte(`
+controller: https://ctl:8443
+data_dir: /tmp/x
+probe: {interval: 100ms}
+transports:
+  - {name: mpls, interface: eth1, gateway: 198.18.1.1, probe_targets: [198.18.100.1]}
+  - {name: lte, interface: wwan0, method: tcp, probe_targets: ["198.18.100.1:443"], interval: 500ms}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := NewFlags(fs)
+	if err := fs.Parse([]string{"--data-dir", "/var/lib/y", "--down-after", "4"}); err != nil {
+		t.Fatal(err)
+	}
+	f.Apply(c)
+	if err := c.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir != "/var/lib/y" || c.Controller != "https://ctl:8443" || c.DownAfter != 4 || c.Window != time.Second {
+		t.Fatalf("%+v", c)
+	}
+	if c.Transports[0].Interval != 100*time.Millisecond || c.Transports[1].Interval != 500*time.Millisecond || c.Transports[0].Method != "icmp" {
+		t.Fatalf("transports %+v", c.Transports)
+	}
+	if !*c.Enforce || c.Steering.HoldDown != 30*time.Second {
+		t.Fatalf("defaults %+v", c)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"transprts: []", "field transprts not found"},
+		{"transports: [{name: A, interface: eth1}]", "name \"A\""},
+		{"transports: [{name: a}]", "interface is required"},
+		{"transports: [{name: a, interface: e}, {name: a, interface: f}]", "listed twice"},
+		{"transports: [{name: a, interface: e, gateway: nope}]", "not an IPv4 address"},
+		{"transports: [{name: a, interface: e, method: udp}]", "icmp or tcp"},
+		{"transports: [{name: a, interface: e, interval: 1ms}]", "below 10ms"},
+		{"window: 10ms", "window"},
+	} {
+		path := filepath.Join(t.TempDir(), "a.yaml")
+		_ = os.WriteFile(path, []byte(tc.yaml), 0o600)
+		c, err := Load(path)
+		if err == nil {
+			err = c.Finish()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func TestTransportFlag(t *testing.T) {
+	var tf transportFlags
+	if err := tf.Set("name=mpls,if=eth1,gw=198.18.1.1,targets=198.18.100.1+198.18.100.2,src=198.18.1.2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tf[0]; got.Name != "mpls" || got.Interface != "eth1" || len(got.ProbeTargets) != 2 || got.Source != "198.18.1.2" {
+		t.Fatalf("%+v", got)
+	}
+	for _, bad := range []string{"name", "name=a,colour=red", ""} {
+		if err := tf.Set(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// The flag parser and Finish never panic, whatever an operator types.
+func FuzzTransportFlag(f *testing.F) {
+	f.Add("name=mpls,if=eth1,gw=198.18.1.1,targets=198.18.100.1")
+	f.Add("name=a,if=b,method=tcp,targets=h:1+h:2")
+	f.Add("=,=,")
+	f.Fuzz(func(t *testing.T, s string) {
+		var tf transportFlags
+		if tf.Set(s) != nil {
+			return
+		}
+		c := &Config{Transports: tf}
+		_ = c.Finish()
+	})
+}
