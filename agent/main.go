@@ -15,8 +15,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -104,6 +106,11 @@ func run(args []string, logOut io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lvl}))
+	if os.Getenv("GOMAXPROCS") == "" {
+		// The agent waits on sockets and timers; one core is plenty, and it spares the CPU
+		// that Go's scheduler spends looking for work on idle cores (docs/agent.md).
+		runtime.GOMAXPROCS(1)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -119,7 +126,12 @@ func run(args []string, logOut io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}
-		srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		// profiles, on the same (loopback by default) listener as the metrics
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		log.Info("agent: metrics", "listen", ln.Addr().String())

@@ -95,7 +95,9 @@ func Run(ctx context.Context, o Options) error {
 	e := &Engine{o: o, cfg: o.Config, log: o.Logger, kick: make(chan struct{}, 1), events: make(chan telemetry.AgentEvent, 1024),
 		monitors: map[string]*monitor{}, decisions: map[string]string{}, paths: map[string]string{}, acked: map[string]string{}}
 	e.m = newMetrics(o.Registry)
-	sp, err := spool.Open(spool.Options{Dir: filepath.Join(o.Config.DataDir, "spool"), MaxBytes: o.Config.SpoolMax})
+	// Acks are written every 5 s: a crash re-sends at most that much, which the controller
+	// drops by sequence number.
+	sp, err := spool.Open(spool.Options{Dir: filepath.Join(o.Config.DataDir, "spool"), MaxBytes: o.Config.SpoolMax, AckEvery: 5 * time.Second})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"reflect"
 	"time"
 
@@ -20,12 +22,14 @@ type monitor struct {
 	down     bool // hard down: DownAfter suspects in a row, until the next answer
 	stopped  bool
 	cancel   context.CancelFunc
+	sent     prometheus.Counter // this transport's, looked up once
+	lost     prometheus.Counter
 }
 
 // startMonitor starts probing; prev (stopped, may be nil) hands over its window so that jitter
 // and the down state carry across a probe reconfiguration.
 func startMonitor(e *Engine, name string, pc probe.Config, prev *monitor) *monitor {
-	m := &monitor{e: e, name: name, pc: pc}
+	m := &monitor{e: e, name: name, pc: pc, sent: e.m.probesSent.WithLabelValues(name), lost: e.m.probesLost.WithLabelValues(name)}
 	if prev != nil {
 		m.w, m.suspects, m.down = prev.w, prev.suspects, prev.down
 	} else {
@@ -88,11 +92,11 @@ func (m *monitor) handle(r probe.Result) {
 		}
 	case r.Lost:
 		m.w.AddLoss()
-		e.m.probesSent.WithLabelValues(m.name).Inc()
-		e.m.probesLost.WithLabelValues(m.name).Inc()
+		m.sent.Inc()
+		m.lost.Inc()
 	default:
 		m.w.AddRTT(r.RTT)
-		e.m.probesSent.WithLabelValues(m.name).Inc()
+		m.sent.Inc()
 		m.suspects = 0
 		if m.down {
 			m.down = false

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // payload is the report a test appends as record id: a JSON object of size bytes (at least 30).
@@ -656,5 +657,35 @@ func TestConcurrent(t *testing.T) {
 	}
 	if got := len(segFiles(t, s.opt.Dir)); got != 1 {
 		t.Errorf("got %d segment files; want 1", got)
+	}
+}
+
+// With AckEvery, an Ack soon after the last written one stays in memory: a crash (no Close)
+// delivers those records again; a Close writes it.
+func TestAckEvery(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{Dir: dir, NoSync: true, AckEvery: time.Hour}
+	s := mustOpen(t, o)
+	appendN(t, s, 5, 10)
+	if err := s.Ack(2); err != nil { // the first Ack is written (none was before)
+		t.Fatal(err)
+	}
+	if err := s.Ack(4); err != nil { // within the hour: memory only
+		t.Fatal(err)
+	}
+	if got := peekAll(t, s); len(got) != 1 || got[0].ID != 5 {
+		t.Fatalf("in memory: %v", got)
+	}
+	// crash: reopen without Close (the old files stay open; the new Spool reads the disk)
+	s2 := mustOpen(t, o)
+	if got := peekAll(t, s2); len(got) != 3 || got[0].ID != 3 {
+		t.Fatalf("after a crash: want records 3..5 again, got %d from %v", len(got), got)
+	}
+	mustClose(t, s2)
+	mustClose(t, s) // writes ack 4
+	s3 := mustOpen(t, o)
+	defer mustClose(t, s3)
+	if got := peekAll(t, s3); len(got) != 1 || got[0].ID != 5 {
+		t.Fatalf("after Close: %v", got)
 	}
 }
