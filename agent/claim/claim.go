@@ -153,6 +153,21 @@ type Request struct {
 	Version    string `json:"version,omitempty"`
 }
 
+// Response is the controller's answer to a claim (POST /sd-wan/v1/claim) as agents read it:
+// the site, the device record made for the agent, and how to reach the broker.
+type Response struct {
+	Site struct {
+		ID string `json:"id"`
+	} `json:"site"`
+	Device string `json:"device"`
+	MQTT   struct {
+		URL      string `json:"url"`
+		Username string `json:"username"`
+		Password string `json:"password"`
+		CAPEM    string `json:"ca_pem"`
+	} `json:"mqtt"`
+}
+
 // Error is a refusal from the controller: Permanent ones (a used, expired or unknown token, a
 // serial mismatch) will not change by retrying.
 type Error struct {
@@ -196,18 +211,7 @@ func Claim(ctx context.Context, hc *http.Client, controller string, r Request) (
 		return nil, &Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message,
 			Permanent: resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout}
 	}
-	var a struct {
-		Site struct {
-			ID string `json:"id"`
-		} `json:"site"`
-		Device string `json:"device"`
-		MQTT   struct {
-			URL      string `json:"url"`
-			Username string `json:"username"`
-			Password string `json:"password"`
-			CAPEM    string `json:"ca_pem"`
-		} `json:"mqtt"`
-	}
+	var a Response
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, fmt.Errorf("claim: the controller's answer: %w", err)
 	}

@@ -18,22 +18,12 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/edgewan/edgewan/agent/claim"
 	"github.com/edgewan/edgewan/telemetry"
 )
 
 // Access is what a claim returns: the site, the device and how to reach the broker.
-type Access struct {
-	Site struct {
-		ID string `json:"id"`
-	} `json:"site"`
-	Device string `json:"device"`
-	MQTT   struct {
-		URL      string `json:"url"`
-		Username string `json:"username"`
-		Password string `json:"password"`
-		CAPEM    string `json:"ca_pem"`
-	} `json:"mqtt"`
-}
+type Access = claim.Response
 
 // Claim claims a pre-staged site with its claim token through the controller's API.
 func Claim(ctx context.Context, hc *http.Client, apiURL, claimToken, hostname string) (*Access, error) {

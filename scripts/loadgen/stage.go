@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgewan/edgewan/agent/claim"
 )
 
 // state is what survives between runs (the --state file): the claimed sites and their agents'
@@ -304,18 +306,7 @@ func (s *stager) one(ctx context.Context, i int) error {
 		ss.ID, ss.Claim = site.ID, site.Claim
 		s.set(i, ss)
 	}
-	var res struct {
-		Site struct {
-			ID string `json:"id"`
-		} `json:"site"`
-		Device string `json:"device"`
-		MQTT   struct {
-			URL      string `json:"url"`
-			Username string `json:"username"`
-			Password string `json:"password"`
-			CAPEM    string `json:"ca_pem"`
-		} `json:"mqtt"`
-	}
+	var res claim.Response
 	err := s.a.do(ctx, http.MethodPost, "/sd-wan/v1/claim", false, map[string]string{"claim_token": ss.Claim, "hostname": ss.Name, "version": "loadgen"}, &res)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
