@@ -32,6 +32,8 @@ type Signal struct {
 
 // Raise opens a system case for sig, or notes the occurrence on the open one.
 func (s *Service) Raise(ctx context.Context, sig Signal) (*Case, error) {
+	s.raising.Lock()
+	defer s.raising.Unlock()
 	c, err := s.store.OpenCaseFor(ctx, sig.Rule, sig.Subject)
 	switch {
 	case errors.Is(err, apierr.ErrNotFound):

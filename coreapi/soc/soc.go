@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -81,6 +82,9 @@ type Service struct {
 	store  Store
 	notify func() // wakes the webhook dispatcher after an event was stored; may be nil
 	now    func() time.Time
+	// raising serialises Raise: two signals of one rule and subject at once (an agent's
+	// client re-sending the publish the broker refused) must make one case, not two.
+	raising sync.Mutex
 }
 
 // NewService returns a Service.
