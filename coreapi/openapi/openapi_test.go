@@ -58,7 +58,11 @@ var noLocation = map[string]bool{"POST /sd-wan/v1/policies/{id}/versions": true}
 // no404 are the operations with a path parameter that never answer 404: a project exists for
 // its keys from their first use, and another project's ID is 403 forbidden. The description
 // must say "never a 404".
-var no404 = map[string]bool{"GET /ai-gateway/v1/projects/{id}": true, "PATCH /ai-gateway/v1/projects/{id}": true}
+var no404 = map[string]bool{"GET /ai-gateway/v1/projects/{id}": true, "PATCH /ai-gateway/v1/projects/{id}": true,
+	"GET /ai-gateway/v1/projects/{id}/proposals": true, "POST /ai-gateway/v1/projects/{id}/proposals": true}
+
+// multipart are the operations whose request body is a multipart upload, not JSON.
+var multipart = map[string]bool{"POST /ai-gateway/v1/documents": true}
 
 // streaming are the operations whose 200 is JSON or, with "stream": true, server-sent events
 // (text/event-stream), whose events the media type's x-sse-events maps to their data schemas.
@@ -254,7 +258,12 @@ func TestOpenAPIOperationsAreComplete(t *testing.T) {
 				need(403)
 			}
 
-			if o.RequestBody != nil {
+			if o.RequestBody != nil && multipart[o.String()] {
+				if len(o.RequestBody.Value.Content) != 1 || o.RequestBody.Value.Content.Get("multipart/form-data") == nil {
+					t.Error("an upload's request body must be multipart/form-data only")
+				}
+				need(400, 413, 415)
+			} else if o.RequestBody != nil {
 				mt := o.RequestBody.Value.Content.Get("application/json")
 				if len(o.RequestBody.Value.Content) != 1 || mt == nil {
 					t.Error("a request body must be application/json only")
