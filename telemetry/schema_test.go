@@ -3,6 +3,7 @@ package telemetry
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,19 @@ func FuzzDecodeReport(f *testing.F) {
 			if tw.Lost > tw.Sent || tw.Sent < 0 || tw.LossPct() < 0 || tw.LossPct() > 100 {
 				t.Fatalf("accepted bad counts: %+v", tw)
 			}
+		}
+	})
+}
+
+// ValidID agrees with the pattern it documents, ^[a-z0-9][a-z0-9_-]{0,63}$, on any input.
+func FuzzValidID(f *testing.F) {
+	re := regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	for _, s := range []string{"", "a", "site_1", "-a", "_a", "A", "a b", strings.Repeat("a", 64), strings.Repeat("a", 65), "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ValidID(s), re.MatchString(s); got != want {
+			t.Fatalf("ValidID(%q) = %v, the pattern says %v", s, got, want)
 		}
 	})
 }
