@@ -18,6 +18,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -115,6 +116,11 @@ func run(args []string, logOut io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	unlock, err := lockDataDir(c.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	creds, err := provision(ctx, c, log)
 	if err != nil {
 		return err
@@ -192,6 +198,12 @@ func cleanup(args []string) error {
 	if err != nil {
 		return err
 	}
+	// A running agent would put back what this removes: refuse while one holds the data dir.
+	unlock, err := lockDataDir(c.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	dp, err := dataplane.New(netns.None(), dataplane.Options{TableBase: c.Routing.TableBase, RulePriority: c.Routing.RulePriority, MarkBase: c.Routing.MarkBase})
 	if err != nil {
 		return err
@@ -200,4 +212,25 @@ func cleanup(args []string) error {
 	n, err := dp.Cleanup()
 	fmt.Printf("agent cleanup: %d changes\n", n)
 	return err
+}
+
+// lockDataDir takes the data dir's lock (DATA/agent.lock, flock): two agents sharing a spool
+// and credentials, or a cleanup under a running agent, would undo each other's work. The kernel
+// drops the lock when the process dies, so a crash leaves nothing to clear.
+func lockDataDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "agent.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another agent is running with data dir %s; stop it first", dir)
+		}
+		return nil, fmt.Errorf("locking data dir %s: %w", dir, err)
+	}
+	return func() { f.Close() }, nil
 }

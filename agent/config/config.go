@@ -60,7 +60,7 @@ type Transport struct {
 	Gateway      string        `yaml:"gateway"` // "" for point-to-point links
 	Source       string        `yaml:"source"`  // source address of probes; "" the kernel's choice
 	ProbeTargets []string      `yaml:"probe_targets"`
-	Method       string        `yaml:"method"` // icmp (default) or tcp (targets host:port)
+	Method       string        `yaml:"method"` // icmp (default), tcp (targets host:port) or http (targets URLs)
 	Interval     time.Duration `yaml:"interval"`
 	Timeout      time.Duration `yaml:"timeout"`
 }
@@ -161,7 +161,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&v.Steering.HoldDown, "steering-hold-down", 0, "local failover hold-down (default 30s; keep equal to the controller's)")
 	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally (default 3)")
 	fs.IntVar(&v.Steering.RecoverAfter, "steering-recover-after", 0, "good windows before a transport is used again (default 10)")
-	fs.Var(&f.trans, "transport", "a transport: name=N,if=IFACE,gw=GATEWAY,targets=IP+IP[,src=ADDR][,method=icmp|tcp] (repeatable; replaces the file's)")
+	fs.Var(&f.trans, "transport", "a transport: name=N,if=IFACE,gw=GATEWAY,targets=IP+IP[,src=ADDR][,method=icmp|tcp|http] (repeatable; replaces the file's)")
 	return f
 }
 
@@ -277,8 +277,8 @@ func (c *Config) Finish() error {
 		if t.Method == "" {
 			t.Method = "icmp"
 		}
-		if t.Method != "icmp" && t.Method != "tcp" {
-			return fmt.Errorf("transport %s: method %q: icmp or tcp", t.Name, t.Method)
+		if t.Method != "icmp" && t.Method != "tcp" && t.Method != "http" {
+			return fmt.Errorf("transport %s: method %q: icmp, tcp or http", t.Name, t.Method)
 		}
 		if t.Interval <= 0 {
 			t.Interval = c.Probe.Interval

@@ -52,7 +52,7 @@ func TestErrors(t *testing.T) {
 		{"transports: [{name: a}]", "interface is required"},
 		{"transports: [{name: a, interface: e}, {name: a, interface: f}]", "listed twice"},
 		{"transports: [{name: a, interface: e, gateway: nope}]", "not an IPv4 address"},
-		{"transports: [{name: a, interface: e, method: udp}]", "icmp or tcp"},
+		{"transports: [{name: a, interface: e, method: udp}]", "icmp, tcp or http"},
 		{"transports: [{name: a, interface: e, interval: 1ms}]", "below 10ms"},
 		{"window: 10ms", "window"},
 	} {

@@ -302,8 +302,13 @@ func TestAgentLifecycle(t *testing.T) {
 		// After a crash, `agent cleanup` does the same.
 		a = startAgent(top, lab, dataDir, agentArgs...)
 		waitFor(t, 30*time.Second, "rules back", func() bool { return voiceTable(t, dp) == tWAN3 })
+		// Not under a running agent: it would put everything back.
+		out, err := lab.Branch.Command(t.Context(), agentBin, "cleanup", "--data-dir", dataDir).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "another agent is running") {
+			t.Fatalf("cleanup under a running agent: %v: %s", err, out)
+		}
 		a.kill()
-		out, err := lab.Branch.Command(t.Context(), agentBin, "cleanup").CombinedOutput()
+		out, err = lab.Branch.Command(t.Context(), agentBin, "cleanup", "--data-dir", dataDir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("agent cleanup: %v: %s", err, out)
 		}

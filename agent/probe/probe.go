@@ -13,7 +13,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"sync"
 	"syscall"
 	"time"
@@ -25,12 +28,13 @@ import (
 const (
 	ICMP = "icmp"
 	TCP  = "tcp"
+	HTTP = "http" // a GET; any HTTP answer proves the path (targets are http:// or https:// URLs)
 )
 
 // Config is one transport's probing.
 type Config struct {
-	Method     string        // icmp (default) or tcp
-	Targets    []string      // icmp: IP addresses; tcp: host:port; probed in turn
+	Method     string        // icmp (default), tcp or http
+	Targets    []string      // icmp: IP addresses; tcp: host:port; http: URLs; probed in turn
 	Interval   time.Duration // between probes; default 200ms
 	Timeout    time.Duration // a probe unanswered this long is lost; default 1s
 	MinSuspect time.Duration // floor of the suspect deadline; default 100ms
@@ -80,8 +84,15 @@ func (c *Config) defaults() error {
 				return fmt.Errorf("probe: tcp target %q: want host:port", t)
 			}
 		}
+	case HTTP:
+		for _, t := range c.Targets {
+			u, err := url.Parse(t)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("probe: http target %q: want an http:// or https:// URL", t)
+			}
+		}
 	default:
-		return fmt.Errorf("probe: unknown method %q (icmp or tcp)", c.Method)
+		return fmt.Errorf("probe: unknown method %q (icmp, tcp or http)", c.Method)
 	}
 	return nil
 }
@@ -95,8 +106,8 @@ func Run(ctx context.Context, c Config, emit func(Result)) error {
 	t := newTracker(c, emit)
 	defer t.stop()
 	switch c.Method {
-	case TCP:
-		return runTCP(ctx, c, t)
+	case TCP, HTTP:
+		return runConnect(ctx, c, t)
 	default:
 		return runICMP(ctx, c, t)
 	}
@@ -304,9 +315,11 @@ func icmpTarget(ctx context.Context, c Config, t *tracker, ti uint64, target str
 	return nil
 }
 
-// ---- TCP connect ------------------------------------------------------------------------------
+// ---- TCP connect and HTTP ---------------------------------------------------------------------
 
-func runTCP(ctx context.Context, c Config, t *tracker) error {
+// runConnect probes with TCP connects, or HTTP GETs over connections made the same way (bound
+// to the transport, a fresh connection per probe so each one measures the path).
+func runConnect(ctx context.Context, c Config, t *tracker) error {
 	d := net.Dialer{Timeout: c.Timeout, Control: func(network, address string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
@@ -325,6 +338,30 @@ func runTCP(ctx context.Context, c Config, t *tracker) error {
 	if c.Source != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(c.Source)}
 	}
+	hc := &http.Client{Timeout: c.Timeout, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true,
+		TLSHandshakeTimeout: c.Timeout, ForceAttemptHTTP2: false}}
+	defer hc.CloseIdleConnections()
+	probe := func(target string) bool {
+		if c.Method == HTTP {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+			if err != nil {
+				return false
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return false
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			return true // any status: the server answered through the transport
+		}
+		conn, err := d.DialContext(ctx, "tcp", target)
+		if err == nil {
+			conn.Close()
+			return true
+		}
+		return errors.Is(err, syscall.ECONNREFUSED) // a reset came back through the transport: it works
+	}
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
 	var wg sync.WaitGroup
@@ -336,13 +373,8 @@ func runTCP(ctx context.Context, c Config, t *tracker) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := d.DialContext(ctx, "tcp", target)
-			rtt := time.Since(start)
-			if err == nil {
-				conn.Close()
-				t.answered(seq, rtt)
-			} else if errors.Is(err, syscall.ECONNREFUSED) {
-				t.answered(seq, rtt) // a reset came back through the transport: it works
+			if probe(target) {
+				t.answered(seq, time.Since(start))
 			}
 		}()
 		select {

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,6 +219,7 @@ func TestConfigErrors(t *testing.T) {
 		{Targets: []string{"not-an-ip"}},
 		{Method: TCP, Targets: []string{"198.18.1.1"}},
 		{Method: "udp", Targets: []string{"198.18.1.1"}},
+		{Method: HTTP, Targets: []string{"198.18.1.1:80"}},
 	} {
 		if err := Run(context.Background(), c, func(Result) {}); err == nil {
 			t.Errorf("%+v: no error", c)
@@ -231,5 +235,41 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 20s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestHTTPProbe(t *testing.T) {
+	lab := netlab.New(t, netlab.Spec{Transports: 1})
+	w := lab.WANs[0]
+	// a web server in the WAN namespace, on the gateway's address
+	var ln net.Listener
+	if err := w.NS.Do(func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(w.Gateway.String(), "8080"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		rw.WriteHeader(http.StatusServiceUnavailable) // any answer proves the path
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	c := Config{Method: HTTP, Targets: []string{"http://" + w.Gateway.String() + ":8080/health"}, Interval: 50 * time.Millisecond,
+		Timeout: 500 * time.Millisecond, Interface: w.BranchIf}
+	if a, l := finals(runChild(t, lab, c, 5)); a != 5 || l != 0 {
+		t.Fatalf("answered %d lost %d", a, l)
+	}
+	if hits.Load() < 5 {
+		t.Fatalf("the server saw %d requests", hits.Load())
+	}
+	if err := w.SetLink(false); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.SetLink(true) }()
+	if a, l := finals(runChild(t, lab, c, 3)); a != 0 || l != 3 {
+		t.Fatalf("down link: answered %d lost %d", a, l)
 	}
 }
