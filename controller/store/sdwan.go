@@ -325,8 +325,14 @@ func (s *Store) ListTransports(ctx context.Context, siteID string, p page.Params
 // would churn every list.
 func (s *Store) SaveFigures(ctx context.Context, sites map[string]time.Time, fs []sdwan.TransportFigures) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// Prepared once per flush: at 10k sites the statement was parsed 10k times every 5 s.
+		seenStmt, err := tx.PrepareContext(ctx, s.q("UPDATE sites SET last_seen = ? WHERE id = ?"))
+		if err != nil {
+			return err
+		}
+		defer seenStmt.Close()
 		for id, seen := range sites {
-			if _, err := tx.ExecContext(ctx, s.q("UPDATE sites SET last_seen = ? WHERE id = ?"), micros(seen), id); err != nil {
+			if _, err := seenStmt.ExecContext(ctx, micros(seen), id); err != nil {
 				return err
 			}
 		}
