@@ -56,6 +56,7 @@ type Server struct {
 	siemSinks []siem.Sink
 
 	engine     *gin.Engine
+	authn      *auth.Authenticator
 	api        *http.Server
 	apiLn      net.Listener
 	metrics    *http.Server
@@ -176,7 +177,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.Cases = soc.NewService(s.Store, s.dispatcher.Notify)
 	s.watcher = soc.NewAuthWatcher(s.Cases, soc.WatchOptions{})
 
-	authn := &auth.Authenticator{
+	s.authn = &auth.Authenticator{
 		Keys:    s.Store,
 		Limiter: ratelimit.New(ratelimit.Options{Rate: cfg.RateLimit, Burst: cfg.RateBurst}),
 		OnFail: func(_ context.Context, f auth.Failure) {
@@ -203,6 +204,7 @@ func (s *Server) build(ctx context.Context) error {
 	e.GET("/openapi.json", oa)
 	noc.Register(e) // the NOC page: static files; its data comes from the API below
 
+	authn := s.authn
 	v1 := e.Group("/v1", authn.Middleware())
 	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
 
@@ -342,6 +344,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.closeSDWAN()
 	stopBG() // the webhook dispatcher last: it delivers what the others raised
 	wg.Wait()
+	s.authn.Wait()
 	if err := s.Store.Close(); err != nil {
 		slog.Warn("closing database", "err", err)
 	}

@@ -31,8 +31,9 @@ type Authenticator struct {
 	Limiter *ratelimit.Limiter             // nil: no limit
 	OnFail  func(context.Context, Failure) // nil: ignored; must not block
 
-	touchMu sync.Mutex
-	touched map[string]time.Time
+	touchMu  sync.Mutex
+	touched  map[string]time.Time
+	touching sync.WaitGroup // the background last-used writes; Wait waits for them
 }
 
 // Middleware authenticates every request: 401 unauthorized when the token is missing or bad,
@@ -137,7 +138,8 @@ func failMessage(reason string) string {
 	return "invalid token"
 }
 
-// touch records last use at most once a minute per key, off the request path.
+// touch records last use at most once a minute per key, off the request path: the write goes
+// to the database in the background, so a request never waits for a busy writer.
 func (a *Authenticator) touch(ctx context.Context, id string, now time.Time) {
 	a.touchMu.Lock()
 	if a.touched == nil {
@@ -150,9 +152,18 @@ func (a *Authenticator) touch(ctx context.Context, id string, now time.Time) {
 	}
 	a.touchMu.Unlock()
 	if due {
-		_ = a.Keys.TouchKey(context.WithoutCancel(ctx), id, now.UTC())
+		a.touching.Add(1)
+		go func() {
+			defer a.touching.Done()
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = a.Keys.TouchKey(tctx, id, now.UTC())
+		}()
 	}
 }
+
+// Wait waits for the last-used writes in flight (at shutdown, before the database closes).
+func (a *Authenticator) Wait() { a.touching.Wait() }
 
 // KeyFrom returns the authenticated key of the request; nil outside Middleware.
 func KeyFrom(c *gin.Context) *Key {
