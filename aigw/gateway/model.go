@@ -10,13 +10,14 @@ import (
 
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/coreapi/policyver"
 )
 
 // Version statuses, as in the SD-WAN family.
 const (
-	VersionDraft      = "draft"
-	VersionPublished  = "published"
-	VersionSuperseded = "superseded"
+	VersionDraft      = policyver.Draft
+	VersionPublished  = policyver.Published
+	VersionSuperseded = policyver.Superseded
 )
 
 // Project is a tenant of the gateway, named by its keys.
@@ -44,15 +45,7 @@ type Policy struct {
 }
 
 // Version is one version of a policy's content (guard.Policy as JSON).
-type Version struct {
-	Version     int             `json:"version"`
-	Status      string          `json:"status"`
-	Content     json.RawMessage `json:"content"`
-	Comment     string          `json:"comment,omitempty"`
-	CreatedBy   string          `json:"created_by"`
-	CreatedAt   time.Time       `json:"created_at"`
-	PublishedAt time.Time       `json:"published_at,omitzero"`
-}
+type Version = policyver.Version
 
 // Change is a change record of the gateway's policies.
 type Change struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/policyver"
 	"github.com/edgewan/edgewan/telemetry"
 )
 
@@ -25,9 +26,9 @@ const (
 // Version statuses: a version is written as a draft, published, and superseded when a later
 // version of the same policy is published.
 const (
-	VersionDraft      = "draft"
-	VersionPublished  = "published"
-	VersionSuperseded = "superseded"
+	VersionDraft      = policyver.Draft
+	VersionPublished  = policyver.Published
+	VersionSuperseded = policyver.Superseded
 )
 
 // Rollout states of a policy version on a site, as acknowledged by its agent.
@@ -51,15 +52,7 @@ type Policy struct {
 }
 
 // Version is one version of a policy's content.
-type Version struct {
-	Version     int             `json:"version"`
-	Status      string          `json:"status"`
-	Content     json.RawMessage `json:"content"`
-	Comment     string          `json:"comment,omitempty"`
-	CreatedBy   string          `json:"created_by"`
-	CreatedAt   time.Time       `json:"created_at"`
-	PublishedAt time.Time       `json:"published_at,omitzero"`
-}
+type Version = policyver.Version
 
 // Rollout is a policy version's state on one site.
 type Rollout struct {

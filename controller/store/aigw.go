@@ -83,12 +83,6 @@ func scanAIPolicy(sc interface{ Scan(...any) error }) (*gateway.Policy, error) {
 	return &p, nil
 }
 
-func (s *Gateway) insertAIVersion(ctx context.Context, tx *sql.Tx, policyID string, v *gateway.Version) error {
-	_, err := tx.ExecContext(ctx, s.q("INSERT INTO aigw_policy_versions (policy_id, version, status, content, comment, created_by, created_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
-		policyID, v.Version, v.Status, string(v.Content), v.Comment, v.CreatedBy, micros(v.CreatedAt), micros(v.PublishedAt))
-	return err
-}
-
 // CreatePolicy stores a gateway policy and, if v is not nil, its first version.
 func (s *Gateway) CreatePolicy(ctx context.Context, p *gateway.Policy, v *gateway.Version) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -100,7 +94,7 @@ func (s *Gateway) CreatePolicy(ctx context.Context, p *gateway.Policy, v *gatewa
 		if err != nil || v == nil {
 			return err
 		}
-		return s.insertAIVersion(ctx, tx, p.ID, v)
+		return s.insertVersion(ctx, tx, aigwVersions, p.ID, v)
 	})
 	if err != nil {
 		return fmt.Errorf("store.CreatePolicy: %w", err)
@@ -110,25 +104,7 @@ func (s *Gateway) CreatePolicy(ctx context.Context, p *gateway.Policy, v *gatewa
 
 // AddVersion stores v as the gateway policy's next version and sets v.Version.
 func (s *Gateway) AddVersion(ctx context.Context, policyID string, v *gateway.Version) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var last sql.NullInt64
-		if err := tx.QueryRowContext(ctx, s.q("SELECT MAX(version) FROM aigw_policy_versions WHERE policy_id = ?"), policyID).Scan(&last); err != nil {
-			return err
-		}
-		v.Version = int(last.Int64) + 1
-		if err := s.insertAIVersion(ctx, tx, policyID, v); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, s.q("UPDATE aigw_policies SET updated_at = ? WHERE id = ?"), micros(v.CreatedAt), policyID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("policy", policyID)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.appendVersion(ctx, tx, aigwVersions, policyID, v) }); err != nil {
 		return fmt.Errorf("store.AddVersion: %w", err)
 	}
 	return nil
@@ -148,20 +124,9 @@ func (s *Gateway) GetPolicy(ctx context.Context, id string) (*gateway.Policy, er
 
 func (s *Gateway) fillAIPolicies(ctx context.Context, ps []*gateway.Policy) error {
 	for _, p := range ps {
-		p.Versions = []*gateway.Version{}
-		err := s.queryRows(ctx, "SELECT version, status, content, comment, created_by, created_at, published_at FROM aigw_policy_versions WHERE policy_id = ? ORDER BY version", []any{p.ID}, func(r *sql.Rows) error {
-			var v gateway.Version
-			var content string
-			var c, pub int64
-			if err := r.Scan(&v.Version, &v.Status, &content, &v.Comment, &v.CreatedBy, &c, &pub); err != nil {
-				return err
-			}
-			v.Content, v.CreatedAt, v.PublishedAt = json.RawMessage(content), fromMicros(c), fromMicros(pub)
-			p.Versions = append(p.Versions, &v)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("store: gateway policy versions: %w", err)
+		var err error
+		if p.Versions, err = s.versionsOf(ctx, aigwVersions, p.ID); err != nil {
+			return err
 		}
 		var active string
 		if err := s.r.QueryRowContext(ctx, s.q("SELECT policy_id FROM aigw_projects WHERE id = ?"), p.Project).Scan(&active); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -198,11 +163,7 @@ func (s *Gateway) ActivatePolicy(ctx context.Context, project, policyID string, 
 AND policy_id IN (SELECT id FROM aigw_policies WHERE project = ?)`), gateway.VersionSuperseded, gateway.VersionPublished, policyID, version, project); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE aigw_policy_versions SET status = ?, published_at = ? WHERE policy_id = ? AND version = ?"),
-			gateway.VersionPublished, at, policyID, version); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE aigw_policies SET published_version = ?, updated_at = ? WHERE id = ?"), version, at, policyID); err != nil {
+		if err := s.markPublished(ctx, tx, aigwVersions, policyID, version, c.CreatedAt); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q("UPDATE aigw_projects SET policy_id = ?, policy_version = ?, updated_at = ? WHERE id = ?"), policyID, version, at, project); err != nil {

@@ -103,15 +103,7 @@ func (s *Gateway) ResolveProposal(ctx context.Context, p *gateway.Proposal, newP
 			}
 		}
 		if v != nil {
-			var last sql.NullInt64
-			if err := tx.QueryRowContext(ctx, s.q("SELECT MAX(version) FROM aigw_policy_versions WHERE policy_id = ?"), policyID).Scan(&last); err != nil {
-				return err
-			}
-			v.Version = int(last.Int64) + 1
-			if err := s.insertAIVersion(ctx, tx, policyID, v); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, s.q("UPDATE aigw_policies SET updated_at = ? WHERE id = ?"), micros(v.CreatedAt), policyID); err != nil {
+			if err := s.appendVersion(ctx, tx, aigwVersions, policyID, v); err != nil {
 				return err
 			}
 			p.Resolution.Version = v.Version

@@ -395,12 +395,6 @@ func scanPolicy(sc interface{ Scan(...any) error }) (*sdwan.Policy, error) {
 	return &p, nil
 }
 
-func (s *Store) insertVersion(ctx context.Context, tx *sql.Tx, policyID string, v *sdwan.Version) error {
-	_, err := tx.ExecContext(ctx, s.q("INSERT INTO policy_versions (policy_id, version, status, content, comment, created_by, created_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
-		policyID, v.Version, v.Status, string(v.Content), v.Comment, v.CreatedBy, micros(v.CreatedAt), micros(v.PublishedAt))
-	return err
-}
-
 // CreatePolicy stores a policy and, if v is not nil, its first version.
 func (s *Store) CreatePolicy(ctx context.Context, p *sdwan.Policy, v *sdwan.Version) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -412,7 +406,7 @@ func (s *Store) CreatePolicy(ctx context.Context, p *sdwan.Policy, v *sdwan.Vers
 		if err != nil || v == nil {
 			return err
 		}
-		return s.insertVersion(ctx, tx, p.ID, v)
+		return s.insertVersion(ctx, tx, sdwanVersions, p.ID, v)
 	})
 	if err != nil {
 		return fmt.Errorf("store.CreatePolicy: %w", err)
@@ -422,26 +416,7 @@ func (s *Store) CreatePolicy(ctx context.Context, p *sdwan.Policy, v *sdwan.Vers
 
 // AddVersion stores v as the policy's next version and sets v.Version.
 func (s *Store) AddVersion(ctx context.Context, policyID string, v *sdwan.Version) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM policies WHERE id = ?"), policyID).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return notFound("policy", policyID)
-		}
-		var last sql.NullInt64
-		if err := tx.QueryRowContext(ctx, s.q("SELECT MAX(version) FROM policy_versions WHERE policy_id = ?"), policyID).Scan(&last); err != nil {
-			return err
-		}
-		v.Version = int(last.Int64) + 1
-		if err := s.insertVersion(ctx, tx, policyID, v); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, s.q("UPDATE policies SET updated_at = ? WHERE id = ?"), micros(v.CreatedAt), policyID)
-		return err
-	})
-	if err != nil {
+	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.appendVersion(ctx, tx, sdwanVersions, policyID, v) }); err != nil {
 		return fmt.Errorf("store.AddVersion: %w", err)
 	}
 	return nil
@@ -465,20 +440,10 @@ func (s *Store) GetPolicy(ctx context.Context, id string) (*sdwan.Policy, error)
 // fillPolicies loads the versions and rollout of policies.
 func (s *Store) fillPolicies(ctx context.Context, ps []*sdwan.Policy) error {
 	for _, p := range ps {
-		p.Versions, p.Rollout = []*sdwan.Version{}, []*sdwan.Rollout{}
-		err := s.queryRows(ctx, "SELECT version, status, content, comment, created_by, created_at, published_at FROM policy_versions WHERE policy_id = ? ORDER BY version", []any{p.ID}, func(r *sql.Rows) error {
-			var v sdwan.Version
-			var content string
-			var c, pub int64
-			if err := r.Scan(&v.Version, &v.Status, &content, &v.Comment, &v.CreatedBy, &c, &pub); err != nil {
-				return err
-			}
-			v.Content, v.CreatedAt, v.PublishedAt = json.RawMessage(content), fromMicros(c), fromMicros(pub)
-			p.Versions = append(p.Versions, &v)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("store: policy versions: %w", err)
+		p.Rollout = []*sdwan.Rollout{}
+		var err error
+		if p.Versions, err = s.versionsOf(ctx, sdwanVersions, p.ID); err != nil {
+			return err
 		}
 		err = s.queryRows(ctx, "SELECT site_id, policy_id, type, version, state, reason, change_id, updated_at FROM site_policies WHERE policy_id = ? ORDER BY site_id", []any{p.ID}, func(r *sql.Rows) error {
 			ro, err := scanRollout(r)
@@ -527,11 +492,7 @@ func (s *Store) PublishPolicy(ctx context.Context, policyID string, version int,
 			sdwan.VersionSuperseded, policyID, sdwan.VersionPublished, version); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE policy_versions SET status = ?, published_at = ? WHERE policy_id = ? AND version = ?"),
-			sdwan.VersionPublished, at, policyID, version); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE policies SET published_version = ?, updated_at = ? WHERE id = ?"), version, at, policyID); err != nil {
+		if err := s.markPublished(ctx, tx, sdwanVersions, policyID, version, c.CreatedAt); err != nil {
 			return err
 		}
 		for _, site := range sites {
