@@ -57,8 +57,9 @@ type ProbeDefaults struct {
 type Transport struct {
 	Name         string        `yaml:"name"`
 	Interface    string        `yaml:"interface"`
-	Gateway      string        `yaml:"gateway"` // "" for point-to-point links
-	Source       string        `yaml:"source"`  // source address of probes; "" the kernel's choice
+	Gateway      string        `yaml:"gateway"`  // IPv4 (or IPv6 for an IPv6-only circuit); "" for point-to-point links
+	Gateway6     string        `yaml:"gateway6"` // the IPv6 gateway of a dual-stack circuit
+	Source       string        `yaml:"source"`   // source address of probes; "" the kernel's choice
 	ProbeTargets []string      `yaml:"probe_targets"`
 	Method       string        `yaml:"method"` // icmp (default), tcp (targets host:port) or http (targets URLs)
 	Interval     time.Duration `yaml:"interval"`
@@ -119,7 +120,7 @@ func (t *transportFlags) Set(s string) error {
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return fmt.Errorf("transport %q: want key=value pairs (name=, if=, gw=, src=, targets=a+b, method=)", s)
+			return fmt.Errorf("transport %q: want key=value pairs (name=, if=, gw=, gw6=, src=, targets=a+b, method=)", s)
 		}
 		switch k {
 		case "name":
@@ -128,6 +129,8 @@ func (t *transportFlags) Set(s string) error {
 			tr.Interface = v
 		case "gw", "gateway":
 			tr.Gateway = v
+		case "gw6", "gateway6":
+			tr.Gateway6 = v
 		case "src", "source":
 			tr.Source = v
 		case "targets":
@@ -161,7 +164,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&v.Steering.HoldDown, "steering-hold-down", 0, "local failover hold-down (default 30s; keep equal to the controller's)")
 	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally (default 3)")
 	fs.IntVar(&v.Steering.RecoverAfter, "steering-recover-after", 0, "good windows before a transport is used again (default 10)")
-	fs.Var(&f.trans, "transport", "a transport: name=N,if=IFACE,gw=GATEWAY,targets=IP+IP[,src=ADDR][,method=icmp|tcp|http] (repeatable; replaces the file's)")
+	fs.Var(&f.trans, "transport", "a transport: name=N,if=IFACE,gw=GATEWAY[,gw6=IPV6_GATEWAY],targets=IP+IP[,src=ADDR][,method=icmp|tcp|http] (repeatable; replaces the file's)")
 	return f
 }
 
@@ -265,8 +268,13 @@ func (c *Config) Finish() error {
 			return fmt.Errorf("transport %s: interface is required", t.Name)
 		}
 		if t.Gateway != "" {
-			if a, err := netip.ParseAddr(t.Gateway); err != nil || !a.Is4() {
-				return fmt.Errorf("transport %s: gateway %q is not an IPv4 address", t.Name, t.Gateway)
+			if _, err := netip.ParseAddr(t.Gateway); err != nil {
+				return fmt.Errorf("transport %s: gateway %q is not an IP address", t.Name, t.Gateway)
+			}
+		}
+		if t.Gateway6 != "" {
+			if a, err := netip.ParseAddr(t.Gateway6); err != nil || !a.Is6() || a.Is4In6() {
+				return fmt.Errorf("transport %s: gateway6 %q is not an IPv6 address", t.Name, t.Gateway6)
 			}
 		}
 		if t.Source != "" {

@@ -5,7 +5,8 @@
 //
 // What it owns, and therefore what Cleanup removes (nothing else is ever touched):
 //   - routes with protocol Proto (238, "edgewan") in tables TableBase..TableBase+255;
-//   - IPv4 rules with protocol Proto at priorities RulePriority..RulePriority+999;
+//   - rules (IPv4, and IPv6 when a transport has an IPv6 gateway) with protocol Proto at
+//     priorities RulePriority..RulePriority+999;
 //   - root qdiscs with handle QdiscMajor: (ee:) on the transports' interfaces.
 //
 // Rule layout, from the lowest priority number (evaluated first):
@@ -68,11 +69,24 @@ func (o *Options) defaults() {
 	}
 }
 
-// Transport is one WAN transport as the data plane sees it.
+// Transport is one WAN transport as the data plane sees it. Its table has an IPv4 default
+// route via Gateway, an IPv6 one via Gateway6, or, with neither, an IPv4 device route (a
+// point-to-point link).
 type Transport struct {
 	Name      string
 	Interface string
-	Gateway   netip.Addr // invalid: a device route (point-to-point links)
+	Gateway   netip.Addr // IPv4
+	Gateway6  netip.Addr // IPv6
+}
+
+// ipv6 reports whether any transport carries IPv6: then rules exist in both families.
+func (p *Plan) ipv6() bool {
+	for _, t := range p.Transports {
+		if t.Gateway6.IsValid() {
+			return true
+		}
+	}
+	return false
 }
 
 // Plan is the desired state: the transports (their order fixes their tables and marks), the
@@ -185,18 +199,40 @@ func (d *Dataplane) Cleanup() (changes int, err error) {
 // ---- routes ----------------------------------------------------------------------------------
 
 func (d *Dataplane) ourRoutes() ([]netlink.Route, error) {
-	all, err := d.h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: Proto},
-		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
-	if err != nil {
-		return nil, fmt.Errorf("listing routes: %w", err)
-	}
-	out := all[:0]
-	for _, r := range all {
-		if r.Table >= d.o.TableBase && r.Table < d.o.TableBase+256 {
-			out = append(out, r)
+	var out []netlink.Route
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		all, err := d.h.RouteListFiltered(fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: Proto},
+			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+		if err != nil {
+			return nil, fmt.Errorf("listing routes: %w", err)
+		}
+		for _, r := range all {
+			if r.Table >= d.o.TableBase && r.Table < d.o.TableBase+256 {
+				out = append(out, r)
+			}
 		}
 	}
 	return out, nil
+}
+
+// defaultRoutes are the routes transport t's table should hold.
+func (d *Dataplane) defaultRoutes(table int, link netlink.Link, t Transport) []netlink.Route {
+	v4 := netlink.Route{Table: table, Protocol: Proto, LinkIndex: link.Attrs().Index, Family: netlink.FAMILY_V4,
+		Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
+	var out []netlink.Route
+	switch {
+	case t.Gateway.IsValid():
+		v4.Gw = net.IP(t.Gateway.AsSlice())
+		out = append(out, v4)
+	case !t.Gateway6.IsValid(): // no gateway at all: a point-to-point link
+		v4.Scope = netlink.SCOPE_LINK
+		out = append(out, v4)
+	} // IPv6 only: no IPv4 route
+	if t.Gateway6.IsValid() {
+		out = append(out, netlink.Route{Table: table, Protocol: Proto, LinkIndex: link.Attrs().Index, Family: netlink.FAMILY_V6,
+			Dst: &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, Gw: net.IP(t.Gateway6.AsSlice())})
+	}
+	return out
 }
 
 func (d *Dataplane) applyRoutes(p Plan, links []netlink.Link) (int, error) {
@@ -213,31 +249,30 @@ func (d *Dataplane) applyRoutes(p Plan, links []netlink.Link) (int, error) {
 		}
 		table := d.Table(i)
 		wanted[table] = true
-		want := netlink.Route{Table: table, Protocol: Proto, LinkIndex: links[i].Attrs().Index,
-			Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}
-		if t.Gateway.IsValid() {
-			want.Gw = net.IP(t.Gateway.AsSlice())
-		} else {
-			want.Scope = netlink.SCOPE_LINK
-		}
-		ok := false
-		for _, r := range have {
-			if r.Table == table && sameRoute(r, want) {
-				ok = true
+		wants := d.defaultRoutes(table, links[i], t)
+		for wi := range wants {
+			want := &wants[wi]
+			ok := false
+			for _, r := range have {
+				if r.Table == table && sameRoute(r, *want) {
+					ok = true
+				}
 			}
-		}
-		if !ok {
-			if e := d.h.RouteReplace(&want); e != nil {
+			if ok {
+				continue
+			}
+			if e := d.h.RouteReplace(want); e != nil {
 				errs = append(errs, fmt.Errorf("transport %s: default route in table %d: %w", t.Name, table, e))
 				continue
 			}
 			changes++
 		}
 		for j := range have { // anything else of ours in this table
-			if have[j].Table == table && !sameRoute(have[j], want) {
-				if e := d.h.RouteDel(&have[j]); e == nil {
-					changes++
-				}
+			if have[j].Table != table || slices.ContainsFunc(wants, func(w netlink.Route) bool { return sameRoute(have[j], w) }) {
+				continue
+			}
+			if e := d.h.RouteDel(&have[j]); e == nil {
+				changes++
 			}
 		}
 	}
@@ -261,7 +296,16 @@ func sameRoute(a, b netlink.Route) bool {
 		o, _ := n.Mask.Size()
 		return o
 	}
-	return a.LinkIndex == b.LinkIndex && a.Gw.Equal(b.Gw) && ones(a.Dst) == 0 && ones(b.Dst) == 0
+	fam := func(r netlink.Route) int {
+		if r.Family != 0 {
+			return r.Family
+		}
+		if r.Dst != nil && r.Dst.IP.To4() == nil {
+			return netlink.FAMILY_V6
+		}
+		return netlink.FAMILY_V4
+	}
+	return fam(a) == fam(b) && a.LinkIndex == b.LinkIndex && a.Gw.Equal(b.Gw) && ones(a.Dst) == 0 && ones(b.Dst) == 0
 }
 
 // ---- rules -----------------------------------------------------------------------------------
@@ -273,21 +317,34 @@ type wantRule struct {
 	dscp int
 }
 
+// families are the address families the plan's rules exist in.
+func (p *Plan) families() []int {
+	if p.ipv6() {
+		return []int{netlink.FAMILY_V4, netlink.FAMILY_V6}
+	}
+	return []int{netlink.FAMILY_V4}
+}
+
 func (d *Dataplane) rules(p Plan, links []netlink.Link) ([]wantRule, error) {
 	base := d.o.RulePriority
 	var out []wantRule
+	fams := p.families()
 	tableOf := map[string]int{}
 	for i, t := range p.Transports {
 		tableOf[t.Name] = d.Table(i)
-		r := d.newRule(base+prioProbe+i, d.Table(i))
-		r.Mark = d.Mark(i)
-		mask := uint32(0xffffffff)
-		r.Mask = &mask
-		out = append(out, wantRule{r, -1})
+		for _, fam := range fams {
+			r := d.newRule(base+prioProbe+i, d.Table(i), fam)
+			r.Mark = d.Mark(i)
+			mask := uint32(0xffffffff)
+			r.Mask = &mask
+			out = append(out, wantRule{r, -1})
+		}
 	}
-	sup := d.newRule(base+prioSuppress, unix.RT_TABLE_MAIN)
-	sup.SuppressPrefixlen = 0
-	out = append(out, wantRule{sup, -1})
+	for _, fam := range fams {
+		sup := d.newRule(base+prioSuppress, unix.RT_TABLE_MAIN, fam)
+		sup.SuppressPrefixlen = 0
+		out = append(out, wantRule{sup, -1})
+	}
 
 	var errs []error
 	k := 0
@@ -304,18 +361,28 @@ func (d *Dataplane) rules(p Plan, links []netlink.Link) ([]wantRule, error) {
 			continue
 		}
 		for _, s := range sels {
+			if s.family == netlink.FAMILY_V6 && !slices.Contains(fams, netlink.FAMILY_V6) {
+				continue // no transport carries IPv6: nothing to steer
+			}
 			if k >= maxRules {
 				return out, fmt.Errorf("dataplane: the policy's rules expand to more than %d ip rules", maxRules)
 			}
-			r := d.newRule(base+prioClass+k, table)
-			s.apply(r)
-			out = append(out, wantRule{r, s.dscp})
+			for _, fam := range fams { // one priority per selector; a rule per family it applies to
+				if s.family != 0 && s.family != fam {
+					continue
+				}
+				r := d.newRule(base+prioClass+k, table, fam)
+				s.apply(r, fam)
+				out = append(out, wantRule{r, s.dscp})
+			}
 			k++
 		}
 	}
 	if p.DefaultClass != "" {
 		if table, ok := tableOf[p.Paths[p.DefaultClass]]; ok {
-			out = append(out, wantRule{d.newRule(base+prioDefault, table), -1})
+			for _, fam := range fams {
+				out = append(out, wantRule{d.newRule(base+prioDefault, table, fam), -1})
+			}
 		} else {
 			errs = append(errs, fmt.Errorf("default class %s: no usable path (%q)", p.DefaultClass, p.Paths[p.DefaultClass]))
 		}
@@ -323,9 +390,9 @@ func (d *Dataplane) rules(p Plan, links []netlink.Link) ([]wantRule, error) {
 	return out, errors.Join(errs...)
 }
 
-func (d *Dataplane) newRule(prio, table int) *netlink.Rule {
+func (d *Dataplane) newRule(prio, table, family int) *netlink.Rule {
 	r := netlink.NewRule()
-	r.Family = netlink.FAMILY_V4
+	r.Family = family
 	r.Priority = prio
 	r.Table = table
 	r.Protocol = Proto
@@ -334,6 +401,7 @@ func (d *Dataplane) newRule(prio, table int) *netlink.Rule {
 
 // selector is one combination of a match rule's criteria: one ip rule.
 type selector struct {
+	family   int // of its prefixes: FAMILY_V4, FAMILY_V6, or 0 (no prefix: both)
 	dscp     int // -1: any
 	src, dst *net.IPNet
 	proto    int
@@ -341,8 +409,11 @@ type selector struct {
 	mark     uint32
 }
 
-func (s selector) apply(r *netlink.Rule) {
+func (s selector) apply(r *netlink.Rule, family int) {
 	r.Src, r.Dst, r.IPProto, r.Dport = s.src, s.dst, s.proto, s.dport
+	if family == netlink.FAMILY_V6 && s.proto == unix.IPPROTO_ICMP {
+		r.IPProto = unix.IPPROTO_ICMPV6
+	}
 	if s.mark != 0 {
 		r.Mark = s.mark
 		m := uint32(0xffffffff)
@@ -353,7 +424,8 @@ func (s selector) apply(r *netlink.Rule) {
 var protoNums = map[string]int{"tcp": unix.IPPROTO_TCP, "udp": unix.IPPROTO_UDP, "icmp": unix.IPPROTO_ICMP}
 
 // expand turns a match rule into ip rule selectors: the cross product of its DSCP values,
-// destinations, sources and port ranges (IPv6 prefixes are not steered by this IPv4 data plane).
+// destinations, sources and port ranges (a source and a destination of different families do
+// not combine).
 func expand(mr telemetry.MatchRule) ([]selector, error) {
 	proto, ports := mr.Protocol, mr.Ports
 	if mr.Application != "" {
@@ -373,11 +445,8 @@ func expand(mr telemetry.MatchRule) ([]selector, error) {
 			if err != nil {
 				return nil, fmt.Errorf("prefix %q: %w", s, err)
 			}
-			if !p.Addr().Is4() {
-				continue
-			}
 			p = p.Masked()
-			out = append(out, &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), 32)})
+			out = append(out, &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())})
 		}
 		return out, nil
 	}
@@ -421,13 +490,50 @@ func expand(mr telemetry.MatchRule) ([]selector, error) {
 	for _, t := range dscps {
 		for _, dst := range dsts {
 			for _, src := range srcs {
+				fam := 0
+				for _, n := range []*net.IPNet{dst, src} {
+					if n == nil {
+						continue
+					}
+					f := netlink.FAMILY_V4
+					if n.IP.To4() == nil {
+						f = netlink.FAMILY_V6
+					}
+					if fam != 0 && fam != f {
+						fam = -1
+					} else if fam == 0 {
+						fam = f
+					}
+				}
+				if fam < 0 {
+					continue
+				}
 				for _, pr := range ranges {
-					out = append(out, selector{dscp: t, src: src, dst: dst, proto: pn, dport: pr, mark: mr.FWMark})
+					out = append(out, selector{family: fam, dscp: t, src: src, dst: dst, proto: pn, dport: pr, mark: mr.FWMark})
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// ruleList lists the rules of both families.
+func (d *Dataplane) ruleList() ([]netlink.Rule, error) {
+	v4, err := d.h.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		return nil, err
+	}
+	v6, err := d.h.RuleList(netlink.FAMILY_V6)
+	if err != nil {
+		return nil, err
+	}
+	for i := range v4 {
+		v4[i].Family = netlink.FAMILY_V4 // the library leaves it as the kernel's, which it is; be sure
+	}
+	for i := range v6 {
+		v6[i].Family = netlink.FAMILY_V6
+	}
+	return append(v4, v6...), nil
 }
 
 func (d *Dataplane) ours(r *netlink.Rule) bool {
@@ -443,7 +549,7 @@ func ruleKey(r *netlink.Rule, dscp int) string {
 	} else if r.Mark != 0 {
 		mask = 0xffffffff
 	}
-	fmt.Fprintf(&b, "%d t%d m%x/%x tos%d dscp%d p%d s%d", r.Priority, r.Table, r.Mark, mask, r.Tos, dscp, r.IPProto, r.SuppressPrefixlen)
+	fmt.Fprintf(&b, "f%d %d t%d m%x/%x tos%d dscp%d p%d s%d", r.Family, r.Priority, r.Table, r.Mark, mask, r.Tos, dscp, r.IPProto, r.SuppressPrefixlen)
 	if r.Src != nil {
 		b.WriteString(" from " + r.Src.String())
 	}
@@ -459,7 +565,7 @@ func ruleKey(r *netlink.Rule, dscp int) string {
 // applyRules adds the wanted rules that are missing, then deletes the agent's rules that are
 // not wanted (in that order, so a class moving to another table is never without a rule).
 func (d *Dataplane) applyRules(want []wantRule) (int, error) {
-	all, err := d.h.RuleList(netlink.FAMILY_V4)
+	all, err := d.ruleList()
 	if err != nil {
 		return 0, fmt.Errorf("listing rules: %w", err)
 	}
@@ -470,7 +576,7 @@ func (d *Dataplane) applyRules(want []wantRule) (int, error) {
 	have := map[string]*netlink.Rule{}
 	for i := range all {
 		if d.ours(&all[i]) {
-			dscp, ok := dscps[all[i].Priority]
+			dscp, ok := dscps[ruleID{all[i].Family, all[i].Priority}]
 			k := ruleKey(&all[i], -1)
 			if ok {
 				k = ruleKey(&all[i], int(dscp))
@@ -507,7 +613,7 @@ func (d *Dataplane) applyRules(want []wantRule) (int, error) {
 			return changes, err
 		}
 		for _, r := range addedDSCP {
-			if v, ok := got[r.Priority]; !ok || int(v) != r.dscp {
+			if v, ok := got[ruleID{r.Family, r.Priority}]; !ok || int(v) != r.dscp {
 				_ = d.h.RuleDel(r.Rule)
 				return changes, fmt.Errorf("rule %s: %w", ruleKey(r.Rule, r.dscp), ErrNoDSCP)
 			}
@@ -719,6 +825,9 @@ func filters(p Plan, minorOf map[string]uint16) []filterSpec {
 			continue
 		}
 		for _, s := range sels {
+			if s.family == netlink.FAMILY_V6 {
+				continue // the u32 filters read IPv4 headers; IPv6 traffic takes the default class
+			}
 			var keys []netlink.TcU32Key
 			if s.dscp >= 0 {
 				keys = append(keys, tosKey(uint(s.dscp)<<2))
@@ -801,6 +910,7 @@ const nl_TC_U32_TERMINAL = 1
 
 // RuleInfo is one of the agent's rules as the kernel has it.
 type RuleInfo struct {
+	Family          int // netlink.FAMILY_V4 or FAMILY_V6
 	Priority, Table int
 	DSCP            int // -1: any
 	Mark            uint32
@@ -811,7 +921,7 @@ type RuleInfo struct {
 
 // Rules lists the agent's rules in the kernel (for `agent status` and tests), by priority.
 func (d *Dataplane) Rules() ([]RuleInfo, error) {
-	all, err := d.h.RuleList(netlink.FAMILY_V4)
+	all, err := d.ruleList()
 	if err != nil {
 		return nil, err
 	}
@@ -825,8 +935,8 @@ func (d *Dataplane) Rules() ([]RuleInfo, error) {
 		if !d.ours(r) {
 			continue
 		}
-		ri := RuleInfo{Priority: r.Priority, Table: r.Table, DSCP: -1, Mark: r.Mark, Src: prefixOf(r.Src), Dst: prefixOf(r.Dst), Proto: r.IPProto}
-		if v, ok := dscps[r.Priority]; ok {
+		ri := RuleInfo{Family: r.Family, Priority: r.Priority, Table: r.Table, DSCP: -1, Mark: r.Mark, Src: prefixOf(r.Src), Dst: prefixOf(r.Dst), Proto: r.IPProto}
+		if v, ok := dscps[ruleID{r.Family, r.Priority}]; ok {
 			ri.DSCP = int(v)
 		}
 		if r.Dport != nil {
@@ -834,7 +944,12 @@ func (d *Dataplane) Rules() ([]RuleInfo, error) {
 		}
 		out = append(out, ri)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Priority < out[j].Priority })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Family != out[j].Family {
+			return out[i].Family < out[j].Family
+		}
+		return out[i].Priority < out[j].Priority
+	})
 	return out, nil
 }
 

@@ -74,6 +74,11 @@ func testNS(t *testing.T, n int) (*netlink.Handle, string, netns.NsHandle) {
 		if err := h.AddrAdd(l, addr); err != nil {
 			t.Fatal(err)
 		}
+		addr6, _ := netlink.ParseAddr("2001:db8:" + string(rune('0'+i)) + "::2/64")
+		addr6.Flags = unix.IFA_F_NODAD // usable at once
+		if err := h.AddrAdd(l, addr6); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return h, name, ns
 }
@@ -88,20 +93,24 @@ func newDP(t *testing.T, ns netns.NsHandle) *Dataplane {
 	return d
 }
 
-// dscpTables returns the tables of the agent's rules matching dscp.
+// dscpTables returns the tables of the agent's IPv4 rules matching dscp.
 func dscpTables(t *testing.T, d *Dataplane, dscp uint8) []int {
+	return dscpTablesOf(t, d, netlink.FAMILY_V4, dscp)
+}
+
+func dscpTablesOf(t *testing.T, d *Dataplane, family int, dscp uint8) []int {
 	t.Helper()
 	m, err := d.dscpByPriority()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := d.h.RuleList(netlink.FAMILY_V4)
+	rules, err := d.h.RuleList(family)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []int
 	for i := range rules {
-		if v, ok := m[rules[i].Priority]; ok && v == dscp && rules[i].Protocol == Proto {
+		if v, ok := m[ruleID{family, rules[i].Priority}]; ok && v == dscp && rules[i].Protocol == Proto {
 			out = append(out, rules[i].Table)
 		}
 	}
@@ -138,23 +147,26 @@ func basePlan() Plan {
 func snapshot(t *testing.T, h *netlink.Handle) string {
 	t.Helper()
 	var b strings.Builder
-	rules, err := h.RuleList(netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range rules {
-		b.WriteString("rule " + ruleKey(&rules[i], -1) + "\n")
-	}
-	routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rs []string
-	for _, r := range routes {
-		if r.Table == unix.RT_TABLE_LOCAL {
-			continue
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := h.RuleList(fam)
+		if err != nil {
+			t.Fatal(err)
 		}
-		rs = append(rs, "route "+r.String())
+		for i := range rules {
+			rules[i].Family = fam
+			b.WriteString("rule " + ruleKey(&rules[i], -1) + "\n")
+		}
+		routes, err := h.RouteListFiltered(fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range routes {
+			if r.Table == unix.RT_TABLE_LOCAL {
+				continue
+			}
+			rs = append(rs, "route "+r.String())
+		}
 	}
 	slices.Sort(rs)
 	b.WriteString(strings.Join(rs, "\n"))
@@ -347,4 +359,66 @@ func ipRouteGet(t *testing.T, ns string, args ...string) string {
 		t.Fatalf("ip route get %v: %v: %s", args, err, out)
 	}
 	return string(out)
+}
+
+// A dual-stack plan: IPv6 default routes in the transports' tables, and every rule in both
+// families (prefix rules in theirs only); converges, and cleans up, like IPv4 alone.
+func TestDualStack(t *testing.T) {
+	h, name, ns := testNS(t, 3)
+	before := snapshot(t, h)
+	d := newDP(t, ns)
+	p := basePlan()
+	for i := range p.Transports {
+		p.Transports[i].Gateway6 = netip.MustParseAddr("2001:db8:" + string(rune('1'+i)) + "::1")
+	}
+	p.Rules[2].Destinations = append(p.Rules[2].Destinations, "2001:db8:200::/48")
+	p.Paths["voice"] = "wan2"
+	if _, err := d.Apply(p); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if n, err := d.Apply(p); err != nil || n != 0 {
+		t.Fatalf("second Apply: %d changes, %v", n, err)
+	}
+	get := func(args ...string) string {
+		out, err := exec.Command("ip", append([]string{"-n", name, "-6", "route", "get"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip -6 route get %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := get("2001:db8:100::1"); !strings.Contains(out, "via 2001:db8:1::1 dev t1") {
+		t.Fatalf("default class over IPv6: %s", out)
+	}
+	if out := get("2001:db8:100::1", "mark", "0x0ee00003"); !strings.Contains(out, "via 2001:db8:3::1 dev t3") {
+		t.Fatalf("probe mark of wan3 over IPv6: %s", out)
+	}
+	if out := get("2001:db8:200::5", "ipproto", "tcp", "dport", "873"); !strings.Contains(out, "via 2001:db8:2::1 dev t2") {
+		t.Fatalf("bulk's IPv6 prefix: %s", out)
+	}
+	if out := get("2001:db8:2::7"); !strings.Contains(out, "dev t2") || strings.Contains(out, "via") {
+		t.Fatalf("connected IPv6 route must win: %s", out)
+	}
+	if got := dscpTablesOf(t, d, netlink.FAMILY_V6, 46); !slices.Equal(got, []int{7101}) {
+		t.Fatalf("IPv6 DSCP rule tables %v", got)
+	}
+	// the IPv4 side is as before
+	if out := ipRouteGet(t, name, "198.18.100.1", "tos", "0xb8"); !strings.Contains(out, "via 198.18.2.1 dev t2") {
+		t.Fatalf("IPv4 dscp 46: %s", out)
+	}
+	// dropping IPv6 removes exactly the IPv6 part
+	for i := range p.Transports {
+		p.Transports[i].Gateway6 = netip.Addr{}
+	}
+	if _, err := d.Apply(p); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := d.h.RuleList(netlink.FAMILY_V6); slices.ContainsFunc(rs, func(r netlink.Rule) bool { return r.Protocol == Proto }) {
+		t.Fatal("IPv6 rules left after the plan dropped IPv6")
+	}
+	if _, err := d.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(t, h); after != before {
+		t.Fatalf("Cleanup left a difference:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
 }

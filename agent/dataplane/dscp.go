@@ -27,7 +27,7 @@ var ErrNoDSCP = errors.New("this kernel cannot match DSCP in ip rules (FRA_DSCP,
 func (d *Dataplane) addDSCPRule(r *netlink.Rule, dscp uint8) error {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 	hdr := make([]byte, 12) // struct fib_rule_hdr
-	hdr[0] = unix.AF_INET
+	hdr[0] = byte(r.Family)
 	hdr[4] = unix.RT_TABLE_UNSPEC
 	hdr[7] = frActToTable
 	put := func(typ int, b []byte) { req.AddData(nl.NewRtAttr(typ, b)) }
@@ -41,11 +41,17 @@ func (d *Dataplane) addDSCPRule(r *netlink.Rule, dscp uint8) error {
 		hdr[2] = uint8(ones)
 	}
 	req.AddData(rawData(hdr)) // the header comes before the attributes
+	addr := func(ip net.IP) []byte {
+		if r.Family == unix.AF_INET {
+			return ip.To4()
+		}
+		return ip.To16()
+	}
 	if r.Dst != nil {
-		put(nl.FRA_DST, r.Dst.IP.To4())
+		put(nl.FRA_DST, addr(r.Dst.IP))
 	}
 	if r.Src != nil {
-		put(nl.FRA_SRC, r.Src.IP.To4())
+		put(nl.FRA_SRC, addr(r.Src.IP))
 	}
 	put(nl.FRA_PRIORITY, u32(uint32(r.Priority)))
 	put(nl.FRA_TABLE, u32(uint32(r.Table)))
@@ -73,41 +79,46 @@ func (d *Dataplane) addDSCPRule(r *netlink.Rule, dscp uint8) error {
 	return err
 }
 
-// dscpByPriority reads the DSCP match of every IPv4 rule that has one, by priority.
-func (d *Dataplane) dscpByPriority() (map[int]uint8, error) {
-	req := nl.NewNetlinkRequest(unix.RTM_GETRULE, unix.NLM_F_DUMP|unix.NLM_F_REQUEST)
-	hdr := make([]byte, 12)
-	hdr[0] = unix.AF_INET
-	req.AddData(rawData(hdr))
-	req.Sockets = d.sockets
-	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWRULE)
-	if err != nil {
-		return nil, err
-	}
-	out := map[int]uint8{}
-	for _, m := range msgs {
-		if len(m) < 12 {
-			continue
-		}
-		attrs, err := nl.ParseRouteAttr(m[12:])
+// ruleID names a rule among the agent's: its family and priority (unique per family).
+type ruleID struct{ family, priority int }
+
+// dscpByPriority reads the DSCP match of every rule that has one, in both families.
+func (d *Dataplane) dscpByPriority() (map[ruleID]uint8, error) {
+	out := map[ruleID]uint8{}
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+		req := nl.NewNetlinkRequest(unix.RTM_GETRULE, unix.NLM_F_DUMP|unix.NLM_F_REQUEST)
+		hdr := make([]byte, 12)
+		hdr[0] = byte(fam)
+		req.AddData(rawData(hdr))
+		req.Sockets = d.sockets
+		msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWRULE)
 		if err != nil {
-			return nil, fmt.Errorf("parsing rule dump: %w", err)
+			return nil, err
 		}
-		prio, dscp, has := 0, uint8(0), false
-		for _, a := range attrs {
-			switch int(a.Attr.Type) {
-			case nl.FRA_PRIORITY:
-				if len(a.Value) >= 4 {
-					prio = int(binary.NativeEndian.Uint32(a.Value))
-				}
-			case fraDSCP:
-				if len(a.Value) >= 1 {
-					dscp, has = a.Value[0], true
+		for _, m := range msgs {
+			if len(m) < 12 {
+				continue
+			}
+			attrs, err := nl.ParseRouteAttr(m[12:])
+			if err != nil {
+				return nil, fmt.Errorf("parsing rule dump: %w", err)
+			}
+			prio, dscp, has := 0, uint8(0), false
+			for _, a := range attrs {
+				switch int(a.Attr.Type) {
+				case nl.FRA_PRIORITY:
+					if len(a.Value) >= 4 {
+						prio = int(binary.NativeEndian.Uint32(a.Value))
+					}
+				case fraDSCP:
+					if len(a.Value) >= 1 {
+						dscp, has = a.Value[0], true
+					}
 				}
 			}
-		}
-		if has {
-			out[prio] = dscp
+			if has {
+				out[ruleID{int(m[0]), prio}] = dscp
+			}
 		}
 	}
 	return out, nil

@@ -68,9 +68,9 @@ type Engine struct {
 // transportSpec is a transport as the agent runs it: the configuration merged over the
 // controller's description.
 type transportSpec struct {
-	Name, Interface, Gateway, Source, Method string
-	Targets                                  []string
-	Interval, Timeout                        time.Duration
+	Name, Interface, Gateway, Gateway6, Source, Method string
+	Targets                                            []string
+	Interval, Timeout                                  time.Duration
 }
 
 // Run runs the agent until ctx ends, then shuts down cleanly: it stops probing, sends what it
@@ -173,6 +173,9 @@ func (e *Engine) mergeTransports(p *telemetry.Policy) []transportSpec {
 			if l.Gateway != "" {
 				t.Gateway = l.Gateway
 			}
+			if l.Gateway6 != "" {
+				t.Gateway6 = l.Gateway6
+			}
 			if len(l.ProbeTargets) > 0 {
 				t.Targets = l.ProbeTargets
 			}
@@ -190,6 +193,9 @@ func (e *Engine) mergeTransports(p *telemetry.Policy) []transportSpec {
 		}
 		if len(t.Targets) == 0 && t.Gateway != "" {
 			t.Targets = []string{t.Gateway}
+		}
+		if len(t.Targets) == 0 && t.Gateway6 != "" {
+			t.Targets = []string{t.Gateway6}
 		}
 		out = append(out, t)
 	}
@@ -527,8 +533,13 @@ func (e *Engine) reconcile() error {
 	plan := dataplane.Plan{QoS: e.qos}
 	for _, t := range e.transports {
 		dt := dataplane.Transport{Name: t.Name, Interface: t.Interface}
-		if a, err := netip.ParseAddr(t.Gateway); err == nil {
-			dt.Gateway = a
+		// gateway is IPv4, or IPv6 for an IPv6-only circuit; gateway6 makes it dual-stack
+		for _, g := range []string{t.Gateway, t.Gateway6} {
+			if a, err := netip.ParseAddr(g); err == nil && a.Is4() {
+				dt.Gateway = a
+			} else if err == nil {
+				dt.Gateway6 = a
+			}
 		}
 		plan.Transports = append(plan.Transports, dt)
 	}
