@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,7 +21,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +45,7 @@ const usage = `usage:
   agent run [--config FILE] [flags]    claim the site on first boot (--controller, --claim-token,
                                        --ca-file or --ca-fingerprint), then probe, report and enforce
   agent cleanup [--config FILE]        remove every route, rule and qdisc the agent added
+  agent status [--config FILE]         what the running agent is doing (from its --metrics-listen)
   agent version
 
 Run 'agent run -h' for the flags.
@@ -61,6 +65,8 @@ func main() {
 		err = run(os.Args[2:], os.Stderr)
 	case "cleanup":
 		err = cleanup(os.Args[2:])
+	case "status":
+		err = status(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -125,6 +131,7 @@ func run(args []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var running atomic.Pointer[engine.Engine]
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if c.MetricsListen != "" {
@@ -137,13 +144,23 @@ func run(args []string, logOut io.Writer) error {
 		// profiles, on the same (loopback by default) listener as the metrics
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+			e := running.Load()
+			if e == nil {
+				http.Error(w, "starting", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(e.Status())
+		})
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		log.Info("agent: metrics", "listen", ln.Addr().String())
 	}
 	log.Info("agent: starting", "version", Version, "site", creds.Site, "device", creds.Device, "transports", len(c.Transports), "enforce", *c.Enforce)
-	return engine.Run(ctx, engine.Options{Config: c, Creds: creds, Version: Version, Logger: log, Registry: reg})
+	return engine.Run(ctx, engine.Options{Config: c, Creds: creds, Version: Version, Logger: log, Registry: reg,
+		OnStart: func(e *engine.Engine) { running.Store(e) }})
 }
 
 // provision returns the stored credentials, or claims the site once with the claim token.
@@ -233,4 +250,58 @@ func lockDataDir(dir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("locking data dir %s: %w", dir, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// status prints the running agent's state, read from its metrics listener.
+func status(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("agent status", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the raw JSON")
+	c, err := loadConfig(fs, args)
+	if err != nil {
+		return err
+	}
+	if c.MetricsListen == "" {
+		return errors.New("the agent serves its status on --metrics-listen (metrics_listen:); none is configured")
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + c.MetricsListen + "/status")
+	if err != nil {
+		return fmt.Errorf("is the agent running? %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("agent status: %s", resp.Status)
+	}
+	var st engine.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return fmt.Errorf("agent status: %w", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	conn := "connected"
+	if !st.Connected {
+		conn = "NOT connected (local decisions only)"
+	}
+	fmt.Fprintf(out, "site %s, device %s, broker %s\n\n", st.Site, st.Device, conn)
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TRANSPORT\tINTERFACE\tPROBING\tHARD DOWN\tSTEERING")
+	for _, t := range st.Transports {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\n", t.Name, t.Interface, t.Probing, t.Down, t.State)
+	}
+	fmt.Fprintln(tw, "\nCLASS\tPATH\tBY\tCONTROLLER\tLOCAL")
+	for _, cl := range st.Classes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cl.Name, cl.Path, cl.By, cl.Controller, cl.Local)
+	}
+	fmt.Fprintln(tw, "\nPOLICY\tTYPE\tVERSION\tACK")
+	for _, p := range st.Policies {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.Policy, p.Type, p.Version, p.Ack)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nspool: %d messages waiting (%d bytes), %d dropped at the cap\n", st.Spool.Records, st.Spool.Bytes, st.Spool.Dropped)
+	return nil
 }

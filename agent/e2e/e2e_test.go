@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/agent/dataplane"
+	"github.com/edgewan/edgewan/agent/engine"
 	"github.com/edgewan/edgewan/agent/internal/netlab"
 )
 
@@ -149,6 +151,24 @@ func TestAgentLifecycle(t *testing.T) {
 		for i := range lab.WANs {
 			if got := tables(t, dp, func(r dataplane.RuleInfo) bool { return r.Mark == 0x0ee00000+uint32(i)+1 }); !slices.Equal(got, []int{7100 + i}) {
 				t.Fatalf("probe rule of transport %d: %v", i+1, got)
+			}
+		}
+		// what `agent status` says of it
+		out, err := lab.Branch.Command(t.Context(), agentBin, "status", "--metrics-listen", a.metricsAddr, "--json").CombinedOutput()
+		if err != nil {
+			t.Fatalf("agent status: %v: %s", err, out)
+		}
+		var st engine.Status
+		if err := json.Unmarshal(out, &st); err != nil {
+			t.Fatalf("agent status: %v: %s", err, out)
+		}
+		if !st.Connected || st.Site != s.id || len(st.Transports) != 3 || !st.Transports[0].Probing || len(st.Classes) != 2 ||
+			len(st.Policies) != 1 || st.Policies[0].Ack != "1/applied" {
+			t.Fatalf("agent status: %+v", st)
+		}
+		for _, cl := range st.Classes {
+			if cl.Path != "wan1" {
+				t.Fatalf("class %s on %s: %+v", cl.Name, cl.Path, st)
 			}
 		}
 		var h health

@@ -36,6 +36,7 @@ type Options struct {
 	Logger   *slog.Logger
 	Registry prometheus.Registerer // nil: metrics are not registered
 	Steering steering.Options      // zero: steering.DefaultOptions(), as the controller
+	OnStart  func(*Engine)         // called once the engine runs (e.g. to serve its Status); may be nil
 }
 
 // Engine is one running agent. Its fields are guarded by mu; probe callbacks take it briefly.
@@ -133,6 +134,9 @@ func Run(ctx context.Context, o Options) error {
 	go func() { defer wg.Done(); e.up.sendLoop(runCtx) }()
 	e.up.connect()
 	e.kickReconcile()
+	if o.OnStart != nil {
+		o.OnStart(e)
+	}
 
 	<-ctx.Done()
 	e.log.Info("agent: shutting down")
