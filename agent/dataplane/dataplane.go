@@ -102,9 +102,11 @@ type Plan struct {
 // Dataplane applies Plans through one netlink handle (one network namespace). It is not safe
 // for concurrent use.
 type Dataplane struct {
-	h       *netlink.Handle
-	sockets map[int]*nl.SocketHandle // for what the library cannot say (dscp.go)
-	o       Options
+	noDSCP       bool // the kernel ignored FRA_DSCP once: DSCP rules are not installed
+	testDSCPAttr int  // tests: the attribute number used for DSCP (0: FRA_DSCP)
+	h            *netlink.Handle
+	sockets      map[int]*nl.SocketHandle // for what the library cannot say (dscp.go)
+	o            Options
 }
 
 // New returns a Dataplane working in network namespace ns (netns.None(): the current one).
@@ -148,7 +150,7 @@ func (d *Dataplane) Apply(p Plan) (changes int, err error) {
 	for i, t := range p.Transports {
 		l, lerr := d.h.LinkByName(t.Interface)
 		if lerr != nil {
-			errs = append(errs, fmt.Errorf("transport %s: interface %q: %w", t.Name, t.Interface, lerr))
+			errs = append(errs, &TransportError{t.Name, fmt.Errorf("interface %q: %w", t.Interface, lerr)})
 			continue
 		}
 		links[i] = l
@@ -165,6 +167,50 @@ func (d *Dataplane) Apply(p Plan) (changes int, err error) {
 	changes += n
 	errs = append(errs, qerr)
 	return changes, errors.Join(errs...)
+}
+
+// TransportError is a failure that leaves a transport without its table (its interface is
+// missing, or its default route was refused): it cannot carry probes or traffic yet.
+type TransportError struct {
+	Transport string
+	Err       error
+}
+
+func (e *TransportError) Error() string { return "transport " + e.Transport + ": " + e.Err.Error() }
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// RuleError is a failure to add or delete a steering rule: the paths the plan names may not all
+// be in effect.
+type RuleError struct{ Err error }
+
+func (e *RuleError) Error() string { return e.Err.Error() }
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// Failures sorts an Apply error: the transports left without a table, and whether any rule
+// failed (QoS failures are neither: routing works without shaping).
+func Failures(err error) (transports map[string]bool, rules bool) {
+	transports = map[string]bool{}
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+			return
+		case *TransportError:
+			transports[e.Transport] = true
+			return
+		case *RuleError:
+			rules = true
+			return
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		walk(errors.Unwrap(err))
+	}
+	walk(err)
+	return transports, rules
 }
 
 // Cleanup removes everything the agent owns: its routes, rules and root qdiscs.
@@ -262,7 +308,7 @@ func (d *Dataplane) applyRoutes(p Plan, links []netlink.Link) (int, error) {
 				continue
 			}
 			if e := d.h.RouteReplace(want); e != nil {
-				errs = append(errs, fmt.Errorf("transport %s: default route in table %d: %w", t.Name, table, e))
+				errs = append(errs, &TransportError{t.Name, fmt.Errorf("default route in table %d: %w", table, e)})
 				continue
 			}
 			changes++
@@ -595,14 +641,18 @@ func (d *Dataplane) applyRules(want []wantRule) (int, error) {
 			continue
 		}
 		var e error
-		if r.dscp >= 0 {
-			e = d.addDSCPRule(r.Rule, uint8(r.dscp))
-			addedDSCP = append(addedDSCP, r)
-		} else {
+		switch {
+		case r.dscp >= 0 && d.noDSCP:
+			e = ErrNoDSCP // known from an earlier apply: do not install a rule that matches everything
+		case r.dscp >= 0:
+			if e = d.addDSCPRule(r.Rule, uint8(r.dscp)); e == nil {
+				addedDSCP = append(addedDSCP, r)
+			}
+		default:
 			e = d.h.RuleAdd(r.Rule)
 		}
 		if e != nil && !errors.Is(e, unix.EEXIST) {
-			errs = append(errs, fmt.Errorf("adding rule %s: %w", k, e))
+			errs = append(errs, &RuleError{fmt.Errorf("adding rule %s: %w", k, e)})
 			continue
 		}
 		changes++
@@ -610,12 +660,13 @@ func (d *Dataplane) applyRules(want []wantRule) (int, error) {
 	if len(addedDSCP) > 0 { // an old kernel drops FRA_DSCP silently: the rule would match everything
 		got, err := d.dscpByPriority()
 		if err != nil {
-			return changes, err
+			errs = append(errs, &RuleError{err})
 		}
 		for _, r := range addedDSCP {
-			if v, ok := got[ruleID{r.Family, r.Priority}]; !ok || int(v) != r.dscp {
-				_ = d.h.RuleDel(r.Rule)
-				return changes, fmt.Errorf("rule %s: %w", ruleKey(r.Rule, r.dscp), ErrNoDSCP)
+			if v, ok := got[ruleID{r.Family, r.Priority}]; err == nil && (!ok || int(v) != r.dscp) {
+				_ = d.h.RuleDel(r.Rule) // it matches everything: take it out at once
+				d.noDSCP = true
+				errs = append(errs, &RuleError{fmt.Errorf("rule %s: %w", ruleKey(r.Rule, r.dscp), ErrNoDSCP)})
 			}
 		}
 	}
@@ -629,7 +680,7 @@ func (d *Dataplane) applyRules(want []wantRule) (int, error) {
 			continue
 		}
 		if e := d.h.RuleDel(have[k]); e != nil && !errors.Is(e, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("deleting rule %s: %w", k, e))
+			errs = append(errs, &RuleError{fmt.Errorf("deleting rule %s: %w", k, e)})
 			continue
 		}
 		changes++

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -420,5 +421,46 @@ func TestDualStack(t *testing.T) {
 	}
 	if after := snapshot(t, h); after != before {
 		t.Fatalf("Cleanup left a difference:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// On a kernel that ignores FRA_DSCP (here: an attribute number it does not know), a DSCP rule
+// is refused with ErrNoDSCP and never left in place (it would match everything), and the rest
+// of the plan still converges: a path change still moves the other rules.
+func TestNoDSCPKernel(t *testing.T) {
+	h, name, ns := testNS(t, 3)
+	d := newDP(t, ns)
+	d.testDSCPAttr = 31
+	p := basePlan()
+	p.QoS = nil
+	_, err := d.Apply(p)
+	if !errors.Is(err, ErrNoDSCP) {
+		t.Fatalf("Apply: %v; want ErrNoDSCP", err)
+	}
+	if _, rules := Failures(err); !rules {
+		t.Fatal("Failures does not report the rule failure")
+	}
+	if out := ipRouteGet(t, name, "198.18.100.1"); !strings.Contains(out, "via 198.18.1.1 dev t1") {
+		t.Fatalf("default class: %s", out)
+	}
+	n := 0
+	rs, _ := h.RuleList(netlink.FAMILY_V4)
+	for _, r := range rs {
+		if r.Protocol == Proto && r.Priority == 10000+prioClass {
+			n++ // the DSCP rule's priority: nothing may be there (it would match everything)
+		}
+	}
+	if n != 0 {
+		t.Fatalf("%d rules left at the DSCP rule's priority", n)
+	}
+	p.Paths["default"] = "wan2"
+	if _, err := d.Apply(p); !errors.Is(err, ErrNoDSCP) {
+		t.Fatalf("second Apply: %v", err)
+	}
+	if out := ipRouteGet(t, name, "198.18.100.1"); !strings.Contains(out, "via 198.18.2.1 dev t2") {
+		t.Fatalf("default class after the path change: %s", out)
+	}
+	if got := tableOf(t, h, func(r *netlink.Rule) bool { return r.Priority == 10000+prioDefault }); !slices.Equal(got, []int{7101}) {
+		t.Fatalf("default rules %v: the old one must be gone", got)
 	}
 }

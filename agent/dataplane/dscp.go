@@ -20,6 +20,14 @@ const (
 	frActToTable = 1  // FR_ACT_TO_TBL
 )
 
+// dscpAttr is FRA_DSCP; tests of the old-kernel path use an attribute the kernel ignores.
+func (d *Dataplane) dscpAttr() int {
+	if d.testDSCPAttr != 0 {
+		return d.testDSCPAttr
+	}
+	return fraDSCP
+}
+
 // ErrNoDSCP says the kernel ignored FRA_DSCP: it is too old to steer by DSCP.
 var ErrNoDSCP = errors.New("this kernel cannot match DSCP in ip rules (FRA_DSCP, a newer Linux)")
 
@@ -73,7 +81,7 @@ func (d *Dataplane) addDSCPRule(r *netlink.Rule, dscp uint8) error {
 		binary.NativeEndian.PutUint16(b[2:], r.Dport.End)
 		put(nl.FRA_DPORT_RANGE, b)
 	}
-	put(fraDSCP, []byte{dscp})
+	put(d.dscpAttr(), []byte{dscp})
 	req.Sockets = d.sockets
 	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
 	return err
@@ -110,7 +118,7 @@ func (d *Dataplane) dscpByPriority() (map[ruleID]uint8, error) {
 					if len(a.Value) >= 4 {
 						prio = int(binary.NativeEndian.Uint32(a.Value))
 					}
-				case fraDSCP:
+				case d.dscpAttr():
 					if len(a.Value) >= 1 {
 						dscp, has = a.Value[0], true
 					}

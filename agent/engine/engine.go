@@ -60,6 +60,7 @@ type Engine struct {
 	classes    []steering.Class
 	content    *telemetry.SteeringContent
 	qos        *telemetry.QoSContent
+	closing    bool              // Run is shutting down: no new monitors, no new policy
 	decisions  map[string]string // the controller's, class -> transport
 	paths      map[string]string // applied (effective) paths
 	acked      map[string]string // policy -> "version/status" last acknowledged
@@ -125,6 +126,7 @@ func Run(ctx context.Context, o Options) error {
 	var wg sync.WaitGroup
 	e.up, err = newUplink(e, o.Creds)
 	if err != nil {
+		e.stopMonitors()
 		return err
 	}
 	wg.Add(4)
@@ -141,12 +143,7 @@ func Run(ctx context.Context, o Options) error {
 	<-ctx.Done()
 	e.log.Info("agent: shutting down")
 	stop()
-	e.mu.Lock()
-	for name, mon := range e.monitors {
-		mon.stop()
-		delete(e.monitors, name)
-	}
-	e.mu.Unlock()
+	e.stopMonitors()
 	wg.Wait()
 	e.up.close()
 	if e.dp != nil {
@@ -219,6 +216,9 @@ func (e *Engine) mergeTransports(p *telemetry.Policy) []transportSpec {
 // setTransportsLocked starts, restarts and stops monitors to match ts, and rebuilds the local
 // steering state when the transports or classes changed.
 func (e *Engine) setTransportsLocked(ts []transportSpec) {
+	if e.closing {
+		return
+	}
 	e.transports = ts
 	keep := map[string]bool{}
 	for i, t := range ts {
@@ -235,6 +235,10 @@ func (e *Engine) setTransportsLocked(ts []transportSpec) {
 			mon.stop()
 		}
 		if len(pc.Targets) == 0 {
+			if mon := e.monitors[t.Name]; mon != nil {
+				mon.stop()
+				delete(e.monitors, t.Name)
+			}
 			e.log.Warn("agent: transport has no probe target and no gateway: not probed", "transport", t.Name)
 			continue
 		}
@@ -434,6 +438,17 @@ func splitMessage(rec []byte) (kind string, payload []byte, ok bool) {
 
 // ---- policy and decisions from the controller ------------------------------------------------
 
+// stopMonitors ends all probing and refuses new monitors from now on.
+func (e *Engine) stopMonitors() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closing = true
+	for name, mon := range e.monitors {
+		mon.stop()
+		delete(e.monitors, name)
+	}
+}
+
 // onPolicy takes the site's desired state.
 func (e *Engine) onPolicy(payload []byte) {
 	var p telemetry.Policy
@@ -555,6 +570,8 @@ func (e *Engine) reconcile() error {
 	}
 	plan.Paths = map[string]string{}
 	var switched []telemetry.AgentEvent
+	type change struct{ class, from, to, by string }
+	var changes []change
 	for _, c := range e.classes {
 		p, local := e.effectivePathLocked(c.Name)
 		if p == "" {
@@ -562,13 +579,12 @@ func (e *Engine) reconcile() error {
 		}
 		plan.Paths[c.Name] = p
 		if old, ok := e.paths[c.Name]; ok && old != p {
-			reason := "controller"
+			by := "controller"
 			if local {
-				reason = "local"
+				by = "local"
 				switched = append(switched, telemetry.AgentEvent{Type: "path.switched", Class: c.Name, From: old, To: p, Reason: "local"})
 			}
-			e.m.switches.WithLabelValues(reason).Inc()
-			e.log.Info("agent: path switched", "class", c.Name, "from", old, "to", p, "by", reason)
+			changes = append(changes, change{c.Name, old, p, by})
 		}
 	}
 	var versions []telemetry.PolicyVersion
@@ -587,15 +603,22 @@ func (e *Engine) reconcile() error {
 			e.log.Error("agent: applying the data plane", "err", err)
 		}
 	}
+	noTable, rulesFailed := dataplane.Failures(err)
 	e.mu.Lock()
-	for c, p := range plan.Paths {
-		e.paths[c] = p
+	if rulesFailed {
+		// The kernel may not route as the plan says: keep the paths as they were, so the
+		// switches are reported (and counted) when a retry has put them in effect.
+		switched = nil
+	} else {
+		for c, p := range plan.Paths {
+			e.paths[c] = p
+		}
 	}
-	// Probing starts once the transports' tables and probe rules are in place (Apply reports
-	// per-transport failures in err; a transport whose interface is missing stays unprobed
-	// until a later reconcile succeeds).
+	// Probing starts once a transport's table and probe rule are in place; one whose interface
+	// is missing stays unprobed until a later reconcile succeeds (a QoS failure does not hold
+	// it back: routing works without shaping).
 	for _, t := range e.transports {
-		if mon := e.monitors[t.Name]; mon != nil && (err == nil || !strings.Contains(err.Error(), "transport "+t.Name+":")) {
+		if mon := e.monitors[t.Name]; mon != nil && !noTable[t.Name] {
 			mon.begin()
 		}
 	}
@@ -615,6 +638,12 @@ func (e *Engine) reconcile() error {
 		acks = append(acks, a)
 	}
 	e.mu.Unlock()
+	if !rulesFailed {
+		for _, ch := range changes {
+			e.m.switches.WithLabelValues(ch.by).Inc()
+			e.log.Info("agent: path switched", "class", ch.class, "from", ch.from, "to", ch.to, "by", ch.by)
+		}
+	}
 	for _, ev := range switched {
 		e.event(ev)
 	}

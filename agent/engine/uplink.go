@@ -49,6 +49,8 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 		SetCleanSession(false).SetAutoReconnect(true).SetConnectRetry(true).
 		SetConnectRetryInterval(time.Second).SetMaxReconnectInterval(30*time.Second).
 		SetConnectTimeout(10*time.Second).SetKeepAlive(15*time.Second).SetPingTimeout(5*time.Second).
+		SetWriteTimeout(5*time.Second). // a stalled connection must not hold a publish (or shutdown) for 30 s
+
 		SetBinaryWill(telemetry.Topic(creds.Site, telemetry.KindStatus), will, 1, true).
 		SetOrderMatters(true)
 	opts.SetOnConnectHandler(u.onConnect)
@@ -129,6 +131,9 @@ func (u *uplink) sendLoop(ctx context.Context) {
 func (u *uplink) publish(ctx context.Context, recs []spool.Record) error {
 	toks := make([]paho.Token, 0, len(recs))
 	for _, r := range recs {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		kind, payload, ok := splitMessage(r.Payload)
 		if !ok {
 			continue // not ours: skip it (Ack below moves past it)

@@ -190,6 +190,16 @@ func (t *tracker) expire(id uint64, final bool) {
 	t.unlockAndSend(rs...)
 }
 
+// failed reports a probe that could not be sent: suspect and lost at once.
+func (t *tracker) failed(target string, at time.Time) {
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return
+	}
+	t.unlockAndSend(Result{Target: target, Sent: at, Suspect: true}, Result{Target: target, Sent: at, Lost: true})
+}
+
 // answered records the answer to probe id; answers to lost or unknown probes are ignored.
 func (t *tracker) answered(id uint64, rtt time.Duration) {
 	t.mu.Lock()
@@ -237,7 +247,10 @@ const epochProbes = 3000
 
 func runICMP(ctx context.Context, c Config, t *tracker) error {
 	// One pinger per target, each at Interval*len(Targets) and started in turn, so the
-	// transport sees one probe per Interval.
+	// transport sees one probe per Interval. One target failing ends them all, so that the
+	// caller sees the error and retries, rather than one target silently going unprobed.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, len(c.Targets))
 	for i, target := range c.Targets {
@@ -251,6 +264,7 @@ func runICMP(ctx context.Context, c Config, t *tracker) error {
 			}
 			if err := icmpTarget(ctx, c, t, uint64(i), target, c.Interval*time.Duration(len(c.Targets))); err != nil {
 				errc <- err
+				cancel()
 			}
 		}()
 	}
@@ -293,7 +307,10 @@ func icmpTarget(ctx context.Context, c Config, t *tracker, ti uint64, target str
 			}
 		}
 		p.OnRecv = func(pkt *probing.Packet) { t.answered(id(pkt.Seq), pkt.Rtt) }
-		p.OnSendError = func(pkt *probing.Packet, err error) {} // unreachable: the probe times out as lost
+		// A send that fails (the interface is gone, no route) is a lost probe at once: pro-bing
+		// calls OnSend only for probes that left, so without this a dead link would report
+		// nothing at all instead of losses.
+		p.OnSendError = func(pkt *probing.Packet, err error) { t.failed(target, time.Now()) }
 		errc := make(chan error, 1)
 		go func() { errc <- p.RunWithContext(ctx) }()
 		select {
