@@ -240,94 +240,73 @@ func (t *tracker) stop() {
 
 // ---- ICMP with pro-bing ----------------------------------------------------------------------
 
-// epochProbes bounds how many probes one pro-bing Pinger sends: it remembers every unanswered
-// sequence number for its lifetime (prometheus-community/pro-bing#31), so the agent replaces
-// it with a fresh one after this many, keeping memory flat on a dead transport.
-const epochProbes = 3000
-
+// runICMP sends one probe per Interval through a short-lived pro-bing Pinger (Count 1) on a
+// fresh raw socket, targets in turn. A long-lived Pinger would cost more at these rates: its
+// receive loop wakes on random read deadlines (about 20 times a second) whether or not a probe
+// is out, which was most of the agent's CPU, and it remembers every unanswered sequence number
+// for its lifetime (prometheus-community/pro-bing#31). A one-shot Pinger lives until its answer
+// or Timeout, so a probe's cost is a socket and a round trip, and a dead transport holds at most
+// Timeout/Interval of them.
 func runICMP(ctx context.Context, c Config, t *tracker) error {
-	// One pinger per target, each at Interval*len(Targets) and started in turn, so the
-	// transport sees one probe per Interval. One target failing ends them all, so that the
-	// caller sees the error and retries, rather than one target silently going unprobed.
+	addrs := make([]*net.IPAddr, len(c.Targets))
+	for i, target := range c.Targets {
+		addrs[i] = &net.IPAddr{IP: net.ParseIP(target)} // validated by defaults
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, len(c.Targets))
-	for i, target := range c.Targets {
+	defer wg.Wait()
+	errc := make(chan error, 1)
+	tick := time.NewTicker(c.Interval)
+	defer tick.Stop()
+	for seq := uint64(0); ; seq++ {
+		ti := int(seq % uint64(len(c.Targets)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case <-time.After(time.Duration(i) * c.Interval):
-			case <-ctx.Done():
-				return
-			}
-			if err := icmpTarget(ctx, c, t, uint64(i), target, c.Interval*time.Duration(len(c.Targets))); err != nil {
-				errc <- err
-				cancel()
+			if err := icmpOnce(ctx, c, t, seq, c.Targets[ti], addrs[ti]); err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
 			}
 		}()
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			return err // the socket cannot be opened (say, no CAP_NET_RAW): the caller retries
+		case <-tick.C:
+		}
 	}
-	wg.Wait()
-	close(errc)
-	if err := <-errc; err != nil {
-		return err
-	}
-	return ctx.Err()
 }
 
-// icmpTarget probes one target with a succession of pinger epochs until ctx ends.
-func icmpTarget(ctx context.Context, c Config, t *tracker, ti uint64, target string, every time.Duration) error {
-	for epoch := uint64(0); ctx.Err() == nil; epoch++ {
-		p := probing.New(target)
-		p.SetPrivileged(true) // raw socket: unprivileged ICMP is off on routers as here
-		p.RecordRtts, p.RecordTTLs = false, false
-		p.Interval = every
-		p.Count = epochProbes
-		p.Source = c.Source
-		p.InterfaceName = c.Interface
-		if c.Mark != 0 {
-			p.SetMark(uint(c.Mark))
-		}
-		p.SetLogger(probing.NoopLogger{})
-		if err := p.Resolve(); err != nil {
-			return fmt.Errorf("probe %s: %w", target, err)
-		}
-		// ids: target index, epoch and sequence, so answers of an old epoch still match
-		id := func(seq int) uint64 { return ti<<56 | (epoch&0xffffff)<<32 | uint64(seq) }
-		var last sync.Once
-		done := make(chan struct{})
-		p.OnSend = func(pkt *probing.Packet) {
-			t.sent(id(pkt.Seq), target, time.Now())
-			if pkt.Seq == epochProbes-1 { // the last of this epoch: let its answer come, then end
-				last.Do(func() {
-					time.AfterFunc(c.Timeout, p.Stop)
-					close(done)
-				})
-			}
-		}
-		p.OnRecv = func(pkt *probing.Packet) { t.answered(id(pkt.Seq), pkt.Rtt) }
-		// A send that fails (the interface is gone, no route) is a lost probe at once: pro-bing
-		// calls OnSend only for probes that left, so without this a dead link would report
-		// nothing at all instead of losses.
-		p.OnSendError = func(pkt *probing.Packet, err error) { t.failed(target, time.Now()) }
-		errc := make(chan error, 1)
-		go func() { errc <- p.RunWithContext(ctx) }()
-		select {
-		case <-done: // start the next epoch while this one waits for its last answers
-			go func() { <-errc }()
-			select {
-			case <-time.After(every):
-			case <-ctx.Done():
-			}
-		case err := <-errc:
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("probe %s: %w", target, err)
-			}
-		}
+// icmpOnce sends probe id and waits for its answer, at most Timeout.
+func icmpOnce(ctx context.Context, c Config, t *tracker, id uint64, target string, addr *net.IPAddr) error {
+	p := probing.New(target)
+	p.SetIPAddr(addr)
+	p.SetPrivileged(true) // raw socket: unprivileged ICMP is off on routers as here
+	p.RecordRtts, p.RecordTTLs = false, false
+	p.Count = 1
+	p.Timeout = c.Timeout
+	p.Interval = c.Timeout // never a second send
+	p.Source = c.Source
+	p.InterfaceName = c.Interface
+	if c.Mark != 0 {
+		p.SetMark(uint(c.Mark))
+	}
+	p.SetLogger(probing.NoopLogger{})
+	sent := false
+	p.OnSend = func(*probing.Packet) { sent = true; t.sent(id, target, time.Now()) }
+	p.OnRecv = func(pkt *probing.Packet) { t.answered(id, pkt.Rtt) }
+	// A send that fails (the interface is gone, no route) is a lost probe at once: pro-bing
+	// calls OnSend only for probes that left, so without this a dead link would report
+	// nothing at all instead of losses.
+	p.OnSendError = func(*probing.Packet, error) { sent = true; t.failed(target, time.Now()) }
+	err := p.RunWithContext(ctx)
+	if err != nil && ctx.Err() == nil && !sent {
+		t.failed(target, time.Now())
+		return fmt.Errorf("probe %s: %w", target, err)
 	}
 	return nil
 }
