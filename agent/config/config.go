@@ -105,7 +105,6 @@ func Load(path string) (*Config, error) {
 // Flags registers the flags that override the file; call Apply after parsing.
 type Flags struct {
 	fs     *flag.FlagSet
-	set    map[string]bool
 	values Config
 	trans  transportFlags
 }

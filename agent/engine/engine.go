@@ -4,15 +4,14 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -429,11 +428,8 @@ func appendMessage(dst []byte, kind string, v any) ([]byte, error) {
 }
 
 func splitMessage(rec []byte) (kind string, payload []byte, ok bool) {
-	k, p, found := strings.Cut(string(rec), "\n")
-	if !found {
-		return "", nil, false
-	}
-	return k, []byte(p), true
+	k, p, found := bytes.Cut(rec, []byte{'\n'})
+	return string(k), p, found
 }
 
 // ---- policy and decisions from the controller ------------------------------------------------
@@ -569,7 +565,6 @@ func (e *Engine) reconcile() error {
 		plan.DefaultClass = steering.DefaultClass
 	}
 	plan.Paths = map[string]string{}
-	var switched []telemetry.AgentEvent
 	type change struct{ class, from, to, by string }
 	var changes []change
 	for _, c := range e.classes {
@@ -582,7 +577,6 @@ func (e *Engine) reconcile() error {
 			by := "controller"
 			if local {
 				by = "local"
-				switched = append(switched, telemetry.AgentEvent{Type: "path.switched", Class: c.Name, From: old, To: p, Reason: "local"})
 			}
 			changes = append(changes, change{c.Name, old, p, by})
 		}
@@ -608,7 +602,7 @@ func (e *Engine) reconcile() error {
 	if rulesFailed {
 		// The kernel may not route as the plan says: keep the paths as they were, so the
 		// switches are reported (and counted) when a retry has put them in effect.
-		switched = nil
+		changes = nil
 	} else {
 		for c, p := range plan.Paths {
 			e.paths[c] = p
@@ -638,14 +632,12 @@ func (e *Engine) reconcile() error {
 		acks = append(acks, a)
 	}
 	e.mu.Unlock()
-	if !rulesFailed {
-		for _, ch := range changes {
-			e.m.switches.WithLabelValues(ch.by).Inc()
-			e.log.Info("agent: path switched", "class", ch.class, "from", ch.from, "to", ch.to, "by", ch.by)
+	for _, ch := range changes {
+		e.m.switches.WithLabelValues(ch.by).Inc()
+		e.log.Info("agent: path switched", "class", ch.class, "from", ch.from, "to", ch.to, "by", ch.by)
+		if ch.by == "local" { // the controller raised its own switches already
+			e.event(telemetry.AgentEvent{Type: "path.switched", Class: ch.class, From: ch.from, To: ch.to, Reason: "local"})
 		}
-	}
-	for _, ev := range switched {
-		e.event(ev)
 	}
 	for _, a := range acks {
 		a.V, a.Site, a.Device, a.Time = telemetry.SchemaVersion, e.o.Creds.Site, e.o.Creds.Device, time.Now().UTC()
@@ -660,6 +652,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
-
-// ErrNoTransports is returned when the agent has nothing to run.
-var ErrNoTransports = errors.New("agent: no transports configured and none received from the controller")

@@ -224,10 +224,9 @@ type ResolveRequest struct {
 	Comment string `json:"comment"`
 }
 
-// AcceptProposal makes the proposed change into a new draft version of the project's active
-// policy (of a new policy "automatic" when the project runs the default policy). Publishing
-// it stays a separate, deliberate step.
-func (s *Service) AcceptProposal(ctx context.Context, c Caller, id string, req ResolveRequest) (*Proposal, error) {
+// openProposal checks what accepting and dismissing share: an admin key, the comment, and a
+// proposal of the caller's project that is still open.
+func (s *Service) openProposal(ctx context.Context, c Caller, id string, req ResolveRequest) (*Proposal, error) {
 	if err := s.requireAdmin(c); err != nil {
 		return nil, err
 	}
@@ -240,6 +239,17 @@ func (s *Service) AcceptProposal(ctx context.Context, c Caller, id string, req R
 	}
 	if p.Status != ProposalOpen {
 		return nil, apierr.Conflict("proposal %s is %s already", id, p.Status)
+	}
+	return p, nil
+}
+
+// AcceptProposal makes the proposed change into a new draft version of the project's active
+// policy (of a new policy "automatic" when the project runs the default policy). Publishing
+// it stays a separate, deliberate step.
+func (s *Service) AcceptProposal(ctx context.Context, c Caller, id string, req ResolveRequest) (*Proposal, error) {
+	p, err := s.openProposal(ctx, c, id, req)
+	if err != nil {
+		return nil, err
 	}
 	cg, pol, err := s.activePolicy(ctx, p.Project)
 	if err != nil {
@@ -291,18 +301,9 @@ func (s *Service) AcceptProposal(ctx context.Context, c Caller, id string, req R
 // DismissProposal closes a proposal without changing anything; it is not proposed again for
 // the same policy version.
 func (s *Service) DismissProposal(ctx context.Context, c Caller, id string, req ResolveRequest) (*Proposal, error) {
-	if err := s.requireAdmin(c); err != nil {
-		return nil, err
-	}
-	if len(req.Comment) > 2000 {
-		return nil, apierr.BadRequest("comment is limited to 2000 characters")
-	}
-	p, err := s.GetProposal(ctx, c, id)
+	p, err := s.openProposal(ctx, c, id, req)
 	if err != nil {
 		return nil, err
-	}
-	if p.Status != ProposalOpen {
-		return nil, apierr.Conflict("proposal %s is %s already", id, p.Status)
 	}
 	now := s.o.Now().UTC().Truncate(time.Microsecond)
 	p.Status, p.UpdatedAt = ProposalDismissed, now
