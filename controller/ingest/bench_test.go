@@ -213,8 +213,9 @@ func newBenchEngine(b testing.TB, n int, bus mqtt.Bus) *benchEngine {
 	e := New(st, bus, sk, Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx := context.Background()
 	for _, id := range st.order {
-		if err := e.load(ctx, st.sites[id], false); err != nil {
-			b.Fatal(err)
+		e.load(ctx, st.sites[id], false)
+		if q := e.Quarantined(id); q != nil {
+			b.Fatal(q.Reason)
 		}
 	}
 	return &benchEngine{e: e, st: st, sink: sk, clock: clock, gen: newBenchReports(st, clock)}
@@ -414,8 +415,9 @@ func BenchmarkIngestMemory(b *testing.B) {
 		h0 := heap()
 		e := New(st, &nopBus{}, sk, Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		for _, id := range st.order {
-			if err := e.load(context.Background(), st.sites[id], false); err != nil {
-				b.Fatal(err)
+			e.load(context.Background(), st.sites[id], false)
+			if q := e.Quarantined(id); q != nil {
+				b.Fatal(q.Reason)
 			}
 		}
 		h1 := heap()

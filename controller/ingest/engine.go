@@ -53,6 +53,12 @@ type Options struct {
 	Logger       *slog.Logger
 	// OnSiteRemoved is told when a followed site is decommissioned, e.g. to disconnect its agent.
 	OnSiteRemoved func(siteID, deviceID string)
+	// OnQuarantine is told when a site is quarantined (e.g. to open a SOC case). It must not
+	// block: it may be called with no lock held but on the message's or the API's path.
+	OnQuarantine func(siteID string, q sdwan.Quarantine)
+	// RetryQuarantinedEvery is how often Run tries to load the quarantined sites again;
+	// default 1 minute.
+	RetryQuarantinedEvery time.Duration
 }
 
 // Engine runs the loop. Create it with New, then Run.
@@ -82,7 +88,8 @@ type site struct {
 	lastSeen   time.Time
 	seq        uint64
 	haveSeq    bool
-	steer      *steering.Site
+	steer      *steering.Site // nil while the site has no transports, or is quarantined
+	quarantine *sdwan.Quarantine
 	classes    []steering.Class
 	transports []*transport
 	paths      map[string]string // last decisions published
@@ -118,6 +125,9 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.RetryQuarantinedEvery <= 0 {
+		o.RetryQuarantinedEvery = time.Minute
+	}
 	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}}
 	e.rec.init()
 	e.m = newMetrics(o.Registerer, e)
@@ -125,16 +135,16 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 }
 
 // Start loads the live sites and subscribes to the agents' topics. Call it before the broker
-// serves, so that nothing is missed; then Run.
+// serves, so that nothing is missed; then Run. Nothing in one site's data stops it: a site
+// that cannot be loaded is quarantined (see sdwan.Quarantine) and every other one runs. It
+// fails only when the database cannot be read at all or the bus refuses a subscription.
 func (e *Engine) Start(ctx context.Context) error {
 	sites, err := e.store.LiveSites(ctx)
 	if err != nil {
 		return fmt.Errorf("ingest: loading sites: %w", err)
 	}
 	for _, s := range sites {
-		if err := e.load(ctx, s, false); err != nil {
-			return err
-		}
+		e.load(ctx, s, false)
 	}
 	subs := map[string]mqtt.Handler{
 		telemetry.KindTelemetry: e.onTelemetry,
@@ -179,8 +189,10 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	live := time.NewTicker(time.Second)
 	flush := time.NewTicker(e.o.FlushEvery)
+	retry := time.NewTicker(e.o.RetryQuarantinedEvery)
 	defer live.Stop()
 	defer flush.Stop()
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -199,13 +211,17 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.checkLiveness()
 		case <-flush.C:
 			e.flushFigures(ctx)
+		case <-retry.C:
+			e.retryQuarantined(ctx)
 		}
 	}
 }
 
 // load builds (or rebuilds) the live state of a site from the database and, if publish,
-// publishes its policies and decisions. A decommissioned site is forgotten.
-func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) error {
+// publishes its policies and decisions. A decommissioned site is forgotten. A site whose state
+// cannot be loaded is quarantined, not an error: the caller's change is stored already, and
+// the site is followed (liveness, history) without decisions until it loads.
+func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) {
 	if s.Status == sdwan.SiteDecommissioned || s.ClaimedAt.IsZero() {
 		e.mu.Lock()
 		old := e.sites[s.ID]
@@ -215,18 +231,8 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) error {
 		if old != nil && e.o.OnSiteRemoved != nil {
 			e.o.OnSiteRemoved(s.ID, s.DeviceID)
 		}
-		return nil
+		return
 	}
-	as, err := e.store.Assignments(ctx, s.ID)
-	if err != nil {
-		return err
-	}
-	names := make([]string, len(s.Transports))
-	for i, t := range s.Transports {
-		names[i] = t.Name
-	}
-	classes := steeringClasses(as, s.Transports)
-
 	e.mu.Lock()
 	st := e.sites[s.ID]
 	if st == nil {
@@ -235,18 +241,18 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) error {
 	}
 	e.mu.Unlock()
 
+	var q *sdwan.Quarantine
+	var as []*sdwan.Assignment
+	if s.Quarantine != nil {
+		q = s.Quarantine
+	} else if a, err := e.store.Assignments(ctx, s.ID); err != nil {
+		q = &sdwan.Quarantine{Kind: sdwan.QuarantineStore, Reason: "reading its policies: " + err.Error()}
+	} else {
+		as = a
+	}
+
 	st.mu.Lock()
 	st.device = s.DeviceID
-	if st.steer == nil {
-		st.steer, err = steering.NewSite(names, classes, e.o.Steering)
-	} else {
-		st.scratch, err = st.steer.Reconfigure(e.o.Now(), names, classes, st.scratch[:0])
-	}
-	if err != nil {
-		st.mu.Unlock()
-		return fmt.Errorf("ingest: site %s: %w", s.ID, err)
-	}
-	st.classes = classes
 	old := st.transports
 	st.transports = st.transports[:0:0]
 	for _, t := range s.Transports {
@@ -256,14 +262,115 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) error {
 		}
 		st.transports = append(st.transports, tr)
 	}
+	if q == nil {
+		if err := e.configure(st, s.Transports, steeringClasses(as, s.Transports)); err != nil {
+			q = &sdwan.Quarantine{Kind: sdwan.QuarantineSteering, Reason: err.Error()}
+		}
+	}
+	fresh := e.setQuarantine(st, q)
 	st.mu.Unlock()
-	if !publish {
-		return nil
+	if fresh {
+		e.reportQuarantine(st.id, *q)
+	}
+	if !publish || q != nil {
+		return
 	}
 	if err := e.PushPolicies(ctx, s.ID); err != nil {
+		e.o.Logger.Error("ingest: publishing policies", "site", s.ID, "err", err)
+		return
+	}
+	if err := e.publishDecisions(st, true); err != nil {
+		e.o.Logger.Error("ingest: publishing decisions", "site", s.ID, "err", err)
+	}
+}
+
+// configure builds or reconfigures a site's steering state for these transports and classes.
+// With no transports, a normal state for a site claimed before its transports were added,
+// there is nothing to steer: the state is dropped and evaluation begins with the first
+// transport. On error the site is unchanged. Called with st.mu held.
+func (e *Engine) configure(st *site, ts []*sdwan.Transport, classes []steering.Class) error {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	var err error
+	switch {
+	case len(names) == 0:
+		st.steer = nil
+	case st.steer == nil:
+		var n *steering.Site
+		if n, err = steering.NewSite(names, classes, e.o.Steering); err == nil {
+			st.steer = n
+		}
+	default:
+		st.scratch, err = st.steer.Reconfigure(e.o.Now(), names, classes, st.scratch[:0])
+	}
+	if err != nil {
 		return err
 	}
-	return e.publishDecisions(st, true)
+	st.classes = classes
+	return nil
+}
+
+// setQuarantine sets or lifts a site's quarantine and reports whether it is a new one (then
+// the caller reports it, with no lock held). Called with st.mu held.
+func (e *Engine) setQuarantine(st *site, q *sdwan.Quarantine) bool {
+	switch {
+	case q == nil:
+		if st.quarantine != nil {
+			e.o.Logger.Info("ingest: site loads again; quarantine lifted", "site", st.id)
+		}
+		st.quarantine = nil
+		return false
+	case st.quarantine != nil && st.quarantine.Kind == q.Kind && st.quarantine.Reason == q.Reason:
+		return false
+	}
+	q.Since = e.o.Now().UTC()
+	st.quarantine, st.steer, st.classes, st.paths = q, nil, nil, nil
+	return true
+}
+
+func (e *Engine) reportQuarantine(siteID string, q sdwan.Quarantine) {
+	e.o.Logger.Error("ingest: site quarantined: its stored state cannot be loaded; every other site runs",
+		"site", siteID, "kind", q.Kind, "reason", q.Reason)
+	if e.o.OnQuarantine != nil {
+		e.o.OnQuarantine(siteID, q)
+	}
+}
+
+// Quarantined implements sdwan.Live: why the site is quarantined, or nil.
+func (e *Engine) Quarantined(siteID string) *sdwan.Quarantine {
+	st := e.site(siteID)
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.quarantine == nil {
+		return nil
+	}
+	q := *st.quarantine
+	return &q
+}
+
+// retryQuarantined loads the quarantined sites again: the cause may have been passing (a
+// database error) or fixed outside the API.
+func (e *Engine) retryQuarantined(ctx context.Context) {
+	e.mu.RLock()
+	var ids []string
+	for id, st := range e.sites {
+		st.mu.Lock()
+		if st.quarantine != nil {
+			ids = append(ids, id)
+		}
+		st.mu.Unlock()
+	}
+	e.mu.RUnlock()
+	for _, id := range ids {
+		if err := e.SiteChanged(ctx, id); err != nil {
+			e.o.Logger.Warn("ingest: retrying a quarantined site", "site", id, "err", err)
+		}
+	}
 }
 
 // steeringClasses turns the site's steering policy into steering classes; without one, a
@@ -294,13 +401,15 @@ func (e *Engine) site(id string) *site {
 	return e.sites[id]
 }
 
-// SiteChanged implements sdwan.Live: reload the site from the database.
+// SiteChanged implements sdwan.Live: reload the site from the database. It fails only when
+// the site cannot be read; a site that cannot be run is quarantined.
 func (e *Engine) SiteChanged(ctx context.Context, siteID string) error {
 	s, err := e.store.GetSite(ctx, siteID)
 	if err != nil {
 		return err
 	}
-	return e.load(ctx, s, true)
+	e.load(ctx, s, true)
+	return nil
 }
 
 // The policy message is defined in telemetry, for both sides.
@@ -334,20 +443,20 @@ func (e *Engine) PushPolicies(ctx context.Context, siteID string) error {
 	}
 	if st := e.site(siteID); st != nil {
 		classes := steeringClasses(as, s.Transports)
+		var q *sdwan.Quarantine
+		fresh := false
 		st.mu.Lock()
-		if !slices.EqualFunc(classes, st.classes, sameClass) {
-			names := make([]string, len(s.Transports))
-			for i, t := range s.Transports {
-				names[i] = t.Name
+		// A site quarantined for its steering state may load with this policy.
+		retry := st.quarantine != nil && st.quarantine.Kind == sdwan.QuarantineSteering
+		if retry || (st.quarantine == nil && !slices.EqualFunc(classes, st.classes, sameClass)) {
+			if err := e.configure(st, s.Transports, classes); err != nil {
+				q = &sdwan.Quarantine{Kind: sdwan.QuarantineSteering, Reason: err.Error()}
 			}
-			st.scratch, err = st.steer.Reconfigure(e.o.Now(), names, classes, st.scratch[:0])
-			if err == nil {
-				st.classes = classes
-			}
+			fresh = e.setQuarantine(st, q)
 		}
 		st.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("ingest: site %s: %w", siteID, err)
+		if fresh {
+			e.reportQuarantine(siteID, *q)
 		}
 		defer func() { _ = e.publishDecisions(st, false) }()
 	}
@@ -368,6 +477,10 @@ func sameClass(a, b steering.Class) bool {
 // publishDecisions publishes the site's current path per class when it changed (or always).
 func (e *Engine) publishDecisions(st *site, always bool) error {
 	st.mu.Lock()
+	if st.steer == nil { // nothing decided: the agent keeps its own paths
+		st.mu.Unlock()
+		return nil
+	}
 	paths := make(map[string]string, len(st.classes))
 	for _, c := range st.classes {
 		paths[c.Name] = st.steer.Path(c.Name)
@@ -419,6 +532,9 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 	st.seq, st.haveSeq = r.Seq, true
 	e.roll.AddReport(now, r)
 	for i := range r.Transport {
+		if st.steer == nil { // no transports yet, or quarantined: history and liveness only
+			break
+		}
 		tw := &r.Transport[i]
 		m := steering.Metrics{LatencyMs: tw.LatencyMs, LossPct: tw.LossPct(), JitterMs: tw.JitterMs, Down: tw.Down}
 		if !st.steer.Observe(now, tw.Name, m) {
@@ -431,7 +547,11 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 			}
 		}
 	}
-	st.scratch = st.steer.Evaluate(now, st.scratch[:0])
+	if st.steer != nil {
+		st.scratch = st.steer.Evaluate(now, st.scratch[:0])
+	} else {
+		st.scratch = st.scratch[:0]
+	}
 	wasOffline := st.status != sdwan.SiteUp && st.status != sdwan.SiteDegraded
 	st.lastSeen, st.dirty = now, true
 	status := e.siteStatus(st)
@@ -472,6 +592,9 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 // siteStatus derives a reporting site's status from its transports and classes. Called with
 // st.mu held.
 func (e *Engine) siteStatus(st *site) string {
+	if st.steer == nil {
+		return sdwan.SiteUp // reporting, with nothing evaluated
+	}
 	for _, t := range st.transports {
 		if s, ok := st.steer.Status(t.name); ok && !t.at.IsZero() {
 			t.status = statusName(s)

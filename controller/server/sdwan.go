@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/coreapi/soc"
 	"github.com/edgewan/edgewan/steering"
 	"github.com/edgewan/edgewan/telemetry/sink"
@@ -70,6 +71,11 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 				s.broker.Revoke(device)
 			}
 			s.writeMosquittoFiles(context.Background(), "")
+		},
+		OnQuarantine: func(siteID string, q sdwan.Quarantine) {
+			s.raise(context.Background(), soc.Signal{Rule: soc.RuleSiteQuarantined, Subject: siteID, Severity: "high",
+				Title:       "Site " + siteID + " quarantined: the controller cannot load its state",
+				Description: fmt.Sprintf("%s: %s. The site is followed (liveness, history) but not evaluated; every other site runs. Fix the site through the API, or its row.", q.Kind, q.Reason)})
 		},
 	})
 	s.SDWAN.Attach(s.Engine, s.Engine)

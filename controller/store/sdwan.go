@@ -28,13 +28,15 @@ func scanSite(sc interface{ Scan(...any) error }) (*sdwan.Site, error) {
 	if err := sc.Scan(&s.ID, &s.Name, &s.Status, &s.Role, &loc, &segs, &s.Serial, &claimed, &s.DeviceID, &seen, &c, &u); err != nil {
 		return nil, err
 	}
+	s.ClaimedAt, s.LastSeen, s.CreatedAt, s.UpdatedAt = fromMicros(claimed), fromMicros(seen), fromMicros(c), fromMicros(u)
+	// On a column that does not decode, the site comes back with the error: LiveSites
+	// quarantines it rather than failing every site.
 	if err := json.Unmarshal([]byte(loc), &s.Location); err != nil {
-		return nil, fmt.Errorf("site %s location: %w", s.ID, err)
+		return &s, fmt.Errorf("site %s location: %w", s.ID, err)
 	}
 	if err := json.Unmarshal([]byte(segs), &s.Segments); err != nil {
-		return nil, fmt.Errorf("site %s segments: %w", s.ID, err)
+		return &s, fmt.Errorf("site %s segments: %w", s.ID, err)
 	}
-	s.ClaimedAt, s.LastSeen, s.CreatedAt, s.UpdatedAt = fromMicros(claimed), fromMicros(seen), fromMicros(c), fromMicros(u)
 	return &s, nil
 }
 
@@ -53,10 +55,10 @@ func scanTransport(sc interface{ Scan(...any) error }) (*sdwan.Transport, error)
 		&t.Status, &t.LatencyMs, &t.LossPct, &t.JitterMs, &last, &c, &u); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(targets), &t.ProbeTargets); err != nil {
-		return nil, fmt.Errorf("transport %s probe targets: %w", t.ID, err)
-	}
 	t.LastSampleAt, t.CreatedAt, t.UpdatedAt = fromMicros(last), fromMicros(c), fromMicros(u)
+	if err := json.Unmarshal([]byte(targets), &t.ProbeTargets); err != nil {
+		return &t, fmt.Errorf("transport %s probe targets: %w", t.ID, err) // with the row, for LiveSites
+	}
 	return &t, nil
 }
 
@@ -98,24 +100,53 @@ func (s *Store) CreateSite(ctx context.Context, site *sdwan.Site, claimHash stri
 // GetSite returns a site with its transports, by name order.
 func (s *Store) GetSite(ctx context.Context, id string) (*sdwan.Site, error) {
 	site, err := scanSite(s.r.QueryRowContext(ctx, s.q("SELECT "+siteCols+" FROM sites WHERE id = ?"), id))
-	if errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return nil, notFound("site", id)
-	}
-	if err != nil {
+	case err != nil && site != nil:
+		quarantine(site, err) // the row is there and readable enough to show and to fix
+	case err != nil:
 		return nil, fmt.Errorf("store.GetSite: %w", err)
 	}
 	site.Transports, err = s.SiteTransports(ctx, id)
+	var bad badRowError
+	if errors.As(err, &bad) {
+		quarantine(site, bad.err)
+		err = nil
+	}
 	return site, err
 }
+
+// quarantine marks a site whose stored row did not decode, as LiveSites does.
+func quarantine(site *sdwan.Site, err error) {
+	if site.Quarantine == nil {
+		site.Quarantine = &sdwan.Quarantine{Kind: sdwan.QuarantineData, Reason: err.Error()}
+	}
+}
+
+// badRowError is a row that was read but did not decode; SiteTransports returns it with every
+// transport (the bad one partly filled) so that its site can be shown, quarantined.
+type badRowError struct{ err error }
+
+func (e badRowError) Error() string { return e.err.Error() }
 
 // SiteTransports returns a site's transports by name.
 func (s *Store) SiteTransports(ctx context.Context, siteID string) ([]*sdwan.Transport, error) {
 	var out []*sdwan.Transport
+	var bad error
 	err := s.queryRows(ctx, "SELECT "+transportCols+" FROM transports WHERE site_id = ? ORDER BY name", []any{siteID}, func(r *sql.Rows) error {
 		t, err := scanTransport(r)
-		out = append(out, t)
+		if err != nil && t != nil {
+			bad, err = err, nil
+		}
+		if err == nil {
+			out = append(out, t)
+		}
 		return err
 	})
+	if err == nil && bad != nil {
+		return out, badRowError{fmt.Errorf("store.SiteTransports: %w", bad)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store.SiteTransports: %w", err)
 	}
@@ -131,6 +162,10 @@ func (s *Store) ListSites(ctx context.Context, p page.Params, f sdwan.SiteFilter
 	var out []*sdwan.Site
 	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
 		site, err := scanSite(r)
+		if err != nil && site != nil {
+			quarantine(site, err)
+			err = nil
+		}
 		out = append(out, site)
 		return err
 	})
@@ -222,6 +257,29 @@ func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 	})
 	if err != nil {
 		return fmt.Errorf("store.ClaimSite: %w", err)
+	}
+	return nil
+}
+
+// UnclaimSite implements sdwan.Store.
+func (s *Store) UnclaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = 0, device_id = '', status = ?, updated_at = ? WHERE id = ? AND device_id = ?"),
+			sdwan.SitePending, micros(c.At), c.SiteID, c.Device.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apierr.Conflict("site %s is not claimed by %s", c.SiteID, c.Device.ID)
+		}
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM mqtt_credentials WHERE username = ?"), c.MQTTUser); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q("DELETE FROM devices WHERE id = ?"), c.Device.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store.UnclaimSite: %w", err)
 	}
 	return nil
 }
@@ -360,7 +418,13 @@ func (s *Store) LiveSites(ctx context.Context) ([]*sdwan.Site, error) {
 	var sites []*sdwan.Site
 	err := s.queryRows(ctx, "SELECT "+siteCols+" FROM sites WHERE claimed_at <> 0 AND status <> ?", []any{sdwan.SiteDecommissioned}, func(r *sql.Rows) error {
 		site, err := scanSite(r)
-		sites = append(sites, site)
+		if err != nil && site != nil {
+			quarantine(site, err)
+			err = nil
+		}
+		if err == nil {
+			sites = append(sites, site)
+		}
 		return err
 	})
 	if err != nil {
@@ -370,12 +434,20 @@ func (s *Store) LiveSites(ctx context.Context) ([]*sdwan.Site, error) {
 	for _, site := range sites {
 		byID[site.ID] = site
 	}
+	// A transport row that does not decode quarantines its site, not the whole start.
 	err = s.queryRows(ctx, "SELECT "+transportCols+" FROM transports ORDER BY site_id, name", nil, func(r *sql.Rows) error {
 		t, err := scanTransport(r)
-		if err == nil && byID[t.SiteID] != nil {
+		switch {
+		case err == nil && byID[t.SiteID] != nil:
 			byID[t.SiteID].Transports = append(byID[t.SiteID].Transports, t)
+		case err != nil && t != nil && byID[t.SiteID] != nil:
+			quarantine(byID[t.SiteID], err)
+		case err != nil && t != nil:
+			// a bad row of a site that is not followed
+		case err != nil:
+			return err
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.LiveSites: %w", err)
