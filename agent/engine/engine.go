@@ -128,12 +128,12 @@ func Run(ctx context.Context, o Options) error {
 		e.stopMonitors()
 		return err
 	}
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); e.eventLoop(runCtx) }()
 	go func() { defer wg.Done(); e.reconcileLoop(runCtx) }()
 	go func() { defer wg.Done(); e.windowLoop(runCtx) }()
 	go func() { defer wg.Done(); e.up.sendLoop(runCtx) }()
-	e.up.connect()
+	go func() { defer wg.Done(); e.up.connectLoop(runCtx) }()
 	e.kickReconcile()
 	if o.OnStart != nil {
 		o.OnStart(e)
@@ -642,6 +642,9 @@ func (e *Engine) reconcile() error {
 	for _, a := range acks {
 		a.V, a.Site, a.Device, a.Time = telemetry.SchemaVersion, e.o.Creds.Site, e.o.Creds.Device, time.Now().UTC()
 		e.spoolMessage(telemetry.KindAcks, a)
+	}
+	if len(changes) > 0 {
+		e.up.publishOnline() // the retained status tells a restarted controller where traffic is
 	}
 	return err
 }

@@ -118,7 +118,7 @@ func (st *benchStore) SetSiteStatus(_ context.Context, _, _ string, _, _ time.Ti
 	return 0, nil
 }
 
-func (st *benchStore) SaveFigures(context.Context, map[string]time.Time, []sdwan.TransportFigures) error {
+func (st *benchStore) SaveFigures(context.Context, map[string]sdwan.SiteFigures, []sdwan.TransportFigures) error {
 	return nil
 }
 

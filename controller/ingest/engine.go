@@ -5,12 +5,15 @@ package ingest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +34,8 @@ type Store interface {
 	Assignments(ctx context.Context, siteID string) ([]*sdwan.Assignment, error)
 	// SetSiteStatus and InsertEvents return how many webhook deliveries the events queued.
 	SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) (int, error)
-	SaveFigures(ctx context.Context, sites map[string]time.Time, fs []sdwan.TransportFigures) error
+	// SaveFigures saves sites' last-seen times and watermarks and transports' latest figures.
+	SaveFigures(ctx context.Context, sites map[string]sdwan.SiteFigures, fs []sdwan.TransportFigures) error
 	SetRollout(ctx context.Context, siteID, policyID string, version int, state, reason string, at time.Time) (bool, error)
 	InsertEvents(ctx context.Context, evs ...*event.Envelope) (int, error)
 }
@@ -45,7 +49,9 @@ type Sink interface {
 // Options configure the engine. Zero values take the defaults named.
 type Options struct {
 	OfflineAfter time.Duration    // no report for this long: the site is offline; default 30s
-	FlushEvery   time.Duration    // how often latest figures are saved to the database; default 5s
+	// FlushEvery is how often the time series are flushed, the latest figures saved and the
+	// sites' watermarks published to the agents (see telemetry.Stored); default 5s.
+	FlushEvery time.Duration
 	Steering     steering.Options // default steering.DefaultOptions()
 	Now          func() time.Time
 	Notify       func() // wakes the webhook dispatcher after events were stored
@@ -56,6 +62,13 @@ type Options struct {
 	// OnQuarantine is told when a site is quarantined (e.g. to open a SOC case). It must not
 	// block: it may be called with no lock held but on the message's or the API's path.
 	OnQuarantine func(siteID string, q sdwan.Quarantine)
+	// LateAfter: a report whose window ended longer ago than this (or three windows, if more)
+	// is late (replayed from the agent's spool after an outage, or delayed): it goes into the
+	// history, but no decision comes from it. Default 5s.
+	LateAfter time.Duration
+	// SyncWithin: after a start, the engine decides nothing for a site until its agent says
+	// which paths it is on (its online status), or for at most this long; default 15s.
+	SyncWithin time.Duration
 	// RetryQuarantinedEvery is how often Run tries to load the quarantined sites again;
 	// default 1 minute.
 	RetryQuarantinedEvery time.Duration
@@ -71,6 +84,7 @@ type Engine struct {
 
 	mu    sync.RWMutex
 	sites map[string]*site
+	boot  string // this start's identity in the watermarks
 
 	reports pool
 	rec     recorder
@@ -86,10 +100,16 @@ type site struct {
 	device     string
 	status     string
 	lastSeen   time.Time
-	seq        uint64
+	seq        uint64 // the last report accepted (reports at or below are duplicates)
 	haveSeq    bool
+	handled    atomic.Uint64 // the last report fully handled: written to the sink, events recorded
+	stored     uint64        // the watermark: reports up to it are stored (persisted, published)
 	steer      *steering.Site // nil while the site has no transports, or is quarantined
 	quarantine *sdwan.Quarantine
+	// synced: the steering state holds the paths the agent is on (see Options.SyncWithin);
+	// until then, or syncBy, nothing is decided.
+	synced bool
+	syncBy time.Time
 	classes    []steering.Class
 	transports []*transport
 	paths      map[string]string // last decisions published
@@ -125,10 +145,18 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.LateAfter <= 0 {
+		o.LateAfter = 5 * time.Second
+	}
+	if o.SyncWithin <= 0 {
+		o.SyncWithin = 15 * time.Second
+	}
 	if o.RetryQuarantinedEvery <= 0 {
 		o.RetryQuarantinedEvery = time.Minute
 	}
-	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}}
+	boot := make([]byte, 8)
+	_, _ = rand.Read(boot)
+	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}, boot: hex.EncodeToString(boot)}
 	e.rec.init()
 	e.m = newMetrics(o.Registerer, e)
 	return e
@@ -180,10 +208,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		if err := e.PushPolicies(ctx, id); err != nil {
 			e.o.Logger.Error("ingest: publishing policies", "site", id, "err", err)
 		}
+		// Decisions are not published now: a fresh steering state is not what the agents run
+		// (see onStatus); the last ones published stay with the agents.
 		if st := e.site(id); st != nil {
-			if err := e.publishDecisions(st, true); err != nil {
-				e.o.Logger.Error("ingest: publishing decisions", "site", id, "err", err)
-			}
+			st.mu.Lock()
+			device, stored := st.device, st.stored
+			st.mu.Unlock()
+			e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
 		}
 	}
 
@@ -200,17 +231,12 @@ func (e *Engine) Run(ctx context.Context) error {
 			<-recDone
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			e.flushFigures(sctx)
-			if e.sink != nil {
-				if err := e.sink.Flush(sctx); err != nil {
-					e.o.Logger.Warn("ingest: flushing time series at shutdown", "err", err)
-				}
-			}
+			e.checkpoint(sctx)
 			return nil
 		case <-live.C:
 			e.checkLiveness()
 		case <-flush.C:
-			e.flushFigures(ctx)
+			e.checkpoint(ctx)
 		case <-retry.C:
 			e.retryQuarantined(ctx)
 		}
@@ -236,7 +262,10 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) {
 	e.mu.Lock()
 	st := e.sites[s.ID]
 	if st == nil {
-		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen}
+		// The watermark survives restarts: what is stored is not taken again.
+		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen, seq: s.StoredSeq, haveSeq: s.StoredSeq > 0, stored: s.StoredSeq,
+			synced: publish, syncBy: e.o.Now().Add(e.o.SyncWithin)} // a site claimed now has no paths to learn
+		st.handled.Store(s.StoredSeq)
 		e.sites[s.ID] = st
 	}
 	e.mu.Unlock()
@@ -530,9 +559,15 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		return
 	}
 	st.seq, st.haveSeq = r.Seq, true
-	e.roll.AddReport(now, r)
+	// A late report goes into the history only: evaluating old windows as current raised
+	// transport.down and moved traffic off healthy links after every controller restart.
+	late := now.Sub(r.Time) > max(e.o.LateAfter, 3*time.Duration(r.WindowMs)*time.Millisecond)
+	if late {
+		e.m.late.Inc()
+	}
+	e.roll.AddReport(now, r) // placed at the report's own time
 	for i := range r.Transport {
-		if st.steer == nil { // no transports yet, or quarantined: history and liveness only
+		if st.steer == nil || late { // no transports yet, or quarantined: history and liveness only
 			break
 		}
 		tw := &r.Transport[i]
@@ -547,7 +582,10 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 			}
 		}
 	}
-	if st.steer != nil {
+	if !st.synced && now.After(st.syncBy) {
+		st.synced = true // the agent did not say; decide from the evidence gathered since the start
+	}
+	if st.steer != nil && !late && st.synced {
 		st.scratch = st.steer.Evaluate(now, st.scratch[:0])
 	} else {
 		st.scratch = st.scratch[:0]
@@ -585,6 +623,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 			e.o.Logger.Warn("ingest: publishing decisions", "site", st.id, "err", err)
 		}
 	}
+	st.handled.Store(r.Seq)
 	e.m.reports.Inc()
 	e.m.lag.Observe(now.Sub(r.Time).Seconds())
 }
@@ -696,21 +735,35 @@ func (e *Engine) markOffline(id, device, prev string, last, now time.Time, reaso
 	e.record(id, sdwan.SiteOffline, prev, last, evs...)
 }
 
-// flushFigures saves the latest transport figures and last-seen times that changed.
-func (e *Engine) flushFigures(ctx context.Context) {
+// checkpoint makes what was handled durable and tells the agents: it notes each site's last
+// handled report, flushes the time series, saves the latest figures, last-seen times and
+// watermarks in one transaction, waits until the events recorded before are stored, and only
+// then publishes the new watermarks (retained). A failure leaves the watermarks where they were:
+// the agents keep their records and send them again.
+func (e *Engine) checkpoint(ctx context.Context) {
 	e.mu.RLock()
 	all := make([]*site, 0, len(e.sites))
 	for _, st := range e.sites {
 		all = append(all, st)
 	}
 	e.mu.RUnlock()
-	seen := map[string]time.Time{}
+	type mark struct {
+		st     *site
+		device string
+		seq    uint64
+	}
+	var marks []mark
+	sites := map[string]sdwan.SiteFigures{}
 	var fs []sdwan.TransportFigures
 	for _, st := range all {
 		st.mu.Lock()
-		if st.dirty {
-			seen[st.id] = st.lastSeen
+		h := st.handled.Load()
+		if st.dirty || h > st.stored {
+			sites[st.id] = sdwan.SiteFigures{LastSeen: st.lastSeen, StoredSeq: max(h, st.stored)}
 			st.dirty = false
+		}
+		if h > st.stored {
+			marks = append(marks, mark{st, st.device, h})
 		}
 		for _, t := range st.transports {
 			if t.dirty {
@@ -720,11 +773,48 @@ func (e *Engine) flushFigures(ctx context.Context) {
 		}
 		st.mu.Unlock()
 	}
-	if len(seen) == 0 && len(fs) == 0 {
+	gen := e.rec.mark()
+	if e.sink != nil {
+		if err := e.sink.Flush(ctx); err != nil {
+			e.o.Logger.Warn("ingest: flushing time series; watermarks held", "err", err)
+			for _, m := range marks { // save the figures, not the watermarks
+				f := sites[m.st.id]
+				m.st.mu.Lock()
+				f.StoredSeq = m.st.stored
+				m.st.mu.Unlock()
+				sites[m.st.id] = f
+			}
+			marks = nil
+		}
+	}
+	if len(sites) == 0 && len(fs) == 0 {
 		return
 	}
-	if err := e.store.SaveFigures(ctx, seen, fs); err != nil && !errors.Is(err, context.Canceled) {
-		e.o.Logger.Warn("ingest: saving latest figures", "err", err)
+	if err := e.store.SaveFigures(ctx, sites, fs); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			e.o.Logger.Warn("ingest: saving latest figures; watermarks held", "err", err)
+		}
+		return
+	}
+	if len(marks) == 0 || !e.rec.waitStored(ctx, gen) {
+		return
+	}
+	for _, m := range marks {
+		m.st.mu.Lock()
+		m.st.stored = max(m.st.stored, m.seq)
+		m.st.mu.Unlock()
+		e.publishStored(m.st.id, m.device, m.seq)
+	}
+}
+
+// publishStored publishes a site's watermark, retained.
+func (e *Engine) publishStored(siteID, device string, seq uint64) {
+	b, err := json.Marshal(telemetry.Stored{V: telemetry.SchemaVersion, Site: siteID, Device: device, Seq: seq, Boot: e.boot, Time: e.o.Now().UTC()})
+	if err == nil {
+		err = e.bus.Publish(telemetry.Topic(siteID, telemetry.KindStored), b, true)
+	}
+	if err != nil {
+		e.o.Logger.Warn("ingest: publishing a watermark", "site", siteID, "err", err)
 	}
 }
 
@@ -768,6 +858,24 @@ func (e *Engine) onAgentEvent(topic string, payload []byte) {
 	e.record(siteID, "", "", e.o.Now(), ev)
 }
 
+// adopt takes the paths a site's agent is on into a steering state that has not yet learnt
+// them (after a start), so that the controller's first decisions start from where traffic is.
+func (e *Engine) adopt(st *site, s *telemetry.Status) {
+	st.mu.Lock()
+	if st.synced || s.Device != st.device || st.steer == nil || len(s.Paths) == 0 {
+		st.mu.Unlock()
+		return
+	}
+	for class, path := range s.Paths {
+		st.steer.Adopt(e.o.Now(), class, path) // an unknown class or transport is left as it is
+	}
+	st.synced = true
+	st.mu.Unlock()
+	if err := e.publishDecisions(st, true); err != nil {
+		e.o.Logger.Warn("ingest: publishing decisions", "site", st.id, "err", err)
+	}
+}
+
 // onStatus takes an agent's retained presence: "offline" (its last will) marks the site offline
 // at once rather than after the liveness timeout.
 func (e *Engine) onStatus(topic string, payload []byte) {
@@ -776,6 +884,10 @@ func (e *Engine) onStatus(topic string, payload []byte) {
 	var s telemetry.Status
 	if !ok || st == nil || len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &s) != nil {
 		e.m.rejected.WithLabelValues("invalid_status").Inc()
+		return
+	}
+	if s.State == "online" {
+		e.adopt(st, &s)
 		return
 	}
 	if s.State != "offline" {

@@ -11,6 +11,7 @@ import (
 
 type metrics struct {
 	reports  prometheus.Counter
+	late     prometheus.Counter
 	rejected *prometheus.CounterVec
 	events   *prometheus.CounterVec
 	switches *prometheus.CounterVec
@@ -21,6 +22,9 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 	m := metrics{
 		reports: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgewan_ingest_reports_total", Help: "Telemetry reports ingested and evaluated.",
+		}),
+		late: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgewan_ingest_late_reports_total", Help: "Reports that arrived late (replayed or delayed): stored as history, not evaluated.",
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgewan_ingest_rejected_total",
@@ -39,7 +43,7 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reports, m.rejected, m.events, m.switches, m.lag,
+		reg.MustRegister(m.reports, m.late, m.rejected, m.events, m.switches, m.lag,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_sites_live", Help: "Claimed sites the controller follows."},
 				func() float64 { e.mu.RLock(); defer e.mu.RUnlock(); return float64(len(e.sites)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_transports_tracked", Help: "Transports with rolling aggregates in memory."},

@@ -74,10 +74,19 @@ type Site struct {
 	// Quarantine is set while the controller cannot run the site from its stored state (see
 	// Quarantine); every other site runs meanwhile.
 	Quarantine *Quarantine `json:"quarantine,omitempty"`
+	// StoredSeq is the agent's highest report sequence whose data is stored (the ingest's
+	// watermark); internal.
+	StoredSeq uint64 `json:"-"`
 
 	// Claim is the one-time claim token: set only in the response to POST /sites.
 	Claim          string    `json:"claim_token,omitempty"`
 	ClaimExpiresAt time.Time `json:"claim_expires_at,omitzero"`
+}
+
+// SiteFigures is what the ingest saves of a site at each flush.
+type SiteFigures struct {
+	LastSeen  time.Time
+	StoredSeq uint64 // see Site.StoredSeq
 }
 
 // Quarantine says why the controller does not evaluate a claimed site: its stored state could
