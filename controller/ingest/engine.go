@@ -48,15 +48,15 @@ type Sink interface {
 
 // Options configure the engine. Zero values take the defaults named.
 type Options struct {
-	OfflineAfter time.Duration    // no report for this long: the site is offline; default 30s
+	OfflineAfter time.Duration // no report for this long: the site is offline; default 30s
 	// FlushEvery is how often the time series are flushed, the latest figures saved and the
 	// sites' watermarks published to the agents (see telemetry.Stored); default 5s.
 	FlushEvery time.Duration
-	Steering     steering.Options // default steering.DefaultOptions()
-	Now          func() time.Time
-	Notify       func() // wakes the webhook dispatcher after events were stored
-	Registerer   prometheus.Registerer
-	Logger       *slog.Logger
+	Steering   steering.Options // default steering.DefaultOptions()
+	Now        func() time.Time
+	Notify     func() // wakes the webhook dispatcher after events were stored
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 	// OnSiteRemoved is told when a followed site is decommissioned, e.g. to disconnect its agent.
 	OnSiteRemoved func(siteID, deviceID string)
 	// OnQuarantine is told when a site is quarantined (e.g. to open a SOC case). It must not
@@ -102,14 +102,14 @@ type site struct {
 	lastSeen   time.Time
 	seq        uint64 // the last report accepted (reports at or below are duplicates)
 	haveSeq    bool
-	handled    atomic.Uint64 // the last report fully handled: written to the sink, events recorded
-	stored     uint64        // the watermark: reports up to it are stored (persisted, published)
+	handled    atomic.Uint64  // the last report fully handled: written to the sink, events recorded
+	stored     uint64         // the watermark: reports up to it are stored (persisted, published)
 	steer      *steering.Site // nil while the site has no transports, or is quarantined
 	quarantine *sdwan.Quarantine
 	// synced: the steering state holds the paths the agent is on (see Options.SyncWithin);
 	// until then, or syncBy, nothing is decided.
-	synced bool
-	syncBy time.Time
+	synced     bool
+	syncBy     time.Time
 	classes    []steering.Class
 	transports []*transport
 	paths      map[string]string // last decisions published
