@@ -76,9 +76,9 @@ type world struct {
 
 type propSite struct {
 	id, claim, device string
-	transports       []string
-	access           *sim.Access
-	decommissioned   bool
+	transports        []string
+	access            *sim.Access
+	decommissioned    bool
 }
 
 func (w *world) claimed() int {
