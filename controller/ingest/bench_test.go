@@ -210,7 +210,7 @@ func newBenchEngine(b testing.TB, n int, bus mqtt.Bus) *benchEngine {
 	}
 	clock := &benchClock{}
 	clock.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	e := New(st, bus, sk, Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e := New(st, bus, sk, Options{Now: clock.now, SyncWithin: time.Nanosecond /* evaluate at once, as before a restart */, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx := context.Background()
 	for _, id := range st.order {
 		e.load(ctx, st.sites[id], false)
@@ -413,7 +413,7 @@ func BenchmarkIngestMemory(b *testing.B) {
 		gen := newBenchReports(st, clock)
 		gen.next(b)
 		h0 := heap()
-		e := New(st, &nopBus{}, sk, Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		e := New(st, &nopBus{}, sk, Options{Now: clock.now, SyncWithin: time.Nanosecond /* evaluate at once, as before a restart */, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		for _, id := range st.order {
 			e.load(context.Background(), st.sites[id], false)
 			if q := e.Quarantined(id); q != nil {
