@@ -31,6 +31,8 @@ type restartResult struct {
 	lost                   float64 // confirmed reports missing from the store
 	downs, switches        int     // controller-raised transport.down and path.switched on healthy links
 	agentSwitches          float64 // path changes the agent applied on the controller's word
+	localSwitches          float64 // path changes the agent made by itself (its own probes)
+	storedWan2             float64 // windows of the other transport in the store
 	reconnects             []time.Duration
 	controllerRejectedDups float64
 }
@@ -50,6 +52,7 @@ func runControllerRestarts(t *testing.T, n int) restartResult {
 	waitAPI(t, 60*time.Second, "policy applied", func() bool { return rolloutState(t, c, s) == "applied" })
 	waitFor(t, 30*time.Second, "first reports confirmed stored", func() bool { return a.metric(t, "edgewan_agent_reports_stored_total") > 0 })
 	agentSwitches0 := a.metric(t, `edgewan_agent_path_switches_total{by="controller"}`)
+	localSwitches0 := a.metric(t, `edgewan_agent_path_switches_total{by="local"}`)
 
 	var res restartResult
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
@@ -81,6 +84,7 @@ func runControllerRestarts(t *testing.T, n int) restartResult {
 		}
 	}
 	res.agentSwitches = a.metric(t, `edgewan_agent_path_switches_total{by="controller"}`) - agentSwitches0
+	res.localSwitches = a.metric(t, `edgewan_agent_path_switches_total{by="local"}`) - localSwitches0
 
 	c.stop(t) // a clean stop stores everything it took; the agent keeps reporting into its spool
 	res.confirmed = a.metric(t, "edgewan_agent_reports_stored_total")
@@ -94,6 +98,10 @@ func runControllerRestarts(t *testing.T, n int) restartResult {
 		t.Fatal(err)
 	}
 	res.stored = float64(windows.Int64)
+	if err := db.QueryRow("SELECT SUM(windows) FROM rollup_1m WHERE site = ? AND transport = 'wan2'", s.id).Scan(&windows); err != nil {
+		t.Fatal(err)
+	}
+	res.storedWan2 = float64(windows.Int64)
 	res.lost = max(0, res.confirmed-res.stored)
 	return res
 }
@@ -115,8 +123,8 @@ func TestControllerRestarts(t *testing.T) {
 		total += d
 	}
 	t.Logf("restarts %d: reports confirmed stored %.0f, windows in the store %.0f, lost %.0f; duplicates dropped %.0f; "+
-		"controller transport.down %d, path.switched %d, agent path changes by the controller %.0f; reconnect median %v (mean %v)",
-		res.restarts, res.confirmed, res.stored, res.lost, res.controllerRejectedDups, res.downs, res.switches, res.agentSwitches,
+		"controller transport.down %d, path.switched %d, agent path changes by the controller %.0f (by itself %.0f); wan2 windows %.0f; reconnect median %v (mean %v)",
+		res.restarts, res.confirmed, res.stored, res.lost, res.controllerRejectedDups, res.downs, res.switches, res.agentSwitches, res.localSwitches, res.storedWan2,
 		median(res.reconnects), total/time.Duration(max(1, len(res.reconnects))))
 	if res.lost != 0 {
 		t.Errorf("%.0f reports the agent deleted as stored are not in the store", res.lost)

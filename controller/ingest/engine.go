@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -95,14 +94,19 @@ type Engine struct {
 // (the bus already delivers one site's messages in order, one at a time) with the liveness
 // loop, the API's reads and policy pushes.
 type site struct {
-	mu         sync.Mutex
-	id         string
-	device     string
-	status     string
-	lastSeen   time.Time
-	seq        uint64 // the last report accepted (reports at or below are duplicates)
-	haveSeq    bool
-	handled    atomic.Uint64  // the last report fully handled: written to the sink, events recorded
+	mu       sync.Mutex
+	id       string
+	device   string
+	status   string
+	lastSeen time.Time
+	seq      uint64 // the last report accepted (reports at or below are duplicates)
+	haveSeq  bool
+	// The watermark may cover only reports fully handled (written to the sink, events
+	// recorded): busy counts the reports accepted and still being handled (a reconnecting
+	// agent's old and new connections may deliver at once), done the highest handled, safe the
+	// value of done when busy was last 0.
+	busy       int
+	done, safe uint64
 	stored     uint64         // the watermark: reports up to it are stored (persisted, published)
 	steer      *steering.Site // nil while the site has no transports, or is quarantined
 	quarantine *sdwan.Quarantine
@@ -265,7 +269,7 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) {
 		// The watermark survives restarts: what is stored is not taken again.
 		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen, seq: s.StoredSeq, haveSeq: s.StoredSeq > 0, stored: s.StoredSeq,
 			synced: publish, syncBy: e.o.Now().Add(e.o.SyncWithin)} // a site claimed now has no paths to learn
-		st.handled.Store(s.StoredSeq)
+		st.done, st.safe = s.StoredSeq, s.StoredSeq
 		e.sites[s.ID] = st
 	}
 	e.mu.Unlock()
@@ -559,6 +563,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		return
 	}
 	st.seq, st.haveSeq = r.Seq, true
+	st.busy++
 	// A late report goes into the history only: evaluating old windows as current raised
 	// transport.down and moved traffic off healthy links after every controller restart.
 	late := now.Sub(r.Time) > max(e.o.LateAfter, 3*time.Duration(r.WindowMs)*time.Millisecond)
@@ -623,7 +628,13 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 			e.o.Logger.Warn("ingest: publishing decisions", "site", st.id, "err", err)
 		}
 	}
-	st.handled.Store(r.Seq)
+	st.mu.Lock()
+	st.busy--
+	st.done = max(st.done, r.Seq)
+	if st.busy == 0 {
+		st.safe = st.done
+	}
+	st.mu.Unlock()
 	e.m.reports.Inc()
 	e.m.lag.Observe(now.Sub(r.Time).Seconds())
 }
@@ -757,7 +768,7 @@ func (e *Engine) checkpoint(ctx context.Context) {
 	var fs []sdwan.TransportFigures
 	for _, st := range all {
 		st.mu.Lock()
-		h := st.handled.Load()
+		h := st.safe
 		if st.dirty || h > st.stored {
 			sites[st.id] = sdwan.SiteFigures{LastSeen: st.lastSeen, StoredSeq: max(h, st.stored)}
 			st.dirty = false
