@@ -516,13 +516,14 @@ func (e *Engine) reconcileLoop(ctx context.Context) {
 
 // effectivePathLocked is the path class c uses now: the controller's decision unless the local
 // steering holds that transport down (then the local choice: the controller has not reacted
-// yet, or cannot be reached), or the local choice when there is no decision or no connection.
+// yet, or cannot be reached), or the local choice when there is no decision, or no connection
+// for longer than decisionGrace.
 func (e *Engine) effectivePathLocked(c string) (path string, local bool) {
 	var lp string
 	if e.steer != nil {
 		lp = e.steer.Path(c)
 	}
-	if cp, ok := e.decisions[c]; ok && e.up.connected() && e.known(cp) {
+	if cp, ok := e.decisions[c]; ok && e.up.decisionsHold() && e.known(cp) {
 		if e.steer == nil {
 			return cp, false
 		}

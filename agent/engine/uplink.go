@@ -32,6 +32,18 @@ type uplink struct {
 	boot   atomic.Value  // string: the controller start that published it
 	resend atomic.Bool   // send again everything the watermark does not cover
 	marked atomic.Int64  // UnixNano when the watermark last moved
+	lostAt atomic.Int64  // UnixNano when the connection last dropped
+}
+
+// decisionGrace: the controller's decisions still hold this long after the connection drops. A
+// controller restart takes seconds; switching every class to the agent's own choice for them,
+// and back, moved traffic on every restart wherever the two differed (a local SLA breach the
+// controller did not share). A transport the agent holds down is left at once regardless.
+const decisionGrace = time.Minute
+
+// decisionsHold reports whether the controller's decisions apply: connected, or not for long.
+func (u *uplink) decisionsHold() bool {
+	return u.connected() || time.Since(time.Unix(0, u.lostAt.Load())) < decisionGrace
 }
 
 // Reconnecting: full-jitter exponential backoff, each wait uniform in [0, min(cap, base*2^n)).
@@ -94,8 +106,10 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 		SetOrderMatters(true)
 	opts.SetOnConnectHandler(u.onConnect)
 	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
+		u.lostAt.Store(time.Now().UnixNano())
 		u.up.Store(false)
 		e.m.connected.Set(0)
+		time.AfterFunc(decisionGrace, e.kickReconcile) // then the agent's own choices apply
 		e.log.Warn("agent: broker connection lost; reconnecting", "err", err)
 		e.kickReconcile() // the controller's decisions no longer hold sway
 		select {

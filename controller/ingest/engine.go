@@ -510,7 +510,7 @@ func sameClass(a, b steering.Class) bool {
 // publishDecisions publishes the site's current path per class when it changed (or always).
 func (e *Engine) publishDecisions(st *site, always bool) error {
 	st.mu.Lock()
-	if st.steer == nil { // nothing decided: the agent keeps its own paths
+	if st.steer == nil || !st.synced { // nothing decided (yet): the agent keeps its own paths
 		st.mu.Unlock()
 		return nil
 	}
