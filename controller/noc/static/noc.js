@@ -69,6 +69,12 @@
   }
   function timeOf(ts) { return new Date(ts).toLocaleTimeString(); }
   function badge(status) { return el('span', { class: 'badge st-' + status }, status); }
+  // A quarantined site is not evaluated by the controller (its stored state does not load).
+  function quarantined(s) {
+    if (!s.quarantine) return [];
+    return [' ', el('span', { class: 'badge st-down', 'data-quarantine': s.quarantine.kind,
+      title: s.quarantine.kind + ': ' + s.quarantine.reason }, 'quarantined')];
+  }
 
   // ---- sparklines ---------------------------------------------------------------------------
   // sparkline draws points[field] as polylines, broken where a bucket had no samples.
@@ -115,7 +121,7 @@
   function renderSites(sites) {
     const tbody = $('sites').tBodies[0];
     tbody.replaceChildren(...sites.map((s) => el('tr', { 'data-site': s.id },
-      el('td', {}, s.name), el('td', {}, badge(s.status)), el('td', {}, s.role || ''),
+      el('td', {}, s.name), el('td', {}, badge(s.status), ...quarantined(s)), el('td', {}, s.role || ''),
       el('td', { class: 'dim' }, ago(s.last_seen)))));
     if (!sites.length) tbody.append(el('tr', {}, el('td', { colspan: 4, class: 'dim' }, 'No sites yet.')));
   }
@@ -143,7 +149,7 @@
       el('span', { class: c.target_met ? 'met' : 'missed', 'data-class': c.class },
         c.class + ' → ' + (c.path || '–') + (c.target_met ? ' ✓ SLA met' : ' ✗ SLA missed'))));
     return el('div', { class: 'card', 'data-site': site.id },
-      el('h3', {}, site.name + ' ', badge(health.status || site.status)),
+      el('h3', {}, site.name + ' ', badge(health.status || site.status), ...quarantined(site)),
       table, sla);
   }
 
