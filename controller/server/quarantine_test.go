@@ -23,7 +23,8 @@ import (
 // TestCrashOnlyStart: a site claimed before it has transports is a normal state (the claim
 // succeeds, the agent reports, evaluation begins with its first transport, and the controller
 // restarts), and a site whose stored row no longer decodes is quarantined at start, reported
-// in the API, /metrics and a SOC case, while every other site runs.
+// in the API, /metrics and a SOC case, while every other site runs; a damaged cursor key is
+// replaced.
 func TestCrashOnlyStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -56,6 +57,9 @@ func TestCrashOnlyStart(t *testing.T) {
 	if _, err := db.Exec("UPDATE sites SET location = '{not json' WHERE id = ?", broken.ID); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.Exec("UPDATE settings SET value = 'not hex' WHERE key = 'cursor_key'"); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 
 	s = servertest.Start(t, servertest.Options{Config: cfg})
@@ -64,7 +68,15 @@ func TestCrashOnlyStart(t *testing.T) {
 	if got.Quarantine == nil || got.Quarantine.Kind != sdwan.QuarantineData || !strings.Contains(got.Quarantine.Reason, "location") {
 		t.Fatalf("broken site after restart: quarantine %+v", got.Quarantine)
 	}
-	var list struct{ Data []sdwan.Site }
+	var list struct {
+		Data       []sdwan.Site
+		NextCursor string `json:"next_cursor"`
+	}
+	s.Do("GET", "/sd-wan/v1/sites?limit=2", rw, nil).JSON(t, &list) // paging works with the replaced cursor key
+	if list.NextCursor == "" {
+		t.Fatal("no cursor")
+	}
+	wantStatus(t, s.Do("GET", "/sd-wan/v1/sites?limit=2&cursor="+list.NextCursor, rw, nil), 200)
 	s.Do("GET", "/sd-wan/v1/sites", rw, nil).JSON(t, &list)
 	for _, x := range list.Data {
 		if (x.ID == broken.ID) != (x.Quarantine != nil) {
