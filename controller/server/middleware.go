@@ -79,3 +79,30 @@ func ipLimit(l *ratelimit.Limiter) gin.HandlerFunc {
 		c.Next()
 	}
 }
+
+// maxRequestHead bounds the request line and headers (bytes, as the client sent them, near
+// enough). http.Server's MaxHeaderBytes is set well above it, so a request over it reaches this
+// middleware and gets the error body and a request ID instead of Go's bare text/plain 431.
+const (
+	maxRequestHead = 64 << 10
+	maxHeaderBytes = 2 << 20
+)
+
+// headLimit refuses a request whose request line and headers are over maxRequestHead.
+func headLimit() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		n := len(c.Request.Method) + len(c.Request.RequestURI) + len(c.Request.Proto) + 4
+		for k, vs := range c.Request.Header {
+			for _, v := range vs {
+				n += len(k) + len(v) + 4
+			}
+		}
+		if n > maxRequestHead {
+			c.Header("Connection", "close")
+			rest.FailWith(c, http.StatusRequestHeaderFieldsTooLarge, apierr.CodeHeaderTooLarge,
+				"the request line and headers are %d bytes; the limit is %d", n, maxRequestHead)
+			return
+		}
+		c.Next()
+	}
+}

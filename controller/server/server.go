@@ -225,7 +225,7 @@ func (s *Server) build(ctx context.Context) error {
 	if err := e.SetTrustedProxies(nil); err != nil { // the client address is the peer's unless configured
 		return err
 	}
-	e.Use(rest.RequestID(), s.httpMetrics(), accessLog(), rest.Recovery(), rest.CleanPath())
+	e.Use(rest.RequestID(), s.httpMetrics(), accessLog(), rest.Recovery(), headLimit(), rest.CleanPath())
 	e.NoRoute(rest.NoRoute)
 	e.NoMethod(rest.NoMethod)
 	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
@@ -277,7 +277,7 @@ func (s *Server) listen() error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes, // headLimit refuses far less, with the error body
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
 	}
 	if cfg.PlainHTTP {
