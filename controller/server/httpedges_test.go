@@ -88,3 +88,24 @@ func TestPatchNull(t *testing.T) {
 		t.Fatalf("case changed: %+v", got)
 	}
 }
+
+// TestMetricLabelsClosed: made-up methods and paths do not create metric series.
+func TestMetricLabelsClosed(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	for i := 0; i < 20; i++ {
+		req, err := http.NewRequest("X"+strings.Repeat("Y", i), s.URL+"/v1/ping/"+strings.Repeat("z", i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := s.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, l := range strings.Split(scrape(t, s), "\n") {
+		if strings.HasPrefix(l, "edgewan_http_requests_total{") && (strings.Contains(l, `method="X`) || strings.Contains(l, "zzz")) {
+			t.Errorf("a series made up by a client: %s", l)
+		}
+	}
+}

@@ -28,6 +28,17 @@ func family(path string) string {
 	return "other"
 }
 
+// methodLabel is the method as a metric label: any token is a valid HTTP method, so anything
+// but the standard ones counts as "other" (a client must not create series at will).
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
 func (s *Server) httpMetrics() gin.HandlerFunc {
 	reqs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edgewan_http_requests_total", Help: "API requests by family, route, method and status code.",
@@ -45,7 +56,7 @@ func (s *Server) httpMetrics() gin.HandlerFunc {
 			route = "unmatched" // unknown paths must not create a series each
 		}
 		fam := family(route)
-		reqs.WithLabelValues(fam, route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Inc()
+		reqs.WithLabelValues(fam, route, methodLabel(c.Request.Method), strconv.Itoa(c.Writer.Status())).Inc()
 		dur.WithLabelValues(fam).Observe(time.Since(start).Seconds())
 	}
 }
