@@ -60,13 +60,17 @@ func (e *Engine) inWindow(t, now time.Time) bool {
 	return !t.IsZero() && d <= e.o.MaxFuture && d >= -e.o.MaxPast
 }
 
-// skewed refuses a message dated outside the window: counted, and announced (an event and a
-// SOC signal) at most once per skewNoteEvery per site.
-func (e *Engine) skewed(siteID, device string, t time.Time) bool {
+// skewed refuses a message of st dated outside the window: counted, and announced (an event
+// and a SOC signal about the site's device, never a name from the message) at most once per
+// skewNoteEvery per site.
+func (e *Engine) skewed(st *site, t time.Time) bool {
 	now := e.o.Now()
 	if e.inWindow(t, now) {
 		return false
 	}
+	st.mu.Lock()
+	siteID, device := st.id, st.device
+	st.mu.Unlock()
 	e.m.rejected.WithLabelValues("clock_skew").Inc()
 	if !e.clock.due(siteID, now) {
 		return true

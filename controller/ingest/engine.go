@@ -416,7 +416,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		e.o.Logger.Debug("ingest: invalid telemetry", "site", siteID, "err", err)
 		return
 	}
-	if e.skewed(siteID, r.Device, r.Time) {
+	if e.skewed(st, r.Time) {
 		return
 	}
 	now := e.o.Now()
@@ -653,7 +653,7 @@ func (e *Engine) onAgentEvent(topic string, payload []byte) {
 		e.o.Logger.Debug("ingest: invalid agent event", "site", siteID, "err", err)
 		return
 	}
-	if e.skewed(siteID, a.Device, a.Time) || a.Type == "transport.up" {
+	if e.skewed(st, a.Time) || a.Type == "transport.up" {
 		return
 	}
 	if a.Type == event.PathSwitched {
