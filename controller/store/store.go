@@ -91,7 +91,7 @@ func open(o Options) (*Store, error) {
 	path := filepath.Join(o.DataDir, "edgewan.db")
 	// SQLite creates the database as 0644 less the umask, and its -wal and -shm files with the
 	// database's mode: create it 0600 first (and narrow an older one), whatever the umask.
-	if err := PrivateFiles(path, path+"-wal", path+"-shm"); err != nil {
+	if err := privateFiles(path, path+"-wal", path+"-shm"); err != nil {
 		return nil, fmt.Errorf("store.Open: %w", err)
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
@@ -110,9 +110,9 @@ func open(o Options) (*Store, error) {
 	return &Store{w: w, r: r}, nil
 }
 
-// PrivateFiles creates paths[0] empty at mode 0600 if it does not exist, and narrows every
+// privateFiles creates paths[0] empty at mode 0600 if it does not exist, and narrows every
 // existing one of paths to 0600, whatever the umask.
-func PrivateFiles(paths ...string) error {
+func privateFiles(paths ...string) error {
 	for i, p := range paths {
 		if i == 0 {
 			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
