@@ -3,8 +3,6 @@ package server_test
 import (
 	"context"
 	"database/sql"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,17 +133,6 @@ func TestCrashOnlyStart(t *testing.T) {
 	if m := scrape(t, s); !strings.Contains(m, `edgewan_sites_quarantined{kind="data"} 0`) {
 		t.Fatalf("metrics after the fix:\n%s", grepLines(m, "quarantined"))
 	}
-}
-
-func scrape(t *testing.T, s *servertest.Server) string {
-	t.Helper()
-	resp, err := http.Get("http://" + s.MetricsAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 func grepLines(s, sub string) string {
