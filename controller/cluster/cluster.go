@@ -178,7 +178,12 @@ func (m *Member) Run(ctx context.Context) error {
 	tick := time.NewTicker(m.o.TTL / 3)
 	defer tick.Stop()
 	for {
-		if err := m.round(ctx); err != nil && ctx.Err() == nil {
+		// A round never outlives a renewal period: a hung database must not keep expire from
+		// withdrawing leases whose local validity ended.
+		rctx, cancel := context.WithTimeout(ctx, m.o.TTL/3)
+		err := m.round(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			m.log.Warn("cluster: lease round failed", "err", err)
 		}
 		m.expire()

@@ -53,6 +53,14 @@ type Options struct {
 	Logger       *slog.Logger
 	// OnSiteRemoved is told when a followed site is decommissioned, e.g. to disconnect its agent.
 	OnSiteRemoved func(siteID, deviceID string)
+	// Owner, with several controllers (docs/scale-out.md), says which sites this engine may
+	// evaluate, publish decisions for and raise events about right now. nil: all of them.
+	Owner Owner
+}
+
+// Owner tells whether this controller owns a site at the moment (controller/cluster.Member).
+type Owner interface {
+	Owns(siteID string) bool
 }
 
 // Engine runs the loop. Create it with New, then Run.
@@ -88,6 +96,7 @@ type site struct {
 	paths      map[string]string // last decisions published
 	scratch    []steering.Decision
 	dirty      bool
+	owned      bool // with an Owner: owned at the last check (owner.go)
 }
 
 type transport struct {
@@ -367,6 +376,9 @@ func sameClass(a, b steering.Class) bool {
 
 // publishDecisions publishes the site's current path per class when it changed (or always).
 func (e *Engine) publishDecisions(st *site, always bool) error {
+	if !e.owns(st) {
+		return nil // its owner publishes
+	}
 	st.mu.Lock()
 	paths := make(map[string]string, len(st.classes))
 	for _, c := range st.classes {
@@ -393,8 +405,15 @@ func (e *Engine) publishDecisions(st *site, always bool) error {
 func (e *Engine) onTelemetry(topic string, payload []byte) {
 	siteID, _, ok := telemetry.ParseTopic(topic)
 	st := e.site(siteID)
+	if ok && st == nil {
+		st = e.adopt(siteID)
+	}
 	if !ok || st == nil {
 		e.m.rejected.WithLabelValues("unknown_site").Inc()
+		return
+	}
+	if !e.owns(st) {
+		e.m.rejected.WithLabelValues("not_owner").Inc()
 		return
 	}
 	r := e.reports.get()
@@ -551,6 +570,9 @@ func (e *Engine) checkLiveness() {
 	}
 	e.mu.RUnlock()
 	for _, st := range stale {
+		if !e.owns(st) {
+			continue
+		}
 		st.mu.Lock()
 		if (st.status != sdwan.SiteUp && st.status != sdwan.SiteDegraded) || now.Sub(st.lastSeen) < e.o.OfflineAfter {
 			st.mu.Unlock()

@@ -39,7 +39,11 @@ type NATSOptions struct {
 	// 0 means 24h.
 	MaxAge  time.Duration
 	AckWait time.Duration // redelivery to the partition's next owner after a silent death; 0 means 30s
-	Logger  *slog.Logger
+	// Owns, if set, is asked before each message: a partition whose lease is no longer valid
+	// gets its message back (NAK, redelivered to the next owner) instead of a handler call.
+	// controller/cluster's Member.Epoch fits.
+	Owns   func(partition int) bool
+	Logger *slog.Logger
 }
 
 // NATSBus is the Bus of the scaled-out mode (docs/scale-out.md): agents speak MQTT to any node
@@ -252,6 +256,10 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 		parts := strings.SplitN(m.Subject(), ".", 5)
 		if len(parts) != 5 {
 			_ = m.Term()
+			continue
+		}
+		if b.o.Owns != nil && !b.o.Owns(p) {
+			_ = m.NakWithDelay(time.Second) // not ours any more: StopPartition follows
 			continue
 		}
 		b.mu.Lock()
