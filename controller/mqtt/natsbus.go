@@ -70,8 +70,20 @@ type NATSBus struct {
 }
 
 type natsPart struct {
-	it   jetstream.MessagesContext
-	done chan struct{}
+	mu      sync.Mutex
+	it      jetstream.MessagesContext // the current iterator; replaced when it fails
+	stopped bool
+	done    chan struct{}
+}
+
+// stop ends the partition's consumption and waits for its goroutine.
+func (np *natsPart) stop() {
+	np.mu.Lock()
+	np.stopped = true
+	it := np.it
+	np.mu.Unlock()
+	it.Stop()
+	<-np.done
 }
 
 var _ Bus = (*NATSBus)(nil)
@@ -201,16 +213,7 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 		return nil
 	}
 	b.mu.Unlock()
-	name := "p" + strconv.Itoa(p)
-	c, err := b.js.CreateOrUpdateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
-		Durable: name, FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".>",
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: b.o.AckWait, MaxAckPending: 4096,
-		DeliverPolicy: jetstream.DeliverAllPolicy, Replicas: b.o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("mqtt.NATSBus.StartPartition %d: %w", p, err)
-	}
-	it, err := c.Messages(jetstream.PullMaxMessages(256))
+	it, err := b.iterate(ctx, p)
 	if err != nil {
 		return fmt.Errorf("mqtt.NATSBus.StartPartition %d: %w", p, err)
 	}
@@ -227,6 +230,21 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 	return nil
 }
 
+// iterate binds partition p's durable consumer (creating it the first time) and starts
+// pulling. Short pull expiries with heartbeats make a pull lost with a dead node noticed
+// within seconds.
+func (b *NATSBus) iterate(ctx context.Context, p int) (jetstream.MessagesContext, error) {
+	c, err := b.js.CreateOrUpdateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
+		Durable: "p" + strconv.Itoa(p), FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".>",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: b.o.AckWait, MaxAckPending: 4096,
+		DeliverPolicy: jetstream.DeliverAllPolicy, Replicas: b.o.Replicas,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(time.Second))
+}
+
 // StopPartition stops consuming p and returns once its handler is done: messages not
 // acknowledged go to the partition's next consumer.
 func (b *NATSBus) StopPartition(p int) {
@@ -235,8 +253,7 @@ func (b *NATSBus) StopPartition(p int) {
 	delete(b.parts, p)
 	b.mu.Unlock()
 	if np != nil {
-		np.it.Stop()
-		<-np.done
+		np.stop()
 	}
 }
 
@@ -244,12 +261,36 @@ func (b *NATSBus) StopPartition(p int) {
 func (b *NATSBus) consume(p int, np *natsPart) {
 	defer close(np.done)
 	for {
-		m, err := np.it.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			return
-		}
+		np.mu.Lock()
+		it := np.it
+		np.mu.Unlock()
+		m, err := it.Next()
 		if err != nil {
-			b.log.Warn("NATS partition consumer", "partition", p, "err", err)
+			np.mu.Lock()
+			stopped := np.stopped
+			np.mu.Unlock()
+			if stopped {
+				return
+			}
+			// A node died or the consumer's leader moved: start pulling afresh (the durable
+			// consumer keeps the position; what was delivered and not acked comes again).
+			b.log.Warn("NATS partition consumer; resubscribing", "partition", p, "err", err)
+			it.Stop()
+			time.Sleep(250 * time.Millisecond) // back off between attempts
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			nit, err := b.iterate(ctx, p)
+			cancel()
+			if err != nil {
+				continue // it (stopped) fails again at once: retried after the back-off
+			}
+			np.mu.Lock()
+			if np.stopped {
+				np.mu.Unlock()
+				nit.Stop()
+				return
+			}
+			np.it = nit
+			np.mu.Unlock()
 			continue
 		}
 		// edgewan.in.{p}.{site}.{kind} -> edgewan/v1/sites/{site}/{kind}
@@ -303,8 +344,9 @@ func (b *NATSBus) Close() {
 		np := b.parts[p]
 		delete(b.parts, p)
 		b.mu.Unlock()
-		np.it.Stop()
-		<-np.done
+		if np != nil { // else a concurrent StopPartition has it
+			np.stop()
+		}
 	}
 	b.pub.Disconnect(250)
 	b.nc.Close()
