@@ -467,6 +467,11 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 			}
 		}
 	}
+	// Layout F: street words without a type, a house number and a locality with a postal code
+	// or state: "Damrak 80, 1012 LP Amsterdam", "Meir 50, 2000 Antwerpen".
+	if e := streetNoTypeFirst(text, we); e > 0 {
+		return e, addrNoTypeScore
+	}
 	// Layout C with a separate type word: "Berliner Straße 12".
 	if t := space(text, we); t > 0 && isLetterAt(text, t) {
 		te := wordEnd(text, t)
@@ -481,6 +486,29 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 		}
 	}
 	return -1, 0
+}
+
+// streetNoTypeFirst returns the end of the house number of layout F after the capitalised word
+// ending at we (and up to two more), when a locality with a postal code or state follows it.
+func streetNoTypeFirst(text string, we int) int {
+	for n := 0; n < 3; n++ {
+		if hn := numberAfterName(text, we); hn > 0 {
+			if localityAfter(text, hn) > 0 {
+				return hn
+			}
+			return -1
+		}
+		t := space(text, we)
+		if t < 0 || !isLetterAt(text, t) {
+			return -1
+		}
+		te := wordEnd(text, t)
+		if !isCapWord(text[t:te]) {
+			return -1
+		}
+		we = te
+	}
+	return -1
 }
 
 // numberAfterName returns the end of a house number after a street name: " 12", ", 274", " 5a".
@@ -646,6 +674,12 @@ func postalCity(text string, j int) int {
 		return -1
 	}
 	end := we
+	// A second capitalised word that ends the locality: "São Paulo", "Den Haag".
+	if t := space(text, we); t > 0 && isLetterAt(text, t) {
+		if te := wordEnd(text, t); isCapWord(text[t:te]) && (te == len(text) || strings.IndexByte(".,;)\n\r\"'", text[te]) >= 0) {
+			return te
+		}
+	}
 	if cityPrefixes[text[s:we]] {
 		if t := space(text, we); t > 0 && isLetterAt(text, t) {
 			if te := wordEnd(text, t); isCapWord(text[t:te]) {

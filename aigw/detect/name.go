@@ -48,12 +48,12 @@ const (
 	// The name model's mean n-gram log-likelihood ratio above which a word it does not know
 	// as an ordinary word is a probable name; after a strong cue a lower bar is enough.
 	nameProbableLLR = 0.0
-	nameCuedLLR     = -0.4
 
 	nameFirstProbableScore = 0.75 // known given name + probable name
 	nameProbableLastScore  = 0.6  // probable name + known family name
 	nameBothProbableScore  = 0.55 // two or more probable names: "Thandiwe Mbeki"
 	nameProbableOnlyScore  = 0.25
+	nameUnknownPairScore   = 0.4 // capitalised words that are no ordinary words: a cue decides
 )
 
 // nameLabels are field labels followed by ':' and a person: "Owner: Anahera Virtanen".
@@ -317,11 +317,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	for first < n && words[first].flags&gzFirst == 0 {
 		first++
 	}
-	if first == n {
-		first = 0
-		for first < n-1 && words[first].flags&(gzFirst|gzLast|gzProbable) == 0 {
-			first++
-		}
+	if first == n || !titled && leadingWords(words[:first]) < first {
+		// No known given name, or unknown words before it that are not ordinary words
+		// ("Hiwot Somsak Egal"): drop only leading ordinary words.
+		first = leadingWords(words[:n-1])
 	}
 	if first > 0 && !titled && !precededBy(text, words[0].s, nameStrong) {
 		copy(words[:], words[first:n])
@@ -332,7 +331,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		n--
 	}
 	start, end := words[0].s, words[n-1].e
-	if !titled && d.placeLike(text, words[:n]) {
+	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n])) {
 		return 0, -1, 0
 	}
 	fw, lw := words[0].flags, words[n-1].flags
@@ -343,7 +342,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	case n >= 2 && isF && isL:
 		score = nameFullScore
 		if fw&gzAmbiguous != 0 && lw&gzAmbiguous != 0 {
-			score = nameFirstScore
+			score = nameLastScore // "Morgan Hill": both also common words or places
 		}
 	case n >= 2 && isF && pL:
 		score = nameFirstProbableScore
@@ -362,6 +361,8 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		}
 	case n >= 2 && pF && pL && noWords(words[:n]):
 		score = nameBothProbableScore
+	case n >= 2 && noWords(words[:n]):
+		score = nameUnknownPairScore
 	case n >= 2 && isL:
 		score = nameLastScore
 	case n == 1 && fw&gzAmbiguous != 0:
@@ -375,7 +376,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	default:
 		score = nameUnknownScore
 	}
-	lexical := fw&(gzFirst|gzLast|gzProbable) != 0 || lw&(gzFirst|gzLast|gzProbable) != 0
+	lexical := fw&(gzFirst|gzLast|gzProbable) != 0 || lw&(gzFirst|gzLast|gzProbable) != 0 || noWords(words[:n])
 	switch {
 	case titled:
 		score = max(score, nameTitledFloor) + nameContextBoost
@@ -425,6 +426,16 @@ func (d nameDetector) modelFlags(w string, minLLR float64) uint8 {
 	return 0
 }
 
+// leadingWords returns how many of ws, from the first, are ordinary words ("Yesterday",
+// "Contact").
+func leadingWords(ws []nameWord) int {
+	k := 0
+	for k < len(ws) && ws[k].flags&(gzFirst|gzLast|gzProbable) == 0 && ws[k].flags&gzWord != 0 {
+		k++
+	}
+	return k
+}
+
 // noWords reports whether none of the words is an ordinary word.
 func noWords(ws []nameWord) bool {
 	for _, w := range ws {
@@ -463,6 +474,46 @@ func (d nameDetector) placeLike(text string, ws []nameWord) bool {
 	return false
 }
 
+// orgNames are organisations, brands and places named like people (folded, words joined by a
+// space): "Morgan Stanley", "Johns Hopkins".
+var orgNames = map[string]bool{}
+
+func init() {
+	for _, p := range strings.Split(`morgan stanley|goldman sachs|johns hopkins|charles schwab|wells fargo|
+merrill lynch|lehman brothers|dow jones|harley davidson|rolls royce|mercedes benz|hewlett packard|
+ernst young|walt disney|warner bros|louis vuitton|calvin klein|ralph lauren|tommy hilfiger|
+hugo boss|estee lauder|marks spencer|john lewis|aston martin|tim hortons|grafana loki|
+morgan hill|jackson hole|kaiser permanente|booz allen|jack daniels|ben jerry|dolce gabbana|
+paul smith|ted baker|william hill|victoria beckham|hilton garden|ritz carlton|marriott bonvoy|
+bank austria|john deere|sherwin williams|baker hughes|allen overy|clifford chance|
+freshfields bruckhaus|slaughter may|skadden arps|cleveland clinic|mayo clinic|
+carnegie mellon|johns hopkins university|morgan chase|jp morgan|charles river|
+florence nightingale|james webb`, "|") {
+		orgNames[strings.TrimSpace(p)] = true
+	}
+}
+
+// orgName reports whether the words form a known organisation or brand name, or its first two
+// words do ("Morgan Stanley Wealth").
+func orgName(text string, ws []nameWord) bool {
+	if len(ws) < 2 {
+		return false
+	}
+	var buf [64]byte
+	b := buf[:0]
+	for i, w := range ws[:2] {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		k, ok := foldInto(b[len(b):cap(b)], text[w.s:w.e])
+		if !ok {
+			return false
+		}
+		b = b[:len(b)+len(k)]
+	}
+	return orgNames[string(b)]
+}
+
 // precededByLabel reports whether a field label and ':' end just before s: "Owner: ".
 func precededByLabel(text string, s int) bool {
 	j := s
@@ -481,21 +532,22 @@ func precededByLabel(text string, s int) bool {
 	return false
 }
 
-// emailFollows reports whether an e-mail address in angle brackets or parentheses follows e:
-// "Wanjiru Kamau <wkamau@...>", "Chidinma Okafor (c.okafor@...)".
+// emailFollows reports whether an e-mail address in angle brackets or parentheses, or as the
+// next field of a CSV row, follows e: "Wanjiru Kamau <wkamau@...>", "Chidinma Okafor
+// (c.okafor@...)", "Obinna Eze,o.eze@...".
 func emailFollows(text string, e int) bool {
 	j := e
 	if j < len(text) && text[j] == ' ' {
 		j++
 	}
-	if j >= len(text) || (text[j] != '<' && text[j] != '(') {
+	if j >= len(text) || (text[j] != '<' && text[j] != '(' && text[j] != ',' && text[j] != ';' && text[j] != '\t') {
 		return false
 	}
 	for k := j + 1; k < len(text) && k < j+65; k++ {
 		switch text[k] {
 		case '@':
 			return k > j+1
-		case '>', ')', ' ', '\n':
+		case '>', ')', ' ', '\n', ',', ';', '\t':
 			return false
 		}
 	}
@@ -544,10 +596,12 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 	return end
 }
 
-// lowerWordOK reports whether the lower-case word w can be part of a name after a strong cue.
+// lowerWordOK reports whether the lower-case word w can be part of a name after a strong cue:
+// a known name, or a word of two letters or more that is neither an ordinary word nor a known
+// non-name (the cue is the evidence; the model's score is not needed).
 func (d nameDetector) lowerWordOK(w string) bool {
 	f := nameFlags(w)
-	return f&gzNotName == 0 && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, nameCuedLLR) == gzProbable)
+	return f&gzNotName == 0 && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, -1e9) == gzProbable)
 }
 
 // precededByTitle reports whether a title ("dr", "mrs.") ends just before s.

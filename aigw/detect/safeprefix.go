@@ -130,6 +130,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if !isCapWord(core) {
 		return true // all capitals ("API"): neither a name nor a street starts there
 	}
+	if numberMayFollow(text, ce) {
+		return false // "Damrak 80, 1012 LP Amsterdam": an address without a street type
+	}
 	if lookupName(core)&gzNotName != 0 {
 		return true // the name rules never start a run at a non-name ("Here", "Monday")
 	}
@@ -278,6 +281,9 @@ func capRunClosed(text string, we int) bool {
 		if we >= len(text) {
 			return false
 		}
+		if c := text[we]; c == ',' || c == ';' || c == '\t' {
+			return emailDecided(text, we) // "Obinna Eze,o.eze@..." (a CSV row)
+		}
 		if text[we] != ' ' {
 			return knownAfterBlanks(text, we)
 		}
@@ -314,11 +320,48 @@ func capRunClosed(text string, we int) bool {
 	return false
 }
 
+// numberMayFollow reports whether a number follows the word ending at we after at most two more
+// capitalised words (so that layout F of the address rules may start at the word), or the text
+// ends before that is known.
+func numberMayFollow(text string, we int) bool {
+	for n := 0; n < 3; n++ {
+		j := we
+		if j < len(text) && text[j] == ',' {
+			j++
+		}
+		if j+1 >= len(text) {
+			return true
+		}
+		if text[j] != ' ' {
+			return false
+		}
+		j++
+		if isDigit(text[j]) {
+			return true
+		}
+		if !isLetterAt(text, j) {
+			return false
+		}
+		if r, _ := runeAt(text, j); !unicode.IsUpper(r) {
+			return false
+		}
+		te := wordEnd(text, j)
+		if te >= len(text) {
+			return true
+		}
+		if !isCapWord(text[j:te]) {
+			return false
+		}
+		we = te
+	}
+	return false
+}
+
 // emailDecided reports whether emailFollows can already tell, for the '<' or '(' at k, whether an
 // e-mail address follows.
 func emailDecided(text string, k int) bool {
 	for j := k + 1; j < len(text) && j < k+65; j++ {
-		if strings.IndexByte("@>) \n", text[j]) >= 0 {
+		if strings.IndexByte("@>) \n,;\t", text[j]) >= 0 {
 			return true
 		}
 	}

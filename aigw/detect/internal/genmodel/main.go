@@ -1,6 +1,7 @@
 // Command genmodel trains aigw/detect's name model (internal/namemodel) from the names of every
 // origin in internal/namemodel/data plus the detector's gazetteer of given and family names,
-// and writes it to namemodel.bin, which the detect package embeds.
+// against ordinary words and the gazetteer's non-names and places, and writes it to
+// namemodel.bin, which the detect package embeds.
 //
 // Run from aigw/detect: go run ./internal/genmodel
 package main
@@ -33,10 +34,9 @@ func Build(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	gz, err := namemodel.ReadGazetteer(dir)
+	m, err := namemodel.Build(c, dir)
 	if err != nil {
 		return nil, err
 	}
-	m := namemodel.Train(append(c.NamesExcept(), gz...), c.Words, c.Dict)
 	return m.MarshalBinary()
 }
