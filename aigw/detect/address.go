@@ -658,7 +658,10 @@ func unitID(text string, j int) int {
 var cityPrefixes = map[string]bool{
 	"Bad": true, "San": true, "Santa": true, "Saint": true, "St": true, "Sankt": true, "Den": true,
 	"La": true, "Le": true, "Les": true, "Los": true, "Las": true, "El": true, "New": true, "Port": true,
-	"Fort": true, "Mont": true, "Villa": true, "Castel": true,
+	"Fort": true, "Mont": true, "Villa": true, "Castel": true, "São": true, "Rio": true, "Santo": true,
+	"Belo": true, "Porto": true, "Ciudad": true, "Puerto": true, "Nueva": true, "Nuevo": true,
+	"Buenos": true, "Hong": true, "Kuala": true, "Tel": true, "Abu": true, "Addis": true, "Cape": true,
+	"Costa": true, "Ho": true, "Santiago": true, "Baton": true, "Salt": true, "Palm": true,
 }
 
 // postalCity returns the end of " City" after a postal code ("10115 Berlin", "60311 Frankfurt am

@@ -37,9 +37,7 @@ func TestGeneralisation(t *testing.T) {
 		origins    []string
 		minF2      float64
 	}{
-		// The held-out split misses the F2 target (0.861 measured; README.md): its
-		// guard sits just under the measured figure. Precision, card and SSN recall meet it.
-		{"held-out", "testdata/corpus_generalise.jsonl", namemodel.HeldOutOrigins, 0.85},
+		{"held-out", "testdata/corpus_generalise.jsonl", namemodel.HeldOutOrigins, 0.90},
 		{"dev", "testdata/corpus_generalise_dev.jsonl", namemodel.DevOrigins, 0.90},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,8 +95,8 @@ func checkTargets(t *testing.T, per map[string]*typeScore, total typeScore, minF
 
 // Regression guards for TestRealistic (see its comment).
 const (
-	realisticMinF2        = 0.89 // measured 0.911
-	realisticMinPrecision = 0.94 // measured 0.953
+	realisticMinF2        = 0.92 // measured 0.938
+	realisticMinPrecision = 0.94 // measured 0.955
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].

@@ -386,6 +386,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && emailFollows(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
+	case lexical && headerHas(columnHeader(text, start, end), nameHeaders):
+		score = max(score, nameStrongFloor) + nameContextBoost
+	case n <= 2 && (isF && fw&gzAmbiguous == 0 || pF && isF) && speakerLabel(text, start, end):
+		score = max(score, nameStrongFloor) + nameContextBoost
 	case precededBy(text, start, nameGreetings) && closesGreeting(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case signatureLine(text, start, end):
@@ -514,6 +518,26 @@ func orgName(text string, ws []nameWord) bool {
 	return orgNames[string(b)]
 }
 
+// speakerLabel reports whether text[s:e] names the speaker of a chat line: at the start of a
+// line (after an optional "[09:15] " time), followed by ": " ("Atieno: can you check it?").
+func speakerLabel(text string, s, e int) bool {
+	if e+1 >= len(text) || text[e] != ':' || text[e+1] != ' ' {
+		return false
+	}
+	j := s
+	if j > 0 && text[j-1] == ' ' && j >= 2 && text[j-2] == ']' {
+		j -= 2
+		for j > 0 && text[j-1] != '[' && text[j-1] != '\n' && s-j < 24 {
+			j--
+		}
+		if j == 0 || text[j-1] != '[' {
+			return false
+		}
+		j--
+	}
+	return j == 0 || text[j-1] == '\n'
+}
+
 // precededByLabel reports whether a field label and ':' end just before s: "Owner: ".
 func precededByLabel(text string, s int) bool {
 	j := s
@@ -537,7 +561,7 @@ func precededByLabel(text string, s int) bool {
 // (c.okafor@...)", "Obinna Eze,o.eze@...".
 func emailFollows(text string, e int) bool {
 	j := e
-	if j < len(text) && text[j] == ' ' {
+	if j < len(text) && (text[j] == ' ' || text[j] == '"') {
 		j++
 	}
 	if j >= len(text) || (text[j] != '<' && text[j] != '(' && text[j] != ',' && text[j] != ';' && text[j] != '\t') {
@@ -573,25 +597,38 @@ func followedBy(text string, e int, words []string) bool {
 // Each of its one to three words must be a known name or a word the model does not know as an
 // ordinary word and finds name-like enough.
 func (d nameDetector) lowerSpan(text string, s, e int) int {
-	if s == 0 || !(precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)) {
+	if s == 0 {
 		return -1
 	}
-	end := -1
-	for n, j := 0, s; n < 3; n++ {
+	strong := precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
+	if !strong && !precededBy(text, s, nameMedium) {
+		return -1
+	}
+	end, words := -1, 0
+	for n, j := 0, s; n < 4; n++ {
 		we := wordEnd(text, j)
 		w := text[j:we]
 		if w == "" || isCapWord(w) {
 			break
 		}
-		if !d.lowerWordOK(w) {
-			break
+		k := we
+		if we-j == 1 && we+1 < len(text) && text[we] == '.' && words > 0 { // initial: "a. jayasuriya"
+			k = we + 1
+		} else {
+			if !d.lowerWordOK(w) {
+				break
+			}
+			end = we
+			words++
 		}
-		end = we
-		k := space(text, we)
+		k = space(text, k)
 		if k < 0 || !isLetterAt(text, k) {
 			break
 		}
 		j = k
+	}
+	if !strong && words < 2 { // "i'm keoni quispe", not "i'm gonna"
+		return -1
 	}
 	return end
 }
@@ -633,10 +670,13 @@ func precededBy(text string, s int, phrases []string) bool {
 	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
 	}
-	if j == s {
+	if j == s && !(j > 1 && (text[j-1] == '=' || text[j-1] == '"' && text[j-2] == '=')) {
 		return false
 	}
-	if j > 0 && (text[j-1] == ':' || text[j-1] == ',') {
+	if j == s && j > 1 && text[j-1] == '"' && text[j-2] == '=' { // name="Ana Lima"
+		j--
+	}
+	if j > 0 && (text[j-1] == ':' || text[j-1] == ',' || text[j-1] == '=') {
 		j--
 		for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
 			j--

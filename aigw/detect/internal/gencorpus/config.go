@@ -107,7 +107,7 @@ func Generalise(gz Gazetteer, first, last []string, dev bool) Config {
 	}
 	return Config{
 		Name: name, Seed: seed, Samples: 1200,
-		Templates: splitTemplates(templatesC, dev), Weights: weightsC,
+		Templates: devTemplates(splitTemplates(templatesC, dev), dev), Weights: weightsC,
 		First: keep(first), Last: keep(last),
 		Intl:           splitCountries(dev),
 		PlaceNegatives: splitList(placeNegatives, dev),
@@ -155,4 +155,14 @@ func splitList(l []string, dev bool) []string {
 		}
 	}
 	return out
+}
+
+// devTemplates adds templatesDevExtra to the development split.
+func devTemplates(ts map[string][]string, dev bool) map[string][]string {
+	if dev {
+		for c, list := range templatesDevExtra {
+			ts[c] = append(ts[c], list...)
+		}
+	}
+	return ts
 }

@@ -481,3 +481,38 @@ var templatesC = map[string][]string{
 }
 
 var weightsC = map[string]int{"email": 5, "ticket": 5, "chat": 4, "csv": 3, "log": 3, "form": 5, "negative": 3}
+
+// templatesDevExtra are more development templates (added to the dev split of templates C
+// only), written after the held-out split was first scored, to tune on more realistic forms
+// without looking at the held-out split.
+var templatesDevExtra = map[string][]string{
+	"email": {
+		"Hi {first},\n\nthanks for the call. As discussed, {person} will send the documents.\n\nBest,\n{person}",
+		"Good morning {person},\nI'm writing about my late mother, {person} (DOB: {dob}).",
+	},
+	"ticket": {
+		"Customer {person} reports that the app crashes on login. Account email: {email}.",
+		"Escalated by {person} to {person}. SSN on file: {ssn_dots}.",
+	},
+	"chat": {
+		"{first}: can you check the order?\n{first}: sure, what's the name on it?\n{first}: {person}",
+		"ok so {person} said the card {card_sep} was charged twice",
+		"user: hi, i'm {person_lower}, i can't log in",
+	},
+	"csv": {
+		"id|name|born|phone\n{order_digits}|{person}|{dob}|{phone_intl}",
+		"\"{person}\",\"{email}\",\"{address_intl}\"",
+	},
+	"log": {
+		"{timestamp} audit user={email} action=update_profile name=\"{person}\"",
+		"{timestamp} ERROR payment failed for {person}: card {card_sep} declined",
+	},
+	"form": {
+		"Name: {person}\nBorn: {dob_of}\nPhone: {phone_ext}",
+		"Emergency contact: {person}, {phone_intl}",
+		"Beneficiary: {person}\nAddress: {address_intl}\nSSN {ssn_dots}",
+	},
+	"negative": {
+		"Meeting at {place_neg} with the {place_neg} team.",
+	},
+}
