@@ -121,7 +121,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	r, _ := runeAt(core, 0)
 	if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
 		// A lower-case name may follow a title, an introducing phrase or a label.
-		return !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) || precededByLabel(text, cs) || precededByTitle(text, cs))
+		return !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) || precededBy(text, cs, nameMedium) ||
+			precededByLabel(text, cs) || precededByTitle(text, cs))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
 	if isTitle(core) || streetStart(core) {
@@ -283,6 +284,9 @@ func capRunClosed(text string, we int) bool {
 		}
 		if c := text[we]; c == ',' || c == ';' || c == '\t' {
 			return emailDecided(text, we) // "Obinna Eze,o.eze@..." (a CSV row)
+		}
+		if text[we] == ':' {
+			return we+1 < len(text) // "Atieno: hi" (a chat speaker) needs the space after ':'
 		}
 		if text[we] != ' ' {
 			return knownAfterBlanks(text, we)

@@ -97,10 +97,13 @@ func TestSafePrefixProperty(t *testing.T) {
 	e := newEngine(t, Options{})
 	rng := rand.New(rand.NewPCG(3, 5))
 	var texts []string
-	for _, f := range []string{"testdata/corpus.jsonl", "testdata/corpus_holdout.jsonl"} {
+	for _, f := range []string{"testdata/corpus.jsonl", "testdata/corpus_holdout.jsonl", "testdata/corpus_generalise_dev.jsonl", "testdata/corpus_generalise.jsonl"} {
 		for _, s := range loadCorpus(t, f) {
 			texts = append(texts, s.Text)
 		}
+	}
+	for _, s := range loadAnnotated(t, "testdata/realistic_holdout.txt") {
+		texts = append(texts, s.Text)
 	}
 	texts = append(texts, fuzzSeeds...)
 	checked := 0
