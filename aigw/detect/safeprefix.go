@@ -330,7 +330,8 @@ func capRunClosed(text string, we int) bool {
 func numberMayFollow(text string, we int) bool {
 	for n := 0; n < 3; n++ {
 		j := we
-		if j < len(text) && text[j] == ',' {
+		comma := j < len(text) && text[j] == ','
+		if comma {
 			j++
 		}
 		if j+1 >= len(text) {
@@ -342,6 +343,9 @@ func numberMayFollow(text string, we int) bool {
 		j++
 		if isDigit(text[j]) {
 			return true
+		}
+		if comma {
+			return false // only the house number may follow a comma: "Rua Augusta, 274"
 		}
 		if !isLetterAt(text, j) {
 			return false
