@@ -597,7 +597,7 @@ func followedBy(text string, e int, words []string) bool {
 // Each of its one to three words must be a known name or a word the model does not know as an
 // ordinary word and finds name-like enough.
 func (d nameDetector) lowerSpan(text string, s, e int) int {
-	if s == 0 {
+	if s == 0 || !d.lowerWordOK(text[s:e]) { // most lower-case words are ordinary: cheapest test first
 		return -1
 	}
 	strong := precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
