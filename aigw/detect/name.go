@@ -388,7 +388,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && headerHas(columnHeader(text, start, end), nameHeaders):
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case n <= 2 && (isF && fw&gzAmbiguous == 0 || pF && isF) && speakerLabel(text, start, end):
+	case n <= 2 && (isF && fw&gzAmbiguous == 0 || pF) && speakerLabel(text, start, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case precededBy(text, start, nameGreetings) && closesGreeting(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
@@ -519,9 +519,11 @@ func orgName(text string, ws []nameWord) bool {
 }
 
 // speakerLabel reports whether text[s:e] names the speaker of a chat line: at the start of a
-// line (after an optional "[09:15] " time), followed by ": " ("Atieno: can you check it?").
+// line (after an optional "[09:15] " time), followed by ": " and a message that starts with a
+// lower-case letter ("Atieno: can you check it?"), unlike a field label and its value
+// ("Telefon: 030 1234567").
 func speakerLabel(text string, s, e int) bool {
-	if e+1 >= len(text) || text[e] != ':' || text[e+1] != ' ' {
+	if e+2 >= len(text) || text[e] != ':' || text[e+1] != ' ' || !isLower(text[e+2]) {
 		return false
 	}
 	j := s

@@ -286,7 +286,7 @@ func capRunClosed(text string, we int) bool {
 			return emailDecided(text, we) // "Obinna Eze,o.eze@..." (a CSV row)
 		}
 		if text[we] == ':' {
-			return we+1 < len(text) // "Atieno: hi" (a chat speaker) needs the space after ':'
+			return we+2 < len(text) // "Atieno: hi" (a chat speaker) needs ": " and a letter
 		}
 		if text[we] != ' ' {
 			return knownAfterBlanks(text, we)
