@@ -2,6 +2,7 @@ package detect
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
 )
@@ -599,7 +600,7 @@ func followedBy(text string, e int, words []string) bool {
 // Each of its one to three words must be a known name or a word the model does not know as an
 // ordinary word and finds name-like enough.
 func (d nameDetector) lowerSpan(text string, s, e int) int {
-	if s == 0 || !d.lowerWordOK(text[s:e]) { // most lower-case words are ordinary: cheapest test first
+	if s == 0 || !lowerCueBefore(text, s) || !d.lowerWordOK(text[s:e]) {
 		return -1
 	}
 	strong := precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
@@ -633,6 +634,56 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		return -1
 	}
 	return end
+}
+
+// lowerCueWords holds the last word of every phrase, label and title that may precede a
+// lower-case name: a cheap filter before the phrase lists are matched.
+var lowerCueWords = map[string]bool{}
+
+func init() {
+	add := func(p string) {
+		if w := prevWordBefore(p+" ", len(p)+1); w != "" {
+			lowerCueWords[w] = true
+		}
+	}
+	for _, l := range [][]string{nameStrong, nameMedium, nameLabels} {
+		for _, p := range l {
+			add(p)
+		}
+	}
+	for t := range nameTitles {
+		add(t)
+	}
+}
+
+// prevWordBefore returns the word that ends before s, skipping what precededBy, precededByLabel
+// and precededByTitle skip (blanks, one ':', ',', '=', '="' or '.'), or "".
+func prevWordBefore(text string, s int) string {
+	j := s
+	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+		j--
+	}
+	if j > 1 && text[j-1] == '"' && text[j-2] == '=' {
+		j--
+	}
+	if j > 0 && strings.IndexByte(":,=.", text[j-1]) >= 0 {
+		j--
+		for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+			j--
+		}
+	}
+	k := j
+	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] == '\'' || text[k-1] >= utf8.RuneSelf) {
+		k--
+	}
+	return text[k:j]
+}
+
+// lowerCueBefore reports whether the word before s may end a cue for a lower-case name.
+func lowerCueBefore(text string, s int) bool {
+	var buf [32]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], prevWordBefore(text, s))
+	return ok && len(lw) > 0 && lowerCueWords[string(lw)]
 }
 
 // lowerWordOK reports whether the lower-case word w can be part of a name after a strong cue:
