@@ -644,6 +644,8 @@ func init() {
 	add := func(p string) {
 		if w := prevWordBefore(p+" ", len(p)+1); w != "" {
 			lowerCueWords[w] = true
+			h := cueHash([]byte(w))
+			lowerCueBloom[h/64] |= 1 << (h % 64)
 		}
 	}
 	for _, l := range [][]string{nameStrong, nameMedium, nameLabels} {
@@ -683,7 +685,23 @@ func prevWordBefore(text string, s int) string {
 func lowerCueBefore(text string, s int) bool {
 	var buf [32]byte
 	lw, ok := lowerInto(buf[:0:len(buf)], prevWordBefore(text, s))
-	return ok && len(lw) > 0 && lowerCueWords[string(lw)]
+	if !ok || len(lw) == 0 {
+		return false
+	}
+	h := cueHash(lw)
+	return lowerCueBloom[h/64]&(1<<(h%64)) != 0 && lowerCueWords[string(lw)]
+}
+
+// lowerCueBloom is a one-hash Bloom filter over lowerCueWords: most words are rejected
+// without a map lookup.
+var lowerCueBloom [64]uint64
+
+func cueHash(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h % 4096
 }
 
 // lowerWordOK reports whether the lower-case word w can be part of a name after a strong cue:
