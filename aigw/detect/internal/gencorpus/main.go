@@ -1,7 +1,11 @@
-// Command gencorpus writes the labelled corpora that aigw/detect's TestQuality scores the
-// detectors against: testdata/corpus.jsonl (the main set, templates A, gazetteer names) and
-// testdata/corpus_holdout.jsonl (a different seed, different templates, street and city names,
-// and person names that are not in the gazetteer).
+// Command gencorpus writes the labelled corpora that aigw/detect's TestQuality and
+// TestGeneralisation score the detectors against: testdata/corpus.jsonl (the main set,
+// templates A, gazetteer names), testdata/corpus_holdout.jsonl (a different seed, different
+// templates, street and city names, and person names that are not in the gazetteer), and the
+// generalisation splits by kind, testdata/corpus_generalise_dev.jsonl (tuning may read it) and
+// testdata/corpus_generalise.jsonl (only scored): each has its own half of templates C, its own
+// name origins (namemodel.DevOrigins, namemodel.HeldOutOrigins), address countries and
+// place/product negatives.
 //
 // Every sample is built from templates whose placeholders are filled with generated values
 // whose spans are recorded as they are written, so the labels are exact by construction.
