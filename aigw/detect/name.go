@@ -46,8 +46,8 @@ const (
 	nameMaxScore       = 0.9
 	nameMaxWords       = 4
 
-	// The name model's mean n-gram log-likelihood ratio above which a word it does not know
-	// as an ordinary word is a probable name; after a strong cue a lower bar is enough.
+	// The name model's log-odds above which a word it does not know as an ordinary word is a
+	// probable name (the classes are weighted equally in training, so 0 is the even point).
 	nameProbableLLR = 0.0
 
 	nameFirstProbableScore = 0.75 // known given name + probable name
@@ -101,7 +101,7 @@ var placeCues = map[string]bool{
 	"council": true, "ministry": true, "department": true, "agency": true, "bureau": true,
 	"embassy": true, "consulate": true, "prison": true, "base": true, "farm": true, "farms": true,
 	"ranch": true, "estate": true, "resort": true, "spa": true, "garage": true, "tunnel": true,
-	"highway": true, "freeway": true, "national": true, "international": true, "county's": true,
+	"highway": true, "freeway": true, "national": true, "international": true,
 	"edition": true, "model": true, "series": true, "pro": true, "plus": true, "max": true,
 	"mini": true, "ultra": true, "cloud": true, "engine": true, "studio": true, "suite": true,
 	"rollout": true, "migration": true, "pilot": true, "shipment": true, "account": true,
