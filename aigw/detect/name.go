@@ -2,6 +2,7 @@ package detect
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
@@ -189,7 +190,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			continue
 		}
 		if !isCapWord(text[s:e]) {
-			if isLower(text[s]) || text[s] >= 0x80 {
+			if isLower(text[s]) || text[s] >= 0x80 || allCaps(text[s:e]) {
 				if end := d.lowerSpan(text, s, e); end > 0 {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end
@@ -607,11 +608,12 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 	if !strong && !precededBy(text, s, nameMedium) {
 		return -1
 	}
+	caps := allCaps(text[s:e]) // "NAME: ANAHERA VIRTANEN", as forms write it
 	end, words := -1, 0
 	for n, j := 0, s; n < 4; n++ {
 		we := wordEnd(text, j)
 		w := text[j:we]
-		if w == "" || isCapWord(w) {
+		if w == "" || isCapWord(w) && !(caps && we-j == 1) || caps != allCaps(w) && !(caps && we-j == 1) {
 			break
 		}
 		k := we
@@ -630,10 +632,25 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		}
 		j = k
 	}
-	if !strong && words < 2 { // "i'm keoni quispe", not "i'm gonna"
+	if (!strong || caps) && words < 2 { // "i'm keoni quispe", not "i'm gonna"; "TBD"
 		return -1
 	}
 	return end
+}
+
+// allCaps reports whether w has two or more letters, all upper case.
+func allCaps(w string) bool {
+	if len(w) < 2 {
+		return false
+	}
+	for i := 0; i < len(w); {
+		r, n := runeAt(w, i)
+		if !unicode.IsUpper(r) && r != '\'' && r != '-' && r != '’' {
+			return false
+		}
+		i += n
+	}
+	return true
 }
 
 // lowerCueWords holds the last word of every phrase, label and title that may precede a

@@ -129,7 +129,10 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		return false
 	}
 	if !isCapWord(core) {
-		return true // all capitals ("API"): neither a name nor a street starts there
+		// All capitals ("API"): no street starts there, and a name only after a cue
+		// ("NAME: ANAHERA VIRTANEN").
+		return !allCaps(core) || !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) ||
+			precededBy(text, cs, nameMedium) || precededByLabel(text, cs) || precededByTitle(text, cs))
 	}
 	if numberMayFollow(text, ce) {
 		return false // "Damrak 80, 1012 LP Amsterdam": an address without a street type
