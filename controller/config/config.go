@@ -118,7 +118,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MQTTUsername, "mqtt-username", c.MQTTUsername, "the controller's username on the external broker")
 	fs.StringVar(&c.MQTTPassword, "mqtt-password", c.MQTTPassword, "the controller's password on the external broker (prefer EDGEWAN_MQTT_PASSWORD)")
 	fs.StringVar(&c.MQTTCA, "mqtt-ca", c.MQTTCA, "CA bundle (PEM) for the external broker's certificate")
-	fs.StringVar(&c.MQTTPublicURL, "mqtt-public-url", c.MQTTPublicURL, "broker URL given to agents when they claim (default: from --mqtt-url or --mqtt-listen)")
+	fs.StringVar(&c.MQTTPublicURL, "mqtt-public-url", c.MQTTPublicURL, "broker URL given to agents when they claim (default: from --mqtt-url or --mqtt-listen); several broker nodes: a comma-separated list, agents fail over between them")
 	fs.StringVar(&c.MosquittoDir, "mosquitto-dir", c.MosquittoDir, "with --mqtt-url: write the Mosquitto password and ACL files for the agents here")
 	fs.DurationVar(&c.OfflineAfter, "offline-after", c.OfflineAfter, "mark a site offline after this long without a report")
 	fs.DurationVar(&c.SteeringHoldDown, "steering-hold-down", c.SteeringHoldDown, "least time from a breach or outage to recovery, and between a class's switches")

@@ -90,10 +90,13 @@ type Live interface {
 
 // MQTTAccess is how a claimed agent reaches the broker.
 type MQTTAccess struct {
-	URL      string `json:"url"`
-	Username string `json:"username"`
-	Password string `json:"password"`
-	CAPEM    string `json:"ca_pem,omitempty"` // the controller's CA, when it made its own
+	URL string `json:"url"`
+	// URLs lists every broker node when there are several (scaled-out mode): URL first, then
+	// the others; the agent fails over between them. Absent with one broker.
+	URLs     []string `json:"urls,omitempty"`
+	Username string   `json:"username"`
+	Password string   `json:"password"`
+	CAPEM    string   `json:"ca_pem,omitempty"` // the controller's CA, when it made its own
 }
 
 // Options configure the service.
@@ -453,8 +456,19 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	if err != nil {
 		return nil, err
 	}
-	return &ClaimResult{Site: site, Device: dev.ID,
-		MQTT: MQTTAccess{URL: s.brokerURL(), Username: dev.ID, Password: password, CAPEM: s.o.CAPEM}}, nil
+	access := MQTTAccess{Username: dev.ID, Password: password, CAPEM: s.o.CAPEM}
+	for _, u := range strings.Split(s.brokerURL(), ",") { // several nodes: --mqtt-public-url a,b,c
+		if u = strings.TrimSpace(u); u != "" {
+			access.URLs = append(access.URLs, u)
+		}
+	}
+	if len(access.URLs) > 0 {
+		access.URL = access.URLs[0]
+	}
+	if len(access.URLs) < 2 {
+		access.URLs = nil
+	}
+	return &ClaimResult{Site: site, Device: dev.ID, MQTT: access}, nil
 }
 
 // CreatePolicyRequest is the body of POST /policies.
