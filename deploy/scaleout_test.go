@@ -20,7 +20,6 @@ import (
 var plannedFlags = []string{
 	"EDGEWAN_CLUSTER_ID", "EDGEWAN_CLUSTER_PARTITIONS", "EDGEWAN_CLUSTER_LEASE_TTL",
 	"EDGEWAN_NATS_URLS", "EDGEWAN_NATS_MQTT_URLS", "EDGEWAN_NATS_USER", "EDGEWAN_NATS_PASSWORD",
-	"EDGEWAN_AGENT_BROKER_URLS",
 }
 
 // TestComposeScaleOut loads the scaled-out stack with the compose-spec loader (there is no
