@@ -18,8 +18,10 @@ type monitor struct {
 	name     string
 	pc       probe.Config
 	w        *window.Window
-	suspects int  // consecutive probes past their suspect deadline
-	down     bool // hard down: DownAfter suspects in a row, until the next answer
+	pace     *probe.Pace // fast while the transport is suspect
+	suspect  time.Time   // when a probe was last past its suspect deadline
+	suspects int         // consecutive probes past their suspect deadline
+	down     bool        // hard down: DownAfter suspects in a row, until the next answer
 	stopped  bool
 	cancel   context.CancelFunc
 	sent     prometheus.Counter // this transport's, looked up once
@@ -29,7 +31,7 @@ type monitor struct {
 // startMonitor starts probing; prev (stopped, may be nil) hands over its window so that jitter
 // and the down state carry across a probe reconfiguration.
 func startMonitor(e *Engine, name string, pc probe.Config, prev *monitor) *monitor {
-	m := &monitor{e: e, name: name, pc: pc, sent: e.m.probesSent.WithLabelValues(name), lost: e.m.probesLost.WithLabelValues(name)}
+	m := &monitor{e: e, name: name, pc: pc, pace: probe.NewPace(), sent: e.m.probesSent.WithLabelValues(name), lost: e.m.probesLost.WithLabelValues(name)}
 	if prev != nil {
 		m.w, m.suspects, m.down = prev.w, prev.suspects, prev.down
 	} else {
@@ -55,7 +57,7 @@ func (m *monitor) begin() {
 func (m *monitor) run(ctx context.Context) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		err := probe.Run(ctx, m.pc, m.handle)
+		err := probe.RunPaced(ctx, m.pc, m.pace, m.handle)
 		if ctx.Err() != nil {
 			return
 		}
@@ -84,6 +86,10 @@ func (m *monitor) handle(r probe.Result) {
 	}
 	switch {
 	case r.Suspect:
+		// Evidence of a fault: probe faster at once (a blackhole is declared down sooner, and a
+		// loss counts sooner); the window's verdict (pace) decides how long.
+		m.pace.SetFast(true)
+		m.suspect = time.Now()
 		m.suspects++
 		if !m.down && m.suspects >= e.cfg.DownAfter {
 			m.down = true
@@ -104,6 +110,12 @@ func (m *monitor) handle(r probe.Result) {
 			e.onUpLocked(m.name)
 		}
 	}
+}
+
+// pace keeps fast probing while the local steering finds the transport suspect, or a probe was
+// suspect within the last window (its loss may not be counted yet) (engine mu held).
+func (m *monitor) setPace(suspect bool, now time.Time, window time.Duration) {
+	m.pace.SetFast(suspect || now.Sub(m.suspect) < window)
 }
 
 // flush ends the window (engine mu held).

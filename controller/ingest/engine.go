@@ -420,14 +420,14 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 	e.roll.AddReport(now, r)
 	for i := range r.Transport {
 		tw := &r.Transport[i]
-		m := steering.Metrics{LatencyMs: tw.LatencyMs, LossPct: tw.LossPct(), JitterMs: tw.JitterMs, Down: tw.Down}
+		m := steering.WindowMetrics(tw)
 		if !st.steer.Observe(now, tw.Name, m) {
 			e.m.rejected.WithLabelValues("unknown_transport").Inc()
 			continue
 		}
 		for _, t := range st.transports {
 			if t.name == tw.Name {
-				t.latencyMs, t.lossPct, t.jitterMs, t.at, t.dirty = m.LatencyMs, m.LossPct, m.JitterMs, now, true
+				t.latencyMs, t.lossPct, t.jitterMs, t.at, t.dirty = m.LatencyMs, m.LossPct, tw.JitterMs, now, true
 			}
 		}
 	}
