@@ -1,8 +1,12 @@
 package steering
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,4 +206,72 @@ func TestDetectorDecides(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDetectorTable computes README.md's table: for the voice SLA, per metric and per multiple
+// of its bound, the switches per hour (at or under the bound, over seeds x 1 h) or the time to
+// decide (median and 90th percentile over seeds, from the impairment's start to voice's move)
+// and the share of seeds not decided within 60 s. EDGEWAN_DETECTOR_TABLE=N runs N seeds (the
+// README's figures: 200) and prints the table; the suite runs 20 and checks that a larger miss
+// is decided no later.
+func TestDetectorTable(t *testing.T) {
+	seeds := 20
+	if n, err := strconv.Atoi(os.Getenv("EDGEWAN_DETECTOR_TABLE")); err == nil && n > 0 {
+		seeds = n
+	}
+	type row struct {
+		metric string
+		k      float64 // multiple of the bound
+		c      channel
+	}
+	var rows []row
+	for _, k := range []float64{0.3, 0.5, 1, 1.5, 2, 3, 5, 10, 20} {
+		rows = append(rows, row{"loss", k, bernoulli(k*voiceSLA.MaxLossPct, 20, nil)})
+	}
+	for _, k := range []float64{0.5, 0.8, 1, 1.25, 1.5, 2, 3} {
+		j := 1.5 * k * voiceSLA.MaxJitterMs // uniform +-j: mean |dRTT| 2j/3
+		rows = append(rows, row{"jitter", k, uniformRTT(20+j, j)})
+	}
+	for _, k := range []float64{0.8, 1, 1.1, 1.25, 1.5, 2, 3} {
+		rows = append(rows, row{"latency", k, normalRTT(k*voiceSLA.MaxLatencyMs, 5)})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| metric | x bound | switches per hour | decided: median | p90 | not within 60 s |\n|---|---|---|---|---|---|\n")
+	prev := map[string]time.Duration{}
+	for _, r := range rows {
+		if r.k <= 1 {
+			total := 0
+			for seed := range uint64(seeds) {
+				_, n := labAgent.run(seed+1, DefaultOptions(), voiceSLA, r.c, 0, time.Hour)
+				total += n
+			}
+			fmt.Fprintf(&b, "| %s | %.2g | %.3g (%d in %d h) | | | |\n", r.metric, r.k, float64(total)/float64(seeds), total, seeds)
+			continue
+		}
+		var ds []time.Duration
+		missed := 0
+		for seed := range uint64(seeds) {
+			first, _ := labAgent.run(seed+1, DefaultOptions(), voiceSLA, r.c, warmFor(seed+1), 60*time.Second)
+			if first < 0 {
+				missed++
+				first = time.Hour
+			}
+			ds = append(ds, first)
+		}
+		slices.Sort(ds)
+		med, p90 := ds[len(ds)/2], ds[len(ds)*9/10]
+		fmt.Fprintf(&b, "| %s | %.2g | | %s | %s | %.0f %% |\n", r.metric, r.k, fmtDecide(med), fmtDecide(p90), 100*float64(missed)/float64(seeds))
+		if p, ok := prev[r.metric]; ok && med > p+time.Second {
+			t.Errorf("%s at %.2gx the bound decided in %v, later than %v for a smaller miss", r.metric, r.k, med, p)
+		}
+		prev[r.metric] = med
+	}
+	t.Logf("%d seeds, A = %.2f nats:\n%s", seeds, DefaultDetector().Threshold(), b.String())
+}
+
+func fmtDecide(d time.Duration) string {
+	if d >= time.Hour {
+		return "> 60 s"
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
 }

@@ -64,7 +64,7 @@ const fastExtra = math.Ln10
 // jitterFloor bounds the standard deviation used for jitter samples from below, as a fraction
 // of the bound: |ΔRTT| spreads about as widely as its mean, and a window of four samples can
 // show a deceptively small spread.
-const jitterFloor = 0.5
+const jitterFloor = 0.75
 
 // judge adds window m's evidence against th. breach: a test reached its threshold; good: every
 // checked test's evidence in this window favours th being met. A window adds at most A/2 to a
@@ -104,7 +104,9 @@ func (d *Detector) judge(e *evidence, th Thresholds, m Metrics) (breach, good bo
 			jn = 1 // an agent without per-window samples: its smoothed estimate counts as one
 		}
 		if jn > 0 {
-			add(testJitter, gaussLLR(jn, m.JitterMs, m.JitterSDMs, T, d.Margin, jitterFloor), A)
+			// consecutive differences share an RTT: their mean varies about 1.5 times as much as
+			// that of independent samples, so they count for two thirds
+			add(testJitter, gaussLLR(jn, m.JitterMs, m.JitterSDMs, T, d.Margin, jitterFloor)*2/3, A)
 		}
 	}
 	return breach, good
