@@ -161,7 +161,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&v.Probe.Timeout, "probe-timeout", 0, "a probe unanswered this long is lost (default 1s)")
 	fs.IntVar(&v.DownAfter, "down-after", 0, "consecutive unanswered probes that make a transport down (default 3)")
 	fs.DurationVar(&v.Steering.HoldDown, "steering-hold-down", 0, "local failover hold-down (default 30s; keep equal to the controller's)")
-	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally (default 3)")
+	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally, for windows without probe counts (default 3; with counts the SLA detector decides)")
 	fs.IntVar(&v.Steering.RecoverAfter, "steering-recover-after", 0, "good windows before a transport is used again (default 10)")
 	fs.Var(&f.trans, "transport", "a transport: name=N,if=IFACE,gw=GATEWAY[,gw6=IPV6_GATEWAY],targets=IP+IP[,src=ADDR][,method=icmp|tcp|http] (repeatable; replaces the file's)")
 	return f
