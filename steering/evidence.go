@@ -66,11 +66,36 @@ const fastExtra = math.Ln10
 // show a deceptively small spread.
 const jitterFloor = 0.75
 
-// judge adds window m's evidence against th. breach: a test reached its threshold; good: every
+// lossWeights are the loss tests' log-likelihood ratios of one lost and one answered probe for
+// one loss bound, computed once per policy (the logarithms were most of judge's cost).
+type lossWeights struct {
+	a            float64    // the Detector's Threshold
+	on           bool       // the bound is checked
+	lost, answer [2]float64 // per loss test
+}
+
+func (d Detector) weights(th Thresholds) lossWeights {
+	if !d.on() {
+		return lossWeights{}
+	}
+	p := th.MaxLossPct / 100
+	w := lossWeights{a: d.Threshold(), on: p > 0 && p < 1}
+	if !w.on {
+		return w
+	}
+	p0 := p / d.LossRatio
+	for i, r := range [...]float64{d.LossRatio, d.FastLossRatio} {
+		p1 := min(p*r, (1+p)/2)
+		w.lost[i], w.answer[i] = math.Log(p1/p0), math.Log((1-p1)/(1-p0))
+	}
+	return w
+}
+
+// judge adds window m's evidence against th (lw: weights(th)). breach: a test reached its threshold; good: every
 // checked test's evidence in this window favours th being met. A window adds at most A/2 to a
 // test, so one window never decides alone (a stalled machine can delay a whole window).
-func (d *Detector) judge(e *evidence, th Thresholds, m Metrics) (breach, good bool) {
-	A := d.Threshold()
+func (d *Detector) judge(e *evidence, th Thresholds, lw *lossWeights, m Metrics) (breach, good bool) {
+	A := lw.a
 	good = true
 	add := func(i int, llr, thr float64) {
 		if math.IsNaN(llr) {
@@ -84,16 +109,9 @@ func (d *Detector) judge(e *evidence, th Thresholds, m Metrics) (breach, good bo
 		breach = breach || e[i] >= thr
 	}
 	n, lost := max(m.Probes, 0), min(max(m.Lost, 0), max(m.Probes, 0))
-	if p := th.MaxLossPct / 100; p > 0 && p < 1 && n > 0 {
-		p0 := p / d.LossRatio
-		for i, r := range [...]float64{d.LossRatio, d.FastLossRatio} {
-			p1 := min(p*r, (1+p)/2)
-			thr := A
-			if i == 1 {
-				thr += fastExtra
-			}
-			add(testLoss+i, float64(lost)*math.Log(p1/p0)+float64(n-lost)*math.Log((1-p1)/(1-p0)), thr)
-		}
+	if lw.on && n > 0 {
+		add(testLoss, float64(lost)*lw.lost[0]+float64(n-lost)*lw.answer[0], A)
+		add(testLossFast, float64(lost)*lw.lost[1]+float64(n-lost)*lw.answer[1], A+fastExtra)
 	}
 	if T := th.MaxLatencyMs; T > 0 && n-lost > 0 {
 		add(testLatency, gaussLLR(n-lost, m.LatencyMs, m.LatencySDMs, T, d.Margin, d.Margin), A)

@@ -44,6 +44,7 @@ const maxTransports = math.MaxUint8
 // class. It is not safe for concurrent use; Observe and Evaluate do not allocate.
 type Site struct {
 	opts       Options
+	degW       lossWeights // the Detector's, for opts.Degraded
 	transports []transport
 	classes    []class
 	cells      []cell  // per (class, transport): cells[c*len(transports)+t]
@@ -85,7 +86,8 @@ type cell struct {
 type class struct {
 	name       string
 	sla        Thresholds
-	switchedNs int64 // UnixNano of the last switch, if switched
+	lossW      lossWeights // the Detector's, for sla
+	switchedNs int64       // UnixNano of the last switch, if switched
 	path       uint8
 	switched   bool
 	breached   bool // the SLA status last reported by Evaluate
@@ -98,7 +100,7 @@ func NewSite(transports []string, classes []Class, opts Options) (*Site, error) 
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("steering.NewSite: %w", err)
 	}
-	s := &Site{opts: opts}
+	s := &Site{opts: opts, degW: opts.Detector.weights(opts.Degraded)}
 	if err := s.build(transports, classes); err != nil {
 		return nil, fmt.Errorf("steering.NewSite: %w", err)
 	}
@@ -137,7 +139,7 @@ func (s *Site) build(transports []string, classes []Class) error {
 		if !c.SLA.valid() {
 			return fmt.Errorf("class %q: SLA %+v: want finite values >= 0", c.Name, c.SLA)
 		}
-		s.classes[ci] = class{name: c.Name, sla: c.SLA}
+		s.classes[ci] = class{name: c.Name, sla: c.SLA, lossW: s.opts.Detector.weights(c.SLA)}
 		order := s.order[ci*T : ci*T : (ci+1)*T]
 		var listed [maxTransports + 1]bool
 		for _, name := range c.Preferred {
@@ -167,7 +169,7 @@ func (s *Site) build(transports []string, classes []Class) error {
 // ReasonRemoved; a class whose SLA or order changed may switch at the next Evaluate without
 // waiting for HoldDown. On error the site is unchanged.
 func (s *Site) Reconfigure(now time.Time, transports []string, classes []Class, out []Decision) ([]Decision, error) {
-	n := &Site{opts: s.opts}
+	n := &Site{opts: s.opts, degW: s.degW}
 	if err := n.build(transports, classes); err != nil {
 		return out, fmt.Errorf("steering.Reconfigure: %w", err)
 	}
@@ -255,14 +257,15 @@ func (s *Site) Observe(now time.Time, transport string, m Metrics) bool {
 				t.down, t.upRun = false, 0
 			}
 		}
-		s.judge(&t.degraded, &t.degBad, &t.degGood, &t.degNs, &t.degEv, o.Degraded, m, ns)
+		s.judge(&t.degraded, &t.degBad, &t.degGood, &t.degNs, &t.degEv, o.Degraded, &s.degW, m, ns)
 	}
 	T := len(s.transports)
 	for ci := range s.classes {
 		c := &s.cells[ci*T+ti]
 		wasUsable := !wasDown && !c.breached
 		if !m.Down { // Down has its own hysteresis above; it does not also count as a bad window
-			s.judge(&c.breached, &c.bad, &c.good, &c.sinceNs, &c.ev, s.classes[ci].sla, m, ns)
+			cl := &s.classes[ci]
+			s.judge(&c.breached, &c.bad, &c.good, &c.sinceNs, &c.ev, cl.sla, &cl.lossW, m, ns)
 		}
 		if wasUsable && (t.down || c.breached) {
 			s.charge(c, ns)
@@ -274,13 +277,13 @@ func (s *Site) Observe(now time.Time, transport string, m Metrics) bool {
 // judge applies window m to one state against th: with the Detector on and sample counts in m,
 // a breach is decided by the evidence, and a window counts as good (towards RecoverAfter) when
 // all its evidence favours th; otherwise by the window rule (step). Recovery resets the evidence.
-func (s *Site) judge(state *bool, bad, good *uint16, since *int64, ev *evidence, th Thresholds, m Metrics, ns int64) {
+func (s *Site) judge(state *bool, bad, good *uint16, since *int64, ev *evidence, th Thresholds, lw *lossWeights, m Metrics, ns int64) {
 	o := &s.opts
-	if !o.Detector.on() || m.Probes <= 0 {
+	if lw.a == 0 || m.Probes <= 0 { // the Detector is off (a is its threshold, > 0 when on)
 		step(state, bad, good, since, !th.Meets(m), ns, o)
 		return
 	}
-	breach, ok := o.Detector.judge(ev, th, m)
+	breach, ok := o.Detector.judge(ev, th, lw, m)
 	switch {
 	case breach && !*state:
 		*state, *since, *good = true, ns, 0
