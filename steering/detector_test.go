@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgewan/edgewan/telemetry"
 	twindow "github.com/edgewan/edgewan/telemetry/window"
 )
 
@@ -274,4 +275,76 @@ func fmtDecide(d time.Duration) string {
 		return "> 60 s"
 	}
 	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// TestDetectorRecoveryWaits: with the Detector, a breach still recovers only after RecoverAfter
+// good windows and HoldDown since the breach, and the return waits for HoldDown since the switch.
+func TestDetectorRecoveryWaits(t *testing.T) {
+	o := DefaultOptions()
+	s, err := NewSite([]string{"mpls", "inet"}, []Class{{Name: "voice", SLA: voiceSLA, Preferred: []string{"mpls", "inet"}}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := Metrics{LatencyMs: 20, Probes: 5, LatencySDMs: 1, JitterN: 4, JitterMs: 1, JitterSDMs: 0.5}
+	lossy := Metrics{LatencyMs: 20, LossPct: 20, Probes: 20, Lost: 4, LatencySDMs: 1, JitterN: 12, JitterMs: 1, JitterSDMs: 0.5}
+	var out []Decision
+	var breachAt, backAt int
+	for i := 1; i <= 120 && backAt == 0; i++ {
+		m := good
+		if breachAt == 0 {
+			m = lossy
+		}
+		s.Observe(at(i), "mpls", m)
+		s.Observe(at(i), "inet", good)
+		for _, d := range s.Evaluate(at(i), out[:0]) {
+			if d.Kind != PathSwitched {
+				continue
+			}
+			if d.To == "inet" {
+				breachAt = i
+			} else {
+				backAt = i
+			}
+		}
+	}
+	if breachAt == 0 || breachAt > 3 {
+		t.Fatalf("20 %% loss on 20 probes a window: switched after %d windows", breachAt)
+	}
+	if want := breachAt + int(o.HoldDown/time.Second); backAt != want {
+		t.Fatalf("breach at %d s, back at %d s; want %d (hold-down %v, %d good windows)", breachAt, backAt, want, o.HoldDown, o.RecoverAfter)
+	}
+}
+
+// TestDetectorOldAgent: a report without the per-window jitter samples (an agent from before
+// them) still breaches on its RFC 3550 jitter, counted as one sample per window, later than the
+// samples decide.
+func TestDetectorOldAgent(t *testing.T) {
+	old := telemetry.TransportWindow{Name: "mpls", Sent: 5, LatencyMs: 60, StdDevMs: 20, JitterMs: 60}
+	cur := old
+	cur.JitterN, cur.JitterMeanMs, cur.JitterSDMs = 4, 60, 30
+	windows := func(tw telemetry.TransportWindow) int {
+		s, err := NewSite([]string{"mpls", "inet"}, []Class{{Name: "voice", SLA: voiceSLA, Preferred: []string{"mpls", "inet"}}}, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := WindowMetrics(&tw)
+		for i := 1; i <= 60; i++ {
+			s.Observe(at(i), "mpls", m)
+			s.Observe(at(i), "inet", Metrics{LatencyMs: 20, Probes: 5, JitterN: 4, JitterMs: 1})
+			for _, d := range s.Evaluate(at(i), nil) {
+				if d.Kind == PathSwitched {
+					return i
+				}
+			}
+		}
+		return -1
+	}
+	if m := WindowMetrics(&old); m.JitterN != 0 || m.JitterMs != 60 || m.Probes != 5 {
+		t.Fatalf("old window as %+v", m)
+	}
+	o, c := windows(old), windows(cur)
+	if o < 0 || c < 0 || c > o {
+		t.Fatalf("60 ms jitter decided after %d windows from an old agent, %d from a current one", o, c)
+	}
+	t.Logf("decided after %d windows (old agent), %d (current)", o, c)
 }
