@@ -91,9 +91,11 @@ func (d Detector) weights(th Thresholds) lossWeights {
 	return w
 }
 
-// judge adds window m's evidence against th (lw: weights(th)). breach: a test reached its threshold; good: every
-// checked test's evidence in this window favours th being met. A window adds at most A/2 to a
-// test, so one window never decides alone (a stalled machine can delay a whole window).
+// judge adds window m's evidence against th (lw: weights(th)). breach: a test reached its
+// threshold; good: every checked test's evidence in this window favours th being met. A window
+// adds at most A/2 to the latency and jitter tests, so one window never decides them alone (a
+// stalled machine can delay a whole window); a loss is a probe unanswered for three RTOs, which
+// a stall does not make. A NaN figure counts as A/2 against th, as it never meets a bound.
 func (d *Detector) judge(e *evidence, th Thresholds, lw *lossWeights, m Metrics) (breach, good bool) {
 	A := lw.a
 	good = true
