@@ -216,9 +216,8 @@ func (s *schedule) wait(ctx context.Context, sent time.Time, errc <-chan error) 
 			}
 			s.fast = true
 			s.budget -= s.c.FastInterval
-			if !s.timer.Stop() {
-				<-s.timer.C
-			}
+			// Go >= 1.23 timers: Reset never delivers a stale expiry, no draining needed (a
+			// drain after an expired Stop would block)
 			s.timer.Reset(max(0, time.Until(sent.Add(s.c.FastInterval))))
 		}
 	}
