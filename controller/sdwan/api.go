@@ -1,12 +1,15 @@
 package sdwan
 
 import (
+	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/auth"
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/page"
@@ -33,7 +36,12 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec) {
 	g.POST("/policies", w, h.createPolicy)
 	g.GET("/policies/:id", r, h.getPolicy)
 	g.POST("/policies/:id/versions", w, h.addVersion)
+	g.PATCH("/policies/:id", w, h.updatePolicy)
 	g.POST("/policies/:id/publish", w, h.publish)
+	// Simulating changes nothing in the network: a reader may ask what a draft would do.
+	g.POST("/policies/:id/versions/:v/simulate", r, h.simulate)
+	g.GET("/policies/:id/versions/:v/simulation", r, h.latestSimulation)
+	g.GET("/policies/:id/simulations/:sim", r, h.getSimulation)
 	g.GET("/changes", r, h.listChanges)
 }
 
@@ -238,6 +246,77 @@ func (h *handlers) addVersion(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusCreated, v)
+}
+
+func (h *handlers) updatePolicy(c *gin.Context) {
+	var req UpdatePolicyRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	p, err := h.s.UpdatePolicy(c.Request.Context(), c.Param("id"), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+// versionParam reads the {v} of a versions route, or answers 400 and reports false.
+func versionParam(c *gin.Context) (int, bool) {
+	v, err := strconv.Atoi(c.Param("v"))
+	if err != nil || v < 1 {
+		rest.Fail(c, apierr.BadRequest("version %q is not a version number", c.Param("v")))
+		return 0, false
+	}
+	return v, true
+}
+
+// simulate streams the simulation: the status and headers go out before the replay starts,
+// so an error after that ends the body with "complete": false (see SimulationRun.Stream).
+func (h *handlers) simulate(c *gin.Context) {
+	v, ok := versionParam(c)
+	if !ok {
+		return
+	}
+	var req SimulateRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	run, err := h.s.Simulate(c.Request.Context(), c.Param("id"), v, req, actor(c))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.Header("Content-Type", "application/json; charset=utf-8")
+	c.Header("Location", "/sd-wan/v1/policies/"+run.Simulation().Policy+"/simulations/"+run.Simulation().ID)
+	c.Status(http.StatusOK)
+	if err := run.Stream(c.Request.Context(), c.Writer, c.Writer.Flush); err != nil {
+		slog.Warn("sdwan: simulation ended early", "simulation", run.Simulation().ID, "err", err)
+	}
+}
+
+func (h *handlers) latestSimulation(c *gin.Context) {
+	v, ok := versionParam(c)
+	if !ok {
+		return
+	}
+	sim, err := h.s.LatestSimulation(c.Request.Context(), c.Param("id"), v)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, sim)
+}
+
+func (h *handlers) getSimulation(c *gin.Context) {
+	sim, err := h.s.GetSimulation(c.Request.Context(), c.Param("id"), c.Param("sim"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, sim)
 }
 
 func (h *handlers) publish(c *gin.Context) {

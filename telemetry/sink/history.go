@@ -1,0 +1,181 @@
+package sink
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgewan/edgewan/telemetry"
+)
+
+// History returns site's rollups for transport (every transport if "") whose period starts in
+// [from, to), ordered by transport and time, aggregated by InfluxDB from the stored windows
+// (Flux aggregateWindow): the same Rollup as EmbeddedSink.History, so a reader of history
+// works on either sink. resolution is time.Minute or time.Hour (0 means time.Minute).
+// Latency, p95 and jitter are means of the windows' figures; loss is lost / sent. MinMs,
+// MaxMs and StdDevMs are left zero (the windows' extremes are not stored in InfluxDB).
+// Points still buffered in the sink are not included: Flush first for them.
+func (s *InfluxSink) History(ctx context.Context, site, transport string, from, to time.Time, resolution time.Duration) ([]Rollup, error) {
+	if resolution == 0 {
+		resolution = time.Minute
+	}
+	if resolution != time.Minute && resolution != time.Hour {
+		return nil, fmt.Errorf("sink.InfluxSink.History: resolution %v; want 1m, 1h or 0 (minutes)", resolution)
+	}
+	if !telemetry.ValidID(site) || (transport != "" && !telemetry.ValidID(transport)) {
+		return nil, fmt.Errorf("sink.InfluxSink.History: bad site %q or transport %q", site, transport)
+	}
+	bucket := strconv.Quote(s.opts.Bucket)
+	if strings.Contains(bucket, "${") {
+		return nil, fmt.Errorf("sink.InfluxSink.History: bad bucket %q", s.opts.Bucket)
+	}
+	// Periods start on multiples of the resolution, as the embedded sink's do: the range starts
+	// at the first whole period at or after from, and ends at to.
+	step := resolution
+	start := from.Truncate(step)
+	if start.Before(from) {
+		start = start.Add(step)
+	}
+	if !start.Before(to) {
+		return nil, nil
+	}
+	filter := `r._measurement == "transport" and r.site == "` + site + `"`
+	if transport != "" {
+		filter += ` and r.transport == "` + transport + `"`
+	}
+	every := "1m"
+	if step == time.Hour {
+		every = "1h"
+	}
+	// Three aggregates of the same windows, each grouped by device, transport and field:
+	// means of the figures, sums of the probe counts, and the count of Down windows.
+	flux := fmt.Sprintf(`data = from(bucket: %s)
+  |> range(start: %s, stop: %s)
+  |> filter(fn: (r) => %s)
+means = data |> filter(fn: (r) => r._field == "latency_ms" or r._field == "p95_ms" or r._field == "jitter_ms")
+  |> aggregateWindow(every: %s, fn: mean, createEmpty: false, timeSrc: "_start")
+sums = data |> filter(fn: (r) => r._field == "sent" or r._field == "lost")
+  |> aggregateWindow(every: %s, fn: sum, createEmpty: false, timeSrc: "_start")
+downs = data |> filter(fn: (r) => r._field == "down")
+  |> map(fn: (r) => ({r with _value: if r._value then 1 else 0}))
+  |> aggregateWindow(every: %s, fn: sum, createEmpty: false, timeSrc: "_start")
+wins = data |> filter(fn: (r) => r._field == "sent")
+  |> aggregateWindow(every: %s, fn: count, createEmpty: false, timeSrc: "_start")
+  |> set(key: "_field", value: "windows")
+union(tables: [means, sums, downs, wins])`,
+		bucket, start.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), filter, every, every, every, every)
+	res, err := s.query.Query(ctx, flux)
+	if err != nil {
+		return nil, fmt.Errorf("sink.InfluxSink.History: %w", err)
+	}
+	defer res.Close()
+	// Per (transport, period): a site's devices (a replaced router) add up; their means are
+	// weighted by their windows.
+	type key struct {
+		transport string
+		ts        int64
+	}
+	type acc struct {
+		Rollup
+		latW, p95W, jitW float64 // sums of means x windows
+		devs             map[string]int64
+	}
+	rows := map[key]*acc{}
+	type devKey struct {
+		key
+		device string
+	}
+	// A device's windows per period are needed to weigh its means; they arrive in their own
+	// table, possibly after the means, so the means are kept per device until the end.
+	type devFig struct{ lat, p95, jit float64 }
+	figs := map[devKey]*devFig{}
+	wins := map[devKey]int64{}
+	for res.Next() {
+		r := res.Record()
+		tr, _ := r.ValueByKey("transport").(string)
+		dev, _ := r.ValueByKey("device").(string)
+		k := key{tr, r.Time().Unix()}
+		a := rows[k]
+		if a == nil {
+			a = &acc{Rollup: Rollup{Site: site, Transport: tr, Time: r.Time().UTC(), Resolution: step}}
+			rows[k] = a
+		}
+		dk := devKey{k, dev}
+		switch r.Field() {
+		case "latency_ms", "p95_ms", "jitter_ms":
+			v, _ := r.Value().(float64)
+			f := figs[dk]
+			if f == nil {
+				f = &devFig{}
+				figs[dk] = f
+			}
+			switch r.Field() {
+			case "latency_ms":
+				f.lat = v
+			case "p95_ms":
+				f.p95 = v
+			default:
+				f.jit = v
+			}
+		case "sent":
+			a.Sent += asInt(r.Value())
+		case "lost":
+			a.Lost += asInt(r.Value())
+		case "down":
+			a.DownWindows += asInt(r.Value())
+		case "windows":
+			n := asInt(r.Value())
+			a.Windows += n
+			wins[dk] += n
+		}
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("sink.InfluxSink.History: %w", err)
+	}
+	for dk, f := range figs {
+		a := rows[dk.key]
+		w := float64(max(wins[dk], 1))
+		a.latW += f.lat * w
+		a.p95W += f.p95 * w
+		a.jitW += f.jit * w
+		if a.devs == nil {
+			a.devs = map[string]int64{}
+		}
+		a.devs[dk.device] += int64(w)
+	}
+	out := make([]Rollup, 0, len(rows))
+	for _, a := range rows {
+		var w int64
+		for _, n := range a.devs {
+			w += n
+		}
+		if w > 0 {
+			a.LatencyMs, a.P95Ms, a.JitterMs = a.latW/float64(w), a.p95W/float64(w), a.jitW/float64(w)
+		}
+		if a.Sent > 0 {
+			a.LossPct = 100 * float64(a.Lost) / float64(a.Sent)
+		}
+		out = append(out, a.Rollup)
+	}
+	slices.SortFunc(out, func(a, b Rollup) int {
+		return cmp.Or(strings.Compare(a.Transport, b.Transport), a.Time.Compare(b.Time))
+	})
+	return out, nil
+}
+
+// asInt reads a Flux integer (sum and count give int64; a float sum is rounded).
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case uint64:
+		return int64(x)
+	case float64:
+		return int64(x + 0.5)
+	}
+	return 0
+}
