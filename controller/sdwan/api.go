@@ -275,13 +275,13 @@ func versionParam(c *gin.Context) (int, bool) {
 // simulate streams the simulation: the status and headers go out before the replay starts,
 // so an error after that ends the body with "complete": false (see SimulationRun.Stream).
 func (h *handlers) simulate(c *gin.Context) {
-	v, ok := versionParam(c)
-	if !ok {
-		return
-	}
 	var req SimulateRequest
 	if err := rest.Decode(c, &req, 0); err != nil {
 		rest.Fail(c, err)
+		return
+	}
+	v, ok := versionParam(c)
+	if !ok {
 		return
 	}
 	run, err := h.s.Simulate(c.Request.Context(), c.Param("id"), v, req, actor(c))
@@ -290,7 +290,6 @@ func (h *handlers) simulate(c *gin.Context) {
 		return
 	}
 	c.Header("Content-Type", "application/json; charset=utf-8")
-	c.Header("Location", "/sd-wan/v1/policies/"+run.Simulation().Policy+"/simulations/"+run.Simulation().ID)
 	c.Status(http.StatusOK)
 	if err := run.Stream(c.Request.Context(), c.Writer, c.Writer.Flush); err != nil {
 		slog.Warn("sdwan: simulation ended early", "simulation", run.Simulation().ID, "err", err)

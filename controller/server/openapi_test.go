@@ -1103,6 +1103,35 @@ func (c *oaChecker) sdwanFamily(all string) {
 	c.want(c.do("GET", chDoc, "/sd-wan/v1/changes?order=asc&limit=1", read, nil), 200)
 	c.want(c.do("GET", chDoc, "/sd-wan/v1/changes?policy="+pol.ID, read, nil), 400)
 
+	// What-if: simulate version 1 (the site has no history yet: 0 minutes), the latest and
+	// a stored simulation; the requirement to simulate before publishing; settings.
+	simDoc, latestDoc, storedDoc := "/sd-wan/v1/policies/{id}/versions/{v}/simulate", "/sd-wan/v1/policies/{id}/versions/{v}/simulation", "/sd-wan/v1/policies/{id}/simulations/{sim}"
+	r = c.do("POST", simDoc, polPath+"/versions/1/simulate", read, map[string]any{"window": "1h"})
+	c.want(r, 200)
+	var simRes struct {
+		Simulation sdwan.Simulation
+		Complete   bool
+	}
+	r.JSON(t, &simRes)
+	if !simRes.Complete {
+		t.Errorf("simulation: %s", r.Body)
+	}
+	c.want(c.do("POST", simDoc, polPath+"/versions/1/simulate", read, map[string]any{"window": "31d"}), 400)
+	c.want(c.do("POST", simDoc, polPath+"/versions/9/simulate", read, map[string]any{}), 404)
+	c.want(c.do("POST", simDoc, "/sd-wan/v1/policies/"+qpol.ID+"/versions/1/simulate", read, map[string]any{}), 422)
+	c.want(c.do("GET", latestDoc, polPath+"/versions/1/simulation", read, nil), 200)
+	c.want(c.do("GET", latestDoc, polPath+"/versions/2/simulation", read, nil), 404)
+	c.want(c.do("GET", latestDoc, polPath+"/versions/zero/simulation", read, nil), 400)
+	c.want(c.do("GET", storedDoc, polPath+"/simulations/"+simRes.Simulation.ID, read, nil), 200)
+	c.want(c.do("GET", storedDoc, polPath+"/simulations/sim_nope", read, nil), 404)
+	c.want(c.do("PATCH", polDoc, polPath, write, map[string]any{"require_simulation_minutes": 60}), 200)
+	c.want(c.do("PATCH", polDoc, polPath, write, map[string]any{"require_simulation_minutes": -1}), 400)
+	c.want(c.do("PATCH", polDoc, "/sd-wan/v1/policies/pol_nope", write, map[string]any{"require_simulation_minutes": 1}), 404)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 2}), 409)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 1}), 202) // simulated above
+	c.want(c.do("PATCH", polDoc, polPath, write, map[string]any{"require_simulation_minutes": 0}), 200)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 2}), 202)
+
 	// Request schemas agree with the handlers: a body the schema refuses is a 400, and one it
 	// accepts is not.
 	agree := func(docPath, path, schema string, ok int, body map[string]any) {
