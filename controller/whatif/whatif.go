@@ -4,11 +4,9 @@
 package whatif
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/edgewan/edgewan/steering"
@@ -101,6 +99,7 @@ type Site struct {
 	o          Options
 	sides      []side
 	scratch    []steering.Decision
+	order      []int32
 	minutes    int
 }
 
@@ -108,6 +107,7 @@ type side struct {
 	site     *steering.Site
 	classes  []steering.Class
 	outcomes []Outcome
+	onPath   []int64 // seconds per (class, transport)
 	err      error
 }
 
@@ -158,65 +158,141 @@ func Metrics(r *sink.Rollup, stat Statistic) steering.Metrics {
 	return m
 }
 
-// Run replays rows, one site's minute rollups of every transport, in any order (it sorts them
-// by time). Each minute is observed at its end, then every policy evaluates once; the path
-// each class has then counts for the minute.
+// Run replays rows, one site's minute rollups of every transport, in any order: by time (as
+// generated) or by transport then time (as the sinks return them) cost no sort. Each minute is
+// observed at its end, then every policy evaluates once; the path each class has then counts
+// for the minute.
 func (s *Site) Run(rows []sink.Rollup) {
-	slices.SortStableFunc(rows, func(a, b sink.Rollup) int {
-		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.Transport, b.Transport))
-	})
+	s.order = timeOrder(rows, s.order[:0])
 	step := int64(Step / time.Second)
-	for i := 0; i < len(rows); {
+	for k := range s.sides {
+		sd := &s.sides[k]
+		if sd.site != nil && len(sd.onPath) == 0 {
+			sd.onPath = make([]int64, len(sd.classes)*len(s.transports))
+		}
+	}
+	for i := 0; i < len(s.order); {
+		at := rows[s.order[i]].Time
 		j := i
-		for j < len(rows) && rows[j].Time.Equal(rows[i].Time) {
+		for j < len(s.order) && rows[s.order[j]].Time.Equal(at) {
 			j++
 		}
-		now := rows[i].Time.Add(Step)
+		now := at.Add(Step)
 		s.minutes++
 		for k := range s.sides {
 			sd := &s.sides[k]
 			if sd.site == nil {
 				continue
 			}
-			for r := i; r < j; r++ {
+			for _, r := range s.order[i:j] {
 				sd.site.Observe(now, rows[r].Transport, Metrics(&rows[r], s.o.Latency))
 			}
 			s.scratch = sd.site.Evaluate(now, s.scratch[:0])
 			for _, d := range s.scratch {
+				if d.Kind != steering.SLABreach && d.Kind != steering.PathSwitched {
+					continue
+				}
 				c := slices.IndexFunc(sd.classes, func(c steering.Class) bool { return c.Name == d.Class })
 				if c < 0 {
 					continue
 				}
 				oc := &sd.outcomes[c]
-				switch d.Kind {
-				case steering.SLABreach:
+				if d.Kind == steering.SLABreach {
 					oc.SLABreaches++
-				case steering.PathSwitched:
-					oc.PathSwitches++
-					if len(oc.Switches) < MaxSwitchesListed {
-						oc.Switches = append(oc.Switches, Switch{At: now.UTC(), From: d.From, To: d.To, Reason: string(d.Reason)})
-					}
+					continue
+				}
+				oc.PathSwitches++
+				if len(oc.Switches) < MaxSwitchesListed {
+					oc.Switches = append(oc.Switches, Switch{At: now.UTC(), From: d.From, To: d.To, Reason: string(d.Reason)})
 				}
 			}
+			T := len(s.transports)
 			for c := range sd.classes {
-				oc := &sd.outcomes[c]
-				path := sd.site.Path(sd.classes[c].Name)
-				oc.TimeOnPathS[path] += step
-				oc.FinalPath = path
-				if !sd.site.SLAMet(sd.classes[c].Name) {
-					oc.SLAMissedS += step
+				name := sd.classes[c].Name
+				path := sd.site.Path(name)
+				if t := s.transportIndex(path); t >= 0 {
+					sd.onPath[c*T+t] += step
+				}
+				if !sd.site.SLAMet(name) {
+					sd.outcomes[c].SLAMissedS += step
 				}
 			}
 		}
 		i = j
 	}
 	for k := range s.sides {
-		for c := range s.sides[k].outcomes {
-			if s.sides[k].outcomes[c].Switches == nil {
-				s.sides[k].outcomes[c].Switches = []Switch{}
+		sd := &s.sides[k]
+		T := len(s.transports)
+		for c := range sd.outcomes {
+			oc := &sd.outcomes[c]
+			for t, name := range s.transports {
+				if v := sd.onPath[c*T+t]; v > 0 {
+					oc.TimeOnPathS[name] = v
+				}
+			}
+			oc.FinalPath = sd.site.Path(sd.classes[c].Name)
+			if oc.Switches == nil {
+				oc.Switches = []Switch{}
 			}
 		}
 	}
+}
+
+func (s *Site) transportIndex(name string) int {
+	for i, t := range s.transports {
+		if t == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// timeOrder appends to order the indices of rows by time (ties in row order): at once when
+// rows are in time order, by merging when they are in (transport, time) order, else sorted.
+func timeOrder(rows []sink.Rollup, order []int32) []int32 {
+	byTime, blocks := true, 1
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Time.Before(rows[i-1].Time) {
+			byTime = false
+			blocks++
+		}
+	}
+	if byTime {
+		for i := range rows {
+			order = append(order, int32(i))
+		}
+		return order
+	}
+	if blocks <= 64 { // runs of ascending time, one per transport: merge them
+		var starts, ends [64]int
+		b := 0
+		for i := range rows {
+			if i > 0 && rows[i].Time.Before(rows[i-1].Time) {
+				ends[b] = i
+				b++
+				starts[b] = i
+			}
+		}
+		ends[b] = len(rows)
+		for {
+			best := -1
+			for k := 0; k < blocks; k++ {
+				if starts[k] < ends[k] && (best < 0 || rows[starts[k]].Time.Before(rows[starts[best]].Time)) {
+					best = k
+				}
+			}
+			if best < 0 {
+				return order
+			}
+			order = append(order, int32(starts[best]))
+			starts[best]++
+		}
+	}
+	for i := range rows {
+		order = append(order, int32(i))
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return rows[a].Time.Compare(rows[b].Time) })
+	return order
 }
 
 // ParseStatistic reads a latency statistic; "" is Mean.
