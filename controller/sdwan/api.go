@@ -32,6 +32,8 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec) {
 	g.GET("/sites/:id/health", r, h.health)
 	g.GET("/sites/:id/series", r, h.series)
 	g.GET("/events", r, h.listEvents)
+	g.GET("/overview", r, h.overview)
+	g.GET("/stream", r, h.stream)
 	g.GET("/policies", r, h.listPolicies)
 	g.POST("/policies", w, h.createPolicy)
 	g.GET("/policies/:id", r, h.getPolicy)
@@ -196,6 +198,72 @@ func windowParam(c *gin.Context, def string) (time.Duration, string, bool) {
 		return 0, "", false
 	}
 	return window, text, true
+}
+
+// overview answers GET /overview: q, status, sort, offset, limit, each at most once.
+func (h *handlers) overview(c *gin.Context) {
+	q := c.Request.URL.Query()
+	var sq SiteQuery
+	for k, vs := range q {
+		if len(vs) > 1 {
+			rest.Fail(c, apierr.BadRequest("query parameter %q given twice", k))
+			return
+		}
+		v := vs[0]
+		var err error
+		switch k {
+		case "q":
+			sq.Search = v
+		case "status":
+			sq.Status = v
+		case "sort":
+			sq.Sort = v
+		case "offset":
+			sq.Offset, err = strconv.Atoi(v)
+		case "limit":
+			sq.Limit, err = strconv.Atoi(v)
+			if err == nil && sq.Limit == 0 {
+				sq.Limit = -1 // refused below, not taken for the default
+			}
+		default:
+			rest.Fail(c, apierr.BadRequest("unknown query parameter %q; the overview accepts q, status, sort, offset and limit", k))
+			return
+		}
+		if err != nil {
+			rest.Fail(c, apierr.BadRequest("%s %q is not a number", k, v))
+			return
+		}
+	}
+	p, err := h.s.SitesOverview(c.Request.Context(), sq)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+// stream answers GET /stream with server-sent events until the client goes.
+func (h *handlers) stream(c *gin.Context) {
+	q := c.Request.URL.Query()
+	for k, vs := range q {
+		if k != "sites" || len(vs) > 1 {
+			rest.Fail(c, apierr.BadRequest("query parameter %q unknown or repeated; the stream accepts sites, once", k))
+			return
+		}
+	}
+	ids, err := ParseStreamSites(q.Get("sites"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	hd := c.Writer.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	if err := h.s.Stream(c.Request.Context(), StreamRequest{Sites: ids}, c.Writer, c.Writer.Flush); err != nil {
+		slog.Warn("sdwan: stream ended", "err", err)
+	}
 }
 
 func (h *handlers) listEvents(c *gin.Context) {

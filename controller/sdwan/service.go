@@ -70,6 +70,8 @@ type Store interface {
 	InsertEvent(ctx context.Context, ev *event.Envelope) (int, error)
 	ListEvents(ctx context.Context, p page.Params, f EventFilter) ([]*event.Envelope, error)
 
+	// SearchSites is one page of live sites for SitesOverview, with their transports.
+	SearchSites(ctx context.Context, q SiteQuery) (*SitePage, error)
 	// SetPolicySettings stores a policy's settings (RequireSimulationMinutes).
 	SetPolicySettings(ctx context.Context, p *Policy) error
 	InsertSimulation(ctx context.Context, sim *Simulation) error
