@@ -123,6 +123,11 @@
         state.first = false;
         performance.mark('noc-first-page');
         stats.firstPage = performance.now();
+        // The rows are painted in the frame after this one: mark it as well.
+        requestAnimationFrame(() => setTimeout(() => {
+          stats.firstPaint = performance.now();
+          document.body.dataset.firstPaint = String(Math.round(stats.firstPaint));
+        }));
         document.body.dataset.firstPage = String(Math.round(stats.firstPage));
       }
       if (!state.selected) {
@@ -246,6 +251,7 @@
             if (!data) continue;
             const t0 = performance.now();
             onUpdate(name, JSON.parse(data));
+            void document.body.offsetHeight; // style and layout of the change count too
             stats.updates.push(performance.now() - t0);
             if (stats.updates.length > 1000) stats.updates.shift();
             document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
