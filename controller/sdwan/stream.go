@@ -163,4 +163,3 @@ func (s *Service) Stream(ctx context.Context, req StreamRequest, w io.Writer, fl
 		}
 	}
 }
-
