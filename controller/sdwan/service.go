@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/edgewan/edgewan/controller/mqtt"
@@ -129,6 +130,9 @@ type Service struct {
 
 	history History
 	simOpts SimulationOptions
+
+	streamsDone chan struct{} // closed by CloseStreams: open streams end
+	closeOnce   sync.Once
 }
 
 // NewService returns a Service; push and live may be set later with Attach (the ingest
@@ -144,7 +148,8 @@ func NewService(st Store, o Options, notify func()) *Service {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Service{store: st, o: o, notify: notify, now: func() time.Time { return clock().UTC().Truncate(time.Microsecond) }}
+	return &Service{store: st, o: o, notify: notify, now: func() time.Time { return clock().UTC().Truncate(time.Microsecond) },
+		streamsDone: make(chan struct{})}
 }
 
 func (s *Service) brokerURL() string {

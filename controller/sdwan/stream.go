@@ -19,6 +19,10 @@ type StreamRequest struct {
 	Interval time.Duration // how often the stream looks for changes; default 1s
 }
 
+// CloseStreams ends every open stream (and any opened later): the server calls it when it
+// starts shutting down, which would otherwise wait for streams that never end by themselves.
+func (s *Service) CloseStreams() { s.closeOnce.Do(func() { close(s.streamsDone) }) }
+
 // ParseStreamSites reads the comma-separated site IDs of the stream's sites parameter.
 func ParseStreamSites(v string) ([]string, error) {
 	if v == "" {
@@ -94,6 +98,8 @@ func (s *Service) Stream(ctx context.Context, req StreamRequest, w io.Writer, fl
 	for {
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-s.streamsDone:
 			return nil
 		case <-tick.C:
 		}
