@@ -168,7 +168,7 @@ func (s *Service) Simulate(ctx context.Context, policyID string, version int, re
 		req.Window = "24h"
 	}
 	window, err := rollup.ParseWindow(req.Window)
-	if err != nil || window < time.Hour && window%time.Minute != 0 {
+	if err != nil || window%time.Minute != 0 {
 		return nil, apierr.BadRequest("window %q: use a duration from 1m to %s such as 1h, 24h or 7d", req.Window, formatStep(s.simOpts.MaxWindow))
 	}
 	if window > s.simOpts.MaxWindow {
