@@ -202,7 +202,9 @@
         }
         break;
       }
-      case 'counts': renderSummary(data); break;
+      case 'counts': // the fleet's counts; while searching, the tiles keep the search's
+        if (!$('search').value.trim()) renderSummary(data);
+        break;
       case 'event':
         prependEvent($('events'), data, 30);
         if (data.type === 'path.switched') prependEvent($('switches'), data, 15);
@@ -510,7 +512,10 @@
   });
   const pick = (ev) => {
     const tr = ev.target.closest('tr[data-site]');
-    if (tr && (ev.type === 'click' || ev.key === 'Enter')) select(tr.dataset.site);
+    if (tr && (ev.type === 'click' || ev.key === 'Enter')) {
+      select(tr.dataset.site);
+      $('detail').scrollIntoView({ block: 'nearest' });
+    }
   };
   $('sites').addEventListener('click', pick);
   $('sites').addEventListener('keydown', pick);
