@@ -128,8 +128,9 @@ type Service struct {
 	notify func()
 	now    func() time.Time
 
-	history History
-	simOpts SimulationOptions
+	history  History
+	simOpts  SimulationOptions
+	simSlots chan struct{} // one token per running simulation
 
 	streamsDone chan struct{} // closed by CloseStreams: open streams end
 	closeOnce   sync.Once

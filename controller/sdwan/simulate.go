@@ -37,6 +37,9 @@ type SimulationOptions struct {
 	LiveWindow time.Duration    // the agents' window length the live options count in; default 1s
 	MaxWindow  time.Duration    // the longest window, the retention of minute history; default 7 days
 	Workers    int              // sites replayed at once; default GOMAXPROCS
+	// Concurrent bounds the simulations running at once (each uses Workers goroutines); past
+	// it a simulation is refused with 429. Default 2.
+	Concurrent int
 }
 
 // SimulateRequest is the body of POST /policies/{id}/versions/{v}/simulate.
@@ -146,7 +149,10 @@ func (s *Service) SetHistory(h History, o SimulationOptions) {
 	if o.Steering == (steering.Options{}) {
 		o.Steering = steering.DefaultOptions()
 	}
-	s.history, s.simOpts = h, o
+	if o.Concurrent <= 0 {
+		o.Concurrent = 2
+	}
+	s.history, s.simOpts, s.simSlots = h, o, make(chan struct{}, o.Concurrent)
 }
 
 // SimulationRun is a validated simulation, ready to stream.
@@ -157,7 +163,12 @@ type SimulationRun struct {
 	sites []string
 	opts  whatif.Options
 	only  bool
+	done  sync.Once // releases the run's slot
 }
+
+// Release frees the run's slot among the concurrent simulations; Stream does it when it ends,
+// call it for a run that is not streamed. It may be called more than once.
+func (r *SimulationRun) Release() { r.done.Do(func() { <-r.s.simSlots }) }
 
 // Simulation returns the run's header (its ID, window and resolution).
 func (r *SimulationRun) Simulation() *Simulation { return r.sim }
@@ -216,6 +227,11 @@ func (s *Service) Simulate(ctx context.Context, policyID string, version int, re
 	}
 	slices.Sort(sites)
 	sites = slices.Compact(sites)
+	select {
+	case s.simSlots <- struct{}{}:
+	default:
+		return nil, apierr.New(429, "rate_limited", "%d simulations are running already; retry when one ends", cap(s.simSlots))
+	}
 	now := s.now()
 	to := now.Truncate(whatif.Step)
 	opts := whatif.Options{Steering: s.simOpts.Steering, LiveWindow: s.simOpts.LiveWindow, Latency: stat}
@@ -234,6 +250,7 @@ func (s *Service) Simulate(ctx context.Context, policyID string, version int, re
 // simulation is stored once complete; an error after the first byte ends the object with
 // "complete": false and "error", and nothing is stored.
 func (r *SimulationRun) Stream(ctx context.Context, w io.Writer, flush func()) error {
+	defer r.Release()
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	head, _ := json.Marshal(r.sim)
