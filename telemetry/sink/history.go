@@ -3,7 +3,11 @@ package sink
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,8 +227,134 @@ FROM rollup_1m WHERE site = ? AND ts >= ? AND ts < ? ORDER BY transport, ts`, si
 }
 
 // Minutes appends to buf what History gives at time.Minute for every transport: the same
-// method as EmbeddedSink.Minutes, for a replay of history on either sink.
+// method as EmbeddedSink.Minutes, for a replay of history on either sink. On InfluxDB 1.x (no
+// Org) it asks with InfluxQL, which InfluxDB 1.8 answers about 100 times as fast as the Flux of
+// History (16 to 60 ms against 2.3 to 2.9 s for a site-hour of 1-second windows); on InfluxDB 2
+// with Flux.
 func (s *InfluxSink) Minutes(ctx context.Context, site string, from, to time.Time, buf []Rollup) ([]Rollup, error) {
-	rows, err := s.History(ctx, site, "", from, to, time.Minute)
-	return append(buf, rows...), err
+	if s.opts.Org != "" {
+		rows, err := s.History(ctx, site, "", from, to, time.Minute)
+		return append(buf, rows...), err
+	}
+	return s.minutesQL(ctx, site, from, to, buf)
+}
+
+// influxQLResult is the JSON of InfluxDB 1.x's /query.
+type influxQLResult struct {
+	Results []struct {
+		Series []struct {
+			Tags   map[string]string `json:"tags"`
+			Values [][]any           `json:"values"`
+		} `json:"series"`
+		Error string `json:"error"`
+	} `json:"results"`
+	Error string `json:"error"`
+}
+
+// minutesQL is Minutes on InfluxDB 1.x: two InfluxQL statements (figures per minute, Down
+// windows per minute), per device and transport, merged as History merges them.
+func (s *InfluxSink) minutesQL(ctx context.Context, site string, from, to time.Time, buf []Rollup) ([]Rollup, error) {
+	if !telemetry.ValidID(site) {
+		return buf, fmt.Errorf("sink.InfluxSink.Minutes: bad site %q", site)
+	}
+	db, rp, _ := strings.Cut(s.opts.Bucket, "/")
+	if t := from.Truncate(time.Minute); t.Before(from) {
+		from = t.Add(time.Minute) // the first whole minute, as History
+	}
+	if !from.Before(to) {
+		return buf, nil
+	}
+	meas := `"transport"`
+	if rp != "" {
+		meas = strconv.Quote(rp) + "." + meas
+	}
+	where := fmt.Sprintf(`site = '%s' AND time >= %d AND time < %d`, site, from.UnixNano(), to.UnixNano())
+	q := fmt.Sprintf(`SELECT mean(latency_ms), mean(p95_ms), mean(jitter_ms), sum(sent), sum(lost), count(sent) FROM %s WHERE %s GROUP BY time(1m), transport, device fill(none); `+
+		`SELECT count(down) FROM %s WHERE %s AND down = true GROUP BY time(1m), transport, device fill(none)`, meas, where, meas, where)
+	form := url.Values{"db": {db}, "epoch": {"s"}, "q": {q}}
+	if rp != "" {
+		form.Set("rp", rp)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.opts.URL, "/")+"/query", strings.NewReader(form.Encode()))
+	if err != nil {
+		return buf, fmt.Errorf("sink.InfluxSink.Minutes: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if u, p, ok := strings.Cut(s.opts.Token, ":"); ok {
+		req.SetBasicAuth(u, p)
+	} else if s.opts.Token != "" {
+		req.Header.Set("Authorization", "Token "+s.opts.Token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return buf, fmt.Errorf("sink.InfluxSink.Minutes: %w", err)
+	}
+	defer resp.Body.Close()
+	var res influxQLResult
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
+		return buf, fmt.Errorf("sink.InfluxSink.Minutes: %s: %v %s", resp.Status, err, res.Error)
+	}
+	if len(res.Results) != 2 {
+		return buf, fmt.Errorf("sink.InfluxSink.Minutes: %d results for 2 statements: %s", len(res.Results), res.Error)
+	}
+	type key struct {
+		transport string
+		ts        int64
+	}
+	type acc struct {
+		Rollup
+		latW, p95W, jitW float64
+	}
+	rows := map[key]*acc{}
+	num := func(v any) float64 { f, _ := v.(float64); return f }
+	for i, r := range res.Results {
+		if r.Error != "" {
+			return buf, fmt.Errorf("sink.InfluxSink.Minutes: %s", r.Error)
+		}
+		for _, se := range r.Series {
+			tr := se.Tags["transport"]
+			for _, v := range se.Values {
+				if len(v) < 2 {
+					continue
+				}
+				k := key{tr, int64(num(v[0]))}
+				a := rows[k]
+				if a == nil {
+					a = &acc{Rollup: Rollup{Transport: tr, Time: time.Unix(k.ts, 0).UTC(), Resolution: time.Minute}}
+					rows[k] = a
+				}
+				if i == 1 {
+					a.DownWindows += int64(num(v[1]))
+					continue
+				}
+				if len(v) < 7 {
+					continue
+				}
+				w := num(v[6]) // this device's windows weigh its means
+				a.latW += num(v[1]) * w
+				a.p95W += num(v[2]) * w
+				a.jitW += num(v[3]) * w
+				a.Sent += int64(num(v[4]))
+				a.Lost += int64(num(v[5]))
+				a.Windows += int64(w)
+			}
+		}
+	}
+	start := len(buf)
+	for _, a := range rows {
+		if a.Windows > 0 {
+			w := float64(a.Windows)
+			a.LatencyMs, a.P95Ms, a.JitterMs = a.latW/w, a.p95W/w, a.jitW/w
+		}
+		if a.Sent > 0 {
+			a.LossPct = 100 * float64(a.Lost) / float64(a.Sent)
+		}
+		buf = append(buf, a.Rollup)
+	}
+	slices.SortFunc(buf[start:], func(a, b Rollup) int {
+		return cmp.Or(strings.Compare(a.Transport, b.Transport), a.Time.Compare(b.Time))
+	})
+	return buf, nil
 }
