@@ -40,8 +40,9 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec) {
 	g.POST("/policies/:id/versions", w, h.addVersion)
 	g.PATCH("/policies/:id", w, h.updatePolicy)
 	g.POST("/policies/:id/publish", w, h.publish)
-	// Simulating changes nothing in the network: a reader may ask what a draft would do.
-	g.POST("/policies/:id/versions/:v/simulate", r, h.simulate)
+	// Simulating changes nothing in the network, but it replays the fleet's history and can
+	// unlock a publish: a write, as every POST.
+	g.POST("/policies/:id/versions/:v/simulate", w, h.simulate)
 	g.GET("/policies/:id/versions/:v/simulation", r, h.latestSimulation)
 	g.GET("/policies/:id/simulations/:sim", r, h.getSimulation)
 	g.GET("/changes", r, h.listChanges)

@@ -299,6 +299,13 @@ func TestNOCPage(t *testing.T) {
 	if err := chromedp.Do(b, chromedp.Click(chromedp.CSS("#detail .whatif button.simulate"))); err != nil {
 		t.Fatal(err)
 	}
+	waitText(t, b, "#detail .whatif", "needs a key with sdwan:write") // the page's key only reads
+	if _, err := chromedp.Run(b, chromedp.Evaluate[any](fmt.Sprintf(`sessionStorage.setItem('edgewan.noc.key', %q)`, rw))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(b, chromedp.Click(chromedp.CSS("#detail .whatif button.simulate"))); err != nil {
+		t.Fatal(err)
+	}
 	sim := waitText(t, b, "#detail .whatif table.sim", "voice")
 	for _, want := range []string{"draft v2", "published v1", "mpls"} {
 		if !strings.Contains(sim, want) {

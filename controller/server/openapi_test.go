@@ -1145,7 +1145,7 @@ func (c *oaChecker) sdwanFamily(all string) {
 	// What-if: simulate version 1 (the site has no history yet: 0 minutes), the latest and
 	// a stored simulation; the requirement to simulate before publishing; settings.
 	simDoc, latestDoc, storedDoc := "/sd-wan/v1/policies/{id}/versions/{v}/simulate", "/sd-wan/v1/policies/{id}/versions/{v}/simulation", "/sd-wan/v1/policies/{id}/simulations/{sim}"
-	r = c.do("POST", simDoc, polPath+"/versions/1/simulate", read, map[string]any{"window": "1h"})
+	r = c.do("POST", simDoc, polPath+"/versions/1/simulate", write, map[string]any{"window": "1h"})
 	c.want(r, 200)
 	var simRes struct {
 		Simulation sdwan.Simulation
@@ -1155,9 +1155,9 @@ func (c *oaChecker) sdwanFamily(all string) {
 	if !simRes.Complete {
 		t.Errorf("simulation: %s", r.Body)
 	}
-	c.want(c.do("POST", simDoc, polPath+"/versions/1/simulate", read, map[string]any{"window": "31d"}), 400)
-	c.want(c.do("POST", simDoc, polPath+"/versions/9/simulate", read, map[string]any{}), 404)
-	c.want(c.do("POST", simDoc, "/sd-wan/v1/policies/"+qpol.ID+"/versions/1/simulate", read, map[string]any{}), 422)
+	c.want(c.do("POST", simDoc, polPath+"/versions/1/simulate", write, map[string]any{"window": "31d"}), 400)
+	c.want(c.do("POST", simDoc, polPath+"/versions/9/simulate", write, map[string]any{}), 404)
+	c.want(c.do("POST", simDoc, "/sd-wan/v1/policies/"+qpol.ID+"/versions/1/simulate", write, map[string]any{}), 422)
 	c.want(c.do("GET", latestDoc, polPath+"/versions/1/simulation", read, nil), 200)
 	c.want(c.do("GET", latestDoc, polPath+"/versions/2/simulation", read, nil), 404)
 	c.want(c.do("GET", latestDoc, polPath+"/versions/zero/simulation", read, nil), 400)

@@ -390,17 +390,22 @@
       state.charts = [];
       const box = $('detail');
       box.hidden = false;
-      box.dataset.site = id;
       const sla = el('div', { class: 'sla' }, ...(health.sla || []).map((c) =>
         el('span', { class: c.target_met ? 'met' : 'missed', 'data-class': c.class },
           c.class + ' → ' + (c.path || '–') + (c.target_met ? ' ✓ SLA met' : ' ✗ SLA missed'))));
       const charts = el('div', { class: 'charts' });
+      // The what-if box survives a refresh of the same site, draft and window: a simulation's
+      // result stays on screen.
+      const draft = steer && steer.drafts.length ? steer.drafts[steer.drafts.length - 1].version : 0;
+      const wkey = steer ? steer.policy.id + ':' + draft + ':' + win : '';
+      const prev = box.dataset.site === id ? box.querySelector('.whatif') : null;
+      const whatif = prev && prev.dataset.key === wkey ? prev : el('div', { class: 'whatif', 'data-key': wkey });
       box.replaceChildren(
         el('h3', {}, site.name + ' ', badge(health.status || site.status), quarantineBadge(site),
           el('span', { class: 'dim pol' }, steer ? ' · ' + steer.policy.name + ' v' + steer.version : ' · no steering policy')),
         el('div', { class: 'transports' }), sla, charts,
         el('h4', {}, 'Timeline: switches and events over ' + win),
-        el('ul', { class: 'timeline' }), el('div', { class: 'whatif' }));
+        el('ul', { class: 'timeline' }), whatif);
       renderTransports(site.transports);
       const list = box.querySelector('.timeline');
       list.replaceChildren(...evs.data.map(timelineItem));
@@ -410,7 +415,8 @@
       chart(charts, 'Latency', 'ms', series.transports, 'latency_ms', thresholds(content, 'max_latency_ms'), marks);
       chart(charts, 'Loss', '%', series.transports, 'loss_pct', thresholds(content, 'max_loss_pct'), marks);
       chart(charts, 'Jitter', 'ms', series.transports, 'jitter_ms', thresholds(content, 'max_jitter_ms'), marks);
-      renderWhatIf(box.querySelector('.whatif'), steer, id, win);
+      box.dataset.site = id;
+      if (whatif !== prev) renderWhatIf(whatif, steer, id, win);
     } catch (e) { if (gen === state.detailGen) fail(e); }
   }
 
@@ -449,7 +455,8 @@
                 el('td', { class: 'num' }, side(o, (x) => x.sla_breaches)), el('td', { class: 'num' }, side(o, (x) => dur(x.sla_missed_s))),
                 el('td', { class: 'num' }, side(o, (x) => x.path_switches)), el('td', {}, side(o, paths))))))));
       } catch (e) {
-        out.replaceChildren(el('p', { class: 'error' }, 'Simulation failed: ' + e.message));
+        out.replaceChildren(el('p', { class: 'error' }, e.status === 403 ? 'Simulating needs a key with sdwan:write; this one can only read.' :
+          e.status === 429 ? 'Other simulations are running; try again in a moment.' : 'Simulation failed: ' + e.message));
       } finally { btn.disabled = false; }
     });
   }

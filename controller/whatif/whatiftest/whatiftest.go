@@ -100,7 +100,7 @@ func Run(t *testing.T, s *servertest.Server) {
 		time.Sleep(50 * time.Millisecond) // the reports cross the broker: poll what was taken
 	}
 
-	r := want(t, s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/versions/2/simulate", ro, `{"window":"2h"}`), 200)
+	r := want(t, s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/versions/2/simulate", rw, `{"window":"2h"}`), 200)
 	var res Result
 	r.JSON(t, &res)
 	if !res.Complete || res.Error != "" || len(res.Sites) != 1 {
@@ -145,11 +145,15 @@ func Run(t *testing.T, s *servertest.Server) {
 
 	// The published version against itself changes nothing; changed_only then lists no site.
 	var same Result
-	want(t, s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/versions/1/simulate", ro, `{"window":"2h","changed_only":true}`), 200).JSON(t, &same)
+	want(t, s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/versions/1/simulate", rw, `{"window":"2h","changed_only":true}`), 200).JSON(t, &same)
 	if !same.Complete || len(same.Sites) != 0 || same.Summary.Sites != 1 || same.Summary.SitesChanged != 0 {
 		t.Errorf("version 1 against itself: %+v", same)
 	}
 
+	// A reader may see simulations, not run them.
+	if r := s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/versions/2/simulate", ro, `{}`); r.Status != 403 {
+		t.Errorf("simulate with sdwan:read only: %d; want 403", r.Status)
+	}
 	// Bad requests are refused before anything streams.
 	for _, bad := range []struct {
 		path, body string
@@ -162,7 +166,7 @@ func Run(t *testing.T, s *servertest.Server) {
 		{"versions/x/simulate", `{}`, 400},
 		{"versions/9/simulate", `{}`, 404},
 	} {
-		if r := s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/"+bad.path, ro, bad.body); r.Status != bad.status {
+		if r := s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/"+bad.path, rw, bad.body); r.Status != bad.status {
 			t.Errorf("POST %s %s: %d %s; want %d", bad.path, bad.body, r.Status, r.Body, bad.status)
 		}
 	}
