@@ -122,7 +122,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MosquittoDir, "mosquitto-dir", c.MosquittoDir, "with --mqtt-url: write the Mosquitto password and ACL files for the agents here")
 	fs.DurationVar(&c.OfflineAfter, "offline-after", c.OfflineAfter, "mark a site offline after this long without a report")
 	fs.DurationVar(&c.SteeringHoldDown, "steering-hold-down", c.SteeringHoldDown, "least time from a breach or outage to recovery, and between a class's switches")
-	fs.IntVar(&c.SteeringBreachAfter, "steering-breach-after", c.SteeringBreachAfter, "consecutive bad telemetry windows that breach a class's SLA")
+	fs.IntVar(&c.SteeringBreachAfter, "steering-breach-after", c.SteeringBreachAfter, "consecutive bad telemetry windows that breach a class's SLA, for windows without probe counts (with them the SLA detector decides: steering/README.md)")
 	fs.IntVar(&c.SteeringRecoverAfter, "steering-recover-after", c.SteeringRecoverAfter, "consecutive good windows before a breached or down transport is used again")
 	fs.StringVar(&c.InfluxURL, "influx-url", c.InfluxURL, "InfluxDB URL for telemetry history (empty: embedded store in the data dir)")
 	fs.StringVar(&c.InfluxToken, "influx-token", c.InfluxToken, "InfluxDB token (\"user:password\" for InfluxDB 1.8)")

@@ -596,3 +596,80 @@ func BenchmarkInfluxSustained(b *testing.B) {
 		b.Errorf("offered %d windows; InfluxDB holds %d; stats %+v", offered, n, st)
 	}
 }
+
+// BenchmarkInfluxMinutes is one site-hour of 1-second windows (3 transports: 10,800 points)
+// aggregated to minutes by InfluxDB (Minutes, Flux aggregateWindow): the what-if's read per site
+// and hour with this sink (a day is 24 times as many points).
+func BenchmarkInfluxMinutes(b *testing.B) {
+	ctx := context.Background()
+	db := influxtest.NewDatabase(b)
+	s := openInflux(b, InfluxOptions{URL: db.URL, Bucket: db.Bucket})
+	t0 := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	for sec := range 3600 {
+		r := report("site-1", "edge-1", t0.Add(time.Duration(sec)*time.Second),
+			win("wan1", 5, 0, 20, 25, 18, 30, 1, 2, false),
+			win("wan2", 5, 1, 35, 45, 30, 50, 3, 4, false),
+			win("lte", 5, 0, 60, 90, 50, 120, 8, 9, sec%600 == 0))
+		if err := s.Write(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	flush(b, s, 2*time.Minute)
+	var rows []Rollup
+	for b.Loop() {
+		var err error
+		rows, err = s.Minutes(ctx, "site-1", t0, t0.Add(time.Hour), rows[:0])
+		if err != nil || len(rows) != 180 {
+			b.Fatalf("%d rows, %v", len(rows), err)
+		}
+	}
+}
+
+// TestInfluxMinutes: InfluxQL's minutes (Minutes on InfluxDB 1.x) and Flux's (History) agree,
+// two devices of one site merged, Down windows counted, and the buffer given is appended to.
+func TestInfluxMinutes(t *testing.T) {
+	ctx := context.Background()
+	db := influxtest.NewDatabase(t)
+	s := openInflux(t, InfluxOptions{URL: db.URL, Bucket: db.Bucket})
+	t0 := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	for sec := 0; sec < 180; sec += 10 { // 3 minutes of 10-second windows; a second device from minute 1
+		at := t0.Add(time.Duration(sec) * time.Second)
+		if err := s.Write(ctx, report("site-1", "edge-1", at, win("wan1", 10, sec/60, 20+float64(sec/60), 30, 18, 40, 2, 1, false),
+			win("lte", 10, 0, 60, 80, 50, 90, 8, 2, sec == 70))); err != nil {
+			t.Fatal(err)
+		}
+		if sec >= 60 {
+			if err := s.Write(ctx, report("site-1", "edge-2", at.Add(time.Second), win("wan1", 10, 0, 40, 50, 38, 60, 4, 1, false))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flush(t, s, time.Minute)
+	flux, err := s.History(ctx, "site-1", "", t0, t0.Add(3*time.Minute), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ql, err := s.Minutes(ctx, "site-1", t0, t0.Add(3*time.Minute), []Rollup{{Transport: "kept"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flux) != 6 || len(ql) != 7 || ql[0].Transport != "kept" {
+		t.Fatalf("Flux %d rows, InfluxQL %d (with the 1 given); want 6 and 7", len(flux), len(ql))
+	}
+	for i, f := range flux {
+		q := ql[i+1]
+		f.Site = ""
+		if f.Transport != q.Transport || !f.Time.Equal(q.Time) || f.Windows != q.Windows || f.Sent != q.Sent || f.Lost != q.Lost ||
+			f.DownWindows != q.DownWindows || math.Abs(f.LatencyMs-q.LatencyMs) > 1e-9 || math.Abs(f.P95Ms-q.P95Ms) > 1e-9 ||
+			math.Abs(f.JitterMs-q.JitterMs) > 1e-9 || math.Abs(f.LossPct-q.LossPct) > 1e-9 {
+			t.Errorf("row %d: InfluxQL %+v; Flux %+v", i, q, f)
+		}
+	}
+	// wan1's minute 1: 6 windows of edge-1 at 21 ms and 6 of edge-2 at 40 ms; 6 of 120 probes lost.
+	if w := ql[5]; w.Transport != "wan1" || w.Windows != 12 || w.LatencyMs != 30.5 || w.Lost != 6 || w.Sent != 120 {
+		t.Errorf("wan1 minute 1: %+v", w)
+	}
+	if l := ql[2]; l.Transport != "lte" || l.DownWindows != 1 {
+		t.Errorf("lte minute 1: %+v; want 1 Down window", l)
+	}
+}
