@@ -76,6 +76,14 @@ type Options struct {
 	// once per 10 minutes per site), e.g. to open a SOC case; it must not block.
 	MaxPast, MaxFuture time.Duration
 	OnClockSkew        func(ClockSkew)
+	// Owner, with several controllers (docs/scale-out.md), says which sites this engine may
+	// evaluate, publish decisions for and raise events about right now. nil: all of them.
+	Owner Owner
+}
+
+// Owner tells whether this controller owns a site at the moment (controller/cluster.Member).
+type Owner interface {
+	Owns(siteID string) bool
 }
 
 // Engine runs the loop. Create it with New, then Run.
@@ -125,6 +133,7 @@ type site struct {
 	paths      map[string]string // last decisions published
 	scratch    []steering.Decision
 	dirty      bool
+	owned      bool // with an Owner: owned at the last check (owner.go)
 }
 
 type transport struct {
@@ -230,7 +239,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			st.mu.Lock()
 			device, stored := st.device, st.stored
 			st.mu.Unlock()
-			e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
+			if e.o.Owner == nil || e.o.Owner.Owns(id) { // with several controllers, only the owner speaks
+				e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
+			}
 		}
 	}
 
@@ -277,14 +288,20 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) {
 	}
 	e.mu.Lock()
 	st := e.sites[s.ID]
+	taken := st == nil && publish && s.StoredSeq > 0 // taken over from another controller
 	if st == nil {
 		// The watermark survives restarts: what is stored is not taken again.
 		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen, seq: s.StoredSeq, haveSeq: s.StoredSeq > 0, stored: s.StoredSeq,
-			synced: publish, syncBy: e.o.Now().Add(e.o.SyncWithin)} // a site claimed now has no paths to learn
+			// A site claimed now has no paths to learn; one loaded at start, or taken over
+			// from another controller (Owner), has.
+			synced: publish && e.o.Owner == nil, syncBy: e.o.Now().Add(e.o.SyncWithin)}
 		st.done, st.safe = s.StoredSeq, s.StoredSeq
 		e.sites[s.ID] = st
 	}
 	e.mu.Unlock()
+	if taken { // the agent sends again what the previous owner had not stored
+		e.publishStored(s.ID, s.DeviceID, s.StoredSeq)
+	}
 
 	var q *sdwan.Quarantine
 	var as []*sdwan.Assignment
@@ -418,27 +435,8 @@ func (e *Engine) retryQuarantined(ctx context.Context) {
 	}
 }
 
-// steeringClasses turns the site's steering policy into steering classes; without one, a
-// single class "default" with no SLA prefers the transports by cost.
-func steeringClasses(as []*sdwan.Assignment, ts []*sdwan.Transport) []steering.Class {
-	for _, a := range as {
-		if a.Type != sdwan.TypeSteering {
-			continue
-		}
-		var c sdwan.SteeringContent
-		if err := json.Unmarshal(a.Content, &c); err != nil {
-			break
-		}
-		return steering.ClassesOf(&c)
-	}
-	byCost := slices.Clone(ts)
-	slices.SortStableFunc(byCost, func(a, b *sdwan.Transport) int { return a.Cost - b.Cost })
-	pref := make([]string, len(byCost))
-	for i, t := range byCost {
-		pref[i] = t.Name
-	}
-	return []steering.Class{{Name: steering.DefaultClass, Preferred: pref}}
-}
+// steeringClasses are the classes the site steers by (shared with the what-if replay).
+var steeringClasses = sdwan.SteeringClasses
 
 func (e *Engine) site(id string) *site {
 	e.mu.RLock()
@@ -521,6 +519,9 @@ func sameClass(a, b steering.Class) bool {
 
 // publishDecisions publishes the site's current path per class when it changed (or always).
 func (e *Engine) publishDecisions(st *site, always bool) error {
+	if !e.owns(st) {
+		return nil // its owner publishes
+	}
 	st.mu.Lock()
 	if st.steer == nil || !st.synced { // nothing decided (yet): the agent keeps its own paths
 		st.mu.Unlock()
@@ -551,8 +552,15 @@ func (e *Engine) publishDecisions(st *site, always bool) error {
 func (e *Engine) onTelemetry(topic string, payload []byte) {
 	siteID, _, ok := telemetry.ParseTopic(topic)
 	st := e.site(siteID)
+	if ok && st == nil {
+		st = e.adopt(siteID)
+	}
 	if !ok || st == nil {
 		e.m.rejected.WithLabelValues("unknown_site").Inc()
+		return
+	}
+	if !e.owns(st) {
+		e.m.rejected.WithLabelValues("not_owner").Inc()
 		return
 	}
 	r := e.reports.get()
@@ -591,14 +599,14 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 			break
 		}
 		tw := &r.Transport[i]
-		m := steering.Metrics{LatencyMs: tw.LatencyMs, LossPct: tw.LossPct(), JitterMs: tw.JitterMs, Down: tw.Down}
+		m := steering.WindowMetrics(tw)
 		if !st.steer.Observe(now, tw.Name, m) {
 			e.m.rejected.WithLabelValues("unknown_transport").Inc()
 			continue
 		}
 		for _, t := range st.transports {
 			if t.name == tw.Name {
-				t.latencyMs, t.lossPct, t.jitterMs, t.at, t.dirty = m.LatencyMs, m.LossPct, m.JitterMs, now, true
+				t.latencyMs, t.lossPct, t.jitterMs, t.at, t.dirty = m.LatencyMs, m.LossPct, tw.JitterMs, now, true
 			}
 		}
 	}
@@ -660,13 +668,17 @@ func (e *Engine) siteStatus(st *site) string {
 	if st.steer == nil {
 		return sdwan.SiteUp // reporting, with nothing evaluated
 	}
+	// Every transport's status first: returning at the first bad one left the others with the
+	// status they had before their first window (unknown next to live figures).
+	degraded := false
 	for _, t := range st.transports {
 		if s, ok := st.steer.Status(t.name); ok && !t.at.IsZero() {
 			t.status = statusName(s)
 		}
-		if t.status == sdwan.TransportDown || t.status == sdwan.TransportDegraded {
-			return sdwan.SiteDegraded
-		}
+		degraded = degraded || t.status == sdwan.TransportDown || t.status == sdwan.TransportDegraded
+	}
+	if degraded {
+		return sdwan.SiteDegraded
 	}
 	for _, c := range st.classes {
 		if !st.steer.SLAMet(c.Name) {
@@ -739,6 +751,9 @@ func (e *Engine) checkLiveness() {
 	}
 	e.mu.RUnlock()
 	for _, st := range stale {
+		if !e.owns(st) {
+			continue
+		}
 		st.mu.Lock()
 		if (st.status != sdwan.SiteUp && st.status != sdwan.SiteDegraded) || now.Sub(st.lastSeen) < e.o.OfflineAfter {
 			st.mu.Unlock()
@@ -886,9 +901,9 @@ func (e *Engine) onAgentEvent(topic string, payload []byte) {
 	e.record(siteID, "", "", e.o.Now(), e.newEvent(a.Type, data))
 }
 
-// adopt takes the paths a site's agent is on into a steering state that has not yet learnt
+// adoptPaths takes the paths a site's agent is on into a steering state that has not yet learnt
 // them (after a start), so that the controller's first decisions start from where traffic is.
-func (e *Engine) adopt(st *site, s *telemetry.Status) {
+func (e *Engine) adoptPaths(st *site, s *telemetry.Status) {
 	st.mu.Lock()
 	if st.synced || s.Device != st.device || st.steer == nil || len(s.Paths) == 0 {
 		st.mu.Unlock()
@@ -915,7 +930,7 @@ func (e *Engine) onStatus(topic string, payload []byte) {
 		return
 	}
 	if s.State == "online" {
-		e.adopt(st, &s)
+		e.adoptPaths(st, &s)
 		return
 	}
 	if s.State != "offline" {

@@ -105,6 +105,9 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 		},
 	})
 	s.SDWAN.Attach(s.Engine, s.Engine)
+	if h, ok := s.sink.(sdwan.History); ok {
+		s.SDWAN.SetHistory(h, sdwan.SimulationOptions{Steering: steer})
+	}
 	if err := s.Engine.Start(ctx); err != nil {
 		return err
 	}
