@@ -116,7 +116,7 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 		e.m.connected.Set(0)
 		time.AfterFunc(decisionGrace, e.kickReconcile) // then the agent's own choices apply
 		e.log.Warn("agent: broker connection lost; reconnecting", "err", err)
-		e.kickReconcile() // the controller's decisions no longer hold sway
+		e.kickReconcile() // a transport held down locally is left now, not after the grace
 		select {
 		case u.lost <- struct{}{}:
 		default:
