@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -427,3 +428,14 @@ func (c *ctl) Scrape() string {
 	b, _ := io.ReadAll(r.Body)
 	return string(b)
 }
+
+func httpGetJSON(u string) ([]byte, error) {
+	r, err := http.Get(u)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Body.Close()
+	return io.ReadAll(r.Body)
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
