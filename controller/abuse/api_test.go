@@ -82,6 +82,7 @@ type apiCase struct {
 // TestAPIAbuse calls every documented operation with each wrong kind of credential and each
 // wrong kind of input. The property: a 4xx with the error body, never a 5xx, never over 1 s.
 func TestAPIAbuse(t *testing.T) {
+	t.Parallel() // with the faults' outages
 	c := newCtl(t, "")
 	apiScopes := slices.DeleteFunc(slices.Clone(auth.AllScopes), func(s string) bool { return strings.HasPrefix(s, "aigw:") })
 	// Keys first: the CLI and the server share the SQLite file, so mint them before it runs.

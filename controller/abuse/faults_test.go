@@ -169,8 +169,8 @@ func outage(t *testing.T, c *ctl, name, want string, hold time.Duration, inject,
 		run.refused[k] = v
 	}
 	w.mu.Unlock()
-	ended := time.Now()
 	end()
+	ended := time.Now() // the dependency is back: from here on, recovery is the controller's
 	if _, err := c.WaitReady(2 * time.Minute); err != nil {
 		t.Errorf("not ready again after the fault ended: %v", err)
 	}
@@ -199,7 +199,21 @@ func outage(t *testing.T, c *ctl, name, want string, hold time.Duration, inject,
 	return run
 }
 
+// knob is a duration the long run (scripts/bench-abuse.sh) raises: EDGEWAN_ABUSE_NAME.
+func knob(t *testing.T, name string, def time.Duration) time.Duration {
+	v := os.Getenv("EDGEWAN_ABUSE_" + name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("EDGEWAN_ABUSE_%s=%q: %v", name, v, err)
+	}
+	return d
+}
+
 func TestFaults(t *testing.T) {
+	t.Parallel() // with the API and MQTT abuse
 	t.Run("sigkill", testSIGKILL)
 	t.Run("disk full", testDiskFull)
 	t.Run("database down 30s", testPostgresDown)
@@ -215,7 +229,10 @@ func testSIGKILL(t *testing.T) {
 	c := newCtl(t, "")
 	_, token := c.Key("", "soc:read", "soc:write")
 	c.Start()
-	const rounds = 5
+	rounds := 5
+	if v, err := strconv.Atoi(os.Getenv("EDGEWAN_ABUSE_KILLS")); err == nil && v > 0 {
+		rounds = v
+	}
 	var acked []string
 	var worst time.Duration
 	for i := 0; i < rounds; i++ {
@@ -259,7 +276,8 @@ func testDiskFull(t *testing.T) {
 		os.Remove(mnt)
 	})
 	filler := filepath.Join(mnt, "filler")
-	run := outage(t, c, "disk full", "data dir full", 5*time.Second,
+	hold := knob(t, "DISK_FULL_FOR", 5*time.Second)
+	run := outage(t, c, "disk full "+hold.String(), "data dir full", hold,
 		func() {
 			f, err := os.Create(filler)
 			if err != nil {
@@ -289,7 +307,8 @@ func testPostgresDown(t *testing.T) {
 	t.Parallel()
 	pg := startPostgres(t)
 	c := newCtl(t, "", "--database-url", pg.url)
-	run := outage(t, c, "database down 30s", "database not reachable", 30*time.Second,
+	hold := knob(t, "DATABASE_DOWN_FOR", 30*time.Second)
+	run := outage(t, c, "database down "+hold.String(), "database not reachable", hold,
 		func() { pg.stop(t) }, func() { pg.start(t) }, nil)
 	run.print(t, c)
 }
@@ -303,29 +322,34 @@ func testInfluxDown(t *testing.T) {
 	c := newCtl(t, "", "--influx-url", ix.URL, "--influx-bucket", db.Bucket)
 	rep := &reporter{}
 	var site string
-	var sent int
-	run := outage(t, c, "influxdb down 60s", "telemetry store", 60*time.Second,
+	var sent, stored int
+	var back time.Time
+	var caughtUp time.Duration
+	hold := knob(t, "INFLUXDB_DOWN_FOR", 60*time.Second)
+	run := outage(t, c, "influxdb down "+hold.String(), "telemetry store", hold,
 		func() {
 			site = rep.start(t, c, 200*time.Millisecond)
 			rep.waitAcked(t, 5)
 			ix.Stop(t)
 		},
-		func() { ix.Restart(t) },
+		func() {
+			ix.Restart(t)
+			back = time.Now()
+		},
 		func() {
 			rep.waitAcked(t, rep.acked()+5)
 			sent = rep.stop()
+			// Written once the sink's buffer, held through the outage, is empty.
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+				if stored = influxCount(t, ix.URL, db.Name, site); stored >= sent {
+					break
+				}
+				time.Sleep(250 * time.Millisecond) // InfluxDB's writes land asynchronously
+			}
+			caughtUp = time.Since(back)
 		})
-	// Written once the sink's buffer is empty.
-	var stored int
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		stored = influxCount(t, ix.URL, db.Name, site)
-		if stored >= sent {
-			break
-		}
-		time.Sleep(250 * time.Millisecond) // InfluxDB's writes land asynchronously
-	}
-	run.telemetry = fmt.Sprintf("; telemetry reports acknowledged %d, in InfluxDB %d", sent, stored)
+	run.telemetry = fmt.Sprintf("; telemetry reports acknowledged %d, in InfluxDB %d, all written %v after InfluxDB was back",
+		sent, stored, caughtUp.Round(time.Millisecond))
 	if stored < sent {
 		run.lost += sent - stored
 	}
@@ -381,7 +405,8 @@ func testMosquittoRestart(t *testing.T) {
 	rep := &reporter{beforeConnect: func() { mq.Reload(t) }}
 	var site string
 	var sent int
-	run := outage(t, c, "mosquitto down 10s", "MQTT broker not connected", 10*time.Second,
+	hold := knob(t, "MOSQUITTO_DOWN_FOR", 10*time.Second)
+	run := outage(t, c, "mosquitto down "+hold.String(), "MQTT broker not connected", hold,
 		func() {
 			site = rep.start(t, c, 200*time.Millisecond)
 			rep.waitAcked(t, 5)

@@ -93,6 +93,7 @@ func seriesCount(text, prefix string) int {
 // refused, counted in the metrics, at most one SOC case note per window, the controller up,
 // metric cardinality bounded.
 func TestMQTTAbuse(t *testing.T) {
+	t.Parallel() // with the faults' outages
 	c := newCtl(t, "")
 	_, tok := c.Key("", "sdwan:read", "sdwan:write", "soc:read", "soc:write")
 	c.Start()
@@ -316,7 +317,6 @@ func TestMQTTAbuse(t *testing.T) {
 		t.Errorf("/readyz after the abuse: %d %s", code, body)
 	}
 	// Ingest is asynchronous: wait until the 300 events have been through it.
-	time.Sleep(0)
 	var after string
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		after = c.Scrape()
