@@ -138,6 +138,11 @@ func (f faultRun) print(t *testing.T, c *ctl) {
 	if f.lost > 0 {
 		t.Errorf("%d acknowledged writes lost", f.lost)
 	}
+	for status, n := range f.refused {
+		if status != 0 && status != 503 {
+			t.Errorf("%d writes refused with %d during the fault; want 503 unavailable (a dependency is down)", n, status)
+		}
+	}
 }
 
 // outage runs the common shape of a fault: writes before, inject, wait for /readyz to name
@@ -148,8 +153,10 @@ func outage(t *testing.T, c *ctl, name, want string, hold time.Duration, inject,
 	_, token := c.Key("", "soc:read", "soc:write")
 	c.Start()
 	w := startWriter(c, token)
-	if _, err := w.okAfter(time.Now(), 30*time.Second); err != nil {
-		t.Fatalf("before the fault: %v", err)
+	for i := 0; i < 10; i++ { // some writes acknowledged before the fault
+		if _, err := w.okAfter(time.Now(), 30*time.Second); err != nil {
+			t.Fatalf("before the fault: %v", err)
+		}
 	}
 	inject()
 	run := faultRun{name: name}
