@@ -158,51 +158,10 @@ func DecodeBytes(body []byte, dst any) error {
 	if k, ok := duplicateKey(body); ok {
 		return apierr.BadRequest("field %q is given twice in one object", k)
 	}
+	if f, ok := nullField(body, reflect.TypeOf(dst)); ok {
+		return apierr.BadRequest("field %q must not be null; leave it out instead", f)
+	}
 	return nil
-}
-
-// duplicateKey returns a key that appears twice in one object of a valid JSON text.
-func duplicateKey(body []byte) (string, bool) {
-	type frame struct {
-		keys    map[string]bool // nil for an array
-		wantKey bool
-	}
-	var stack []frame
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].keys != nil {
-			stack[n-1].wantKey = true
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{':
-				stack = append(stack, frame{keys: map[string]bool{}, wantKey: true})
-			case '[':
-				stack = append(stack, frame{})
-			default:
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-			continue
-		case string:
-			if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].wantKey {
-				if stack[n-1].keys[v] {
-					return v, true
-				}
-				stack[n-1].keys[v] = true
-				stack[n-1].wantKey = false
-				continue
-			}
-		}
-		valueDone()
-	}
 }
 
 // hasNULEscape reports whether a valid JSON text has a \u0000 escape: the only way to put a NUL

@@ -74,6 +74,11 @@ func TestDecodeBytes(t *testing.T) {
 				Level int    `json:"level"`
 				Name  string `json:"name"`
 			}{Name: "a"}}},
+		{name: "null for a string", body: `{"title":null}`, wantMsg: []string{`"title"`, "must not be null"}},
+		{name: "null for a nested integer", body: `{"nested":{"level":null}}`, wantMsg: []string{`"nested.level"`, "must not be null"}},
+		{name: "null in a map of strings", body: `{"labels":{"a":null}}`, wantMsg: []string{`"labels.a"`}},
+		{name: "null in an array of strings", body: `{"tags":["a",null]}`, wantMsg: []string{`"tags[1]"`}},
+		{name: "null for a pointer, slice or map", body: `{"on":null,"tags":null,"labels":null,"title":"null"}`, want: request{Title: "null"}},
 		{name: "NUL escape after escaped backslash", body: `{"title":"a\\\u0000"}`, wantMsg: []string{"NUL"}},
 	}
 	for _, tc := range tests {
