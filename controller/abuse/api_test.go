@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -21,6 +20,8 @@ import (
 
 // apiSlow is the property's latency bound: no refusal may take longer.
 const apiSlow = time.Second
+
+var pathParam = regexp.MustCompile(`\{[^}]+\}`)
 
 // apiOp is one operation of the OpenAPI document.
 type apiOp struct {
@@ -119,7 +120,7 @@ func TestAPIAbuse(t *testing.T) {
 		"/ai-gateway/v1/proposals/{id}": "prp_00000000000000000000",
 	}
 	fill := func(p string, bad string) string {
-		return regexp.MustCompile(`\{[^}]+\}`).ReplaceAllStringFunc(p, func(param string) string {
+		return pathParam.ReplaceAllStringFunc(p, func(param string) string {
 			if bad != "" {
 				return bad
 			}
@@ -262,12 +263,6 @@ func TestAPIAbuse(t *testing.T) {
 
 // checkErrorBody says what is wrong with an error answer, or "".
 func checkErrorBody(r resp) string {
-	var b struct {
-		Error *struct {
-			Code, Message, RequestID *string
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(r.Body))
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		return fmt.Sprintf("Content-Type %q, want application/json: %.200q", ct, r.Body)
 	}
@@ -279,8 +274,6 @@ func checkErrorBody(r resp) string {
 	if err := json.Unmarshal(raw["error"], &detail); err != nil || detail == nil {
 		return fmt.Sprintf("no error object: %.200s", r.Body)
 	}
-	_ = dec
-	_ = b
 	for _, k := range []string{"code", "message", "request_id"} {
 		if v := detail[k]; v == nil || *v == "" {
 			return fmt.Sprintf("error.%s missing: %.200s", k, r.Body)
@@ -324,8 +317,7 @@ func props(s *openapi3.Schema) map[string]*openapi3.Schema {
 		return out
 	}
 	for _, a := range s.AllOf {
-		maps := props(a.Value)
-		for k, v := range maps {
+		for k, v := range props(a.Value) {
 			out[k] = v
 		}
 	}
@@ -557,5 +549,3 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
-
-var _ = http.StatusOK
