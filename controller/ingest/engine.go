@@ -630,6 +630,9 @@ func (e *Engine) onAck(topic string, payload []byte) {
 		e.m.rejected.WithLabelValues("invalid_ack").Inc()
 		return
 	}
+	if e.skewed(st, a.Time) { // dated like reports and events: within the window, or refused
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := e.store.SetRollout(ctx, siteID, a.Policy, a.Version, a.Status, a.Reason, e.o.Now().UTC()); err != nil {
