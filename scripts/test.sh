@@ -115,6 +115,11 @@ start_postgres
 log "Mosquitto"
 bash scripts/mosquitto.sh install
 
+# NATS server: the scaled-out bus tests start their own 3-node clusters on loopback
+# (controller/mqtt/natstest); install it once here.
+log "NATS server"
+bash scripts/nats.sh install
+
 # Headless Chromium: the NOC page's browser test (controller/server/noc_test.go) fails without it.
 log "Chromium"
 bash scripts/chromium.sh install

@@ -283,6 +283,8 @@ func (s *Server) listen() error {
 		MaxHeaderBytes:    maxHeaderBytes, // headLimit refuses far less, with the error body
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
 	}
+	// Event streams never end by themselves: end them when the shutdown starts to drain.
+	s.api.RegisterOnShutdown(s.SDWAN.CloseStreams)
 	if cfg.PlainHTTP {
 		slog.Warn("serving the API over plain HTTP: only do this behind a TLS-terminating proxy", "listen", ln.Addr().String())
 		s.apiLn = ln
