@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/edgewan/edgewan/aigw/detect"
 	"github.com/edgewan/edgewan/aigw/document"
@@ -35,6 +36,9 @@ type Options struct {
 	Registerer   prometheus.Registerer
 	Now          func() time.Time
 	ProjectTTL   time.Duration // how long a project's compiled policy is cached; default 5s
+	// MaxInflightBytes bounds the request body bytes handled at once (limits.go); 0 means
+	// DefaultMaxInflightBytes.
+	MaxInflightBytes int64
 
 	Documents       DocumentStore   // document capture (documents.go); nil answers 503
 	DocumentOptions DocumentOptions // limits, asynchronous processing, destinations
@@ -52,6 +56,9 @@ type Service struct {
 
 	mu     sync.Mutex
 	guards map[string]*cachedGuard // project -> compiled active policy
+
+	inflight    *semaphore.Weighted // request body bytes being handled (limits.go)
+	inflightCap int64
 
 	extractor    *document.Extractor // documents.go
 	docOpts      DocumentOptions
@@ -123,6 +130,7 @@ func New(ctx context.Context, st Store, o Options) (*Service, error) {
 	if o.Registerer != nil {
 		o.Registerer.MustRegister(s.mOverhead, s.mRedacted, s.mBlocked, s.mUpstreams)
 	}
+	s.inflight, s.inflightCap = newInflight(o.MaxInflightBytes)
 	s.initDocuments()
 	s.initProposals()
 	go s.audit.run()
@@ -240,6 +248,8 @@ type SanitizeResponse struct {
 	Blocked    bool        `json:"blocked"`
 	Findings   []Finding   `json:"findings"`
 	Policy     PolicyRef   `json:"policy"`
+	// RedactionsOmitted counts the redactions not listed (MaxListedRedactions).
+	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
 }
 
 // PolicyRef names the policy version that was applied.
@@ -279,13 +289,15 @@ func (s *Service) Sanitize(ctx context.Context, c Caller, requestID string, req 
 		return nil, err
 	}
 	res := cg.guard.NewSession().Input(req.Text)
-	out := &SanitizeResponse{RequestID: requestID, Text: res.Text, Redactions: convRedactions("input", res.Redactions),
+	reds := convRedactions("input", res.Redactions)
+	out := &SanitizeResponse{RequestID: requestID, Text: res.Text,
 		Blocked: res.Blocked, Findings: convFindings("input", res.Findings), Policy: PolicyRef{cg.policyID, cg.version}}
 	input, _ := json.Marshal(map[string]string{"text": res.Text})
-	rec := s.record(c, cg, requestID, "sanitize", "", input, req.Text, "", out.Redactions, out.Findings, res.Blocked, http.StatusOK, start)
+	rec := s.record(c, cg, requestID, "sanitize", "", input, req.Text, "", reds, out.Findings, res.Blocked, http.StatusOK, start)
 	if err := s.commit(ctx, rec); err != nil {
 		return nil, err
 	}
+	out.Redactions, out.RedactionsOmitted = listRedactions(reds)
 	s.mOverhead.Observe(time.Since(start).Seconds())
 	return out, nil
 }
@@ -298,7 +310,7 @@ func (s *Service) record(c Caller, cg *cachedGuard, id, kind, model string, inpu
 		Redactions: reds, Findings: finds, PolicyID: cg.policyID, PolicyVersion: cg.version, Blocked: blocked, Status: status,
 		LatencyMs: float64(time.Since(start).Microseconds()) / 1000, CreatedAt: now, UpdatedAt: now}
 	if cg.project.StoreRawInput && raw != "" {
-		r.RawInputEnc = s.seal.seal(id, []byte(raw))
+		r.RawInputEnc = s.seal.seal(id, []byte(cutText(raw, AuditMaxRaw)))
 	}
 	return r
 }
@@ -337,6 +349,7 @@ func (s *Service) commit(ctx context.Context, r *Record) error {
 			evs = append(evs, ev)
 		}
 	}
+	r.bound() // after the events, which count every redaction
 	if err := s.audit.write(ctx, r, evs); err != nil {
 		return fmt.Errorf("gateway: audit log: %w", err)
 	}
@@ -364,6 +377,8 @@ type ChatResponse struct {
 	FinishReason string      `json:"finish_reason,omitempty"`
 	Usage        *Usage      `json:"usage,omitempty"`
 	Policy       PolicyRef   `json:"policy"`
+	// RedactionsOmitted counts the redactions not listed (MaxListedRedactions).
+	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
 }
 
 // Usage counts tokens as the model reported them.
@@ -504,7 +519,8 @@ func (s *Service) Chat(ctx context.Context, c Caller, requestID, kind string, re
 	if out.Blocked {
 		return nil, blockedError(convFindings("output", out.Findings), "the model's answer")
 	}
-	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: nonNil(reds), FinishReason: resp.FinishReason,
+	listed, omitted := listRedactions(reds)
+	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
 		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}}, nil
 }
 
@@ -576,7 +592,8 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	case err != nil:
 		return upstreamError(err)
 	}
-	return sink.Done(&ChatResponse{RequestID: requestID, Output: sent.String(), Model: model, Redactions: nonNil(reds), FinishReason: resp.FinishReason,
+	listed, omitted := listRedactions(reds)
+	return sink.Done(&ChatResponse{RequestID: requestID, Output: sent.String(), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
 		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
 }
 
@@ -632,6 +649,11 @@ type TestResponse struct {
 	Redactions []Redaction `json:"redactions"`
 	Blocked    bool        `json:"blocked"`
 	Findings   []Finding   `json:"findings"`
+	// RedactionsOmitted counts the redactions not listed (MaxListedRedactions).
+	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
+	// Weakens lists the default protections this version turns off or weakens (empty when
+	// none): guard.Weakens.
+	Weakens []string `json:"weakens"`
 }
 
 func canonicalPolicy(content json.RawMessage) (json.RawMessage, error) {
@@ -762,6 +784,11 @@ func (s *Service) Publish(ctx context.Context, c Caller, id string, req PublishR
 	now := s.o.Now().UTC().Truncate(time.Microsecond)
 	ch := &Change{ID: ids.New("chg"), Kind: "ai_policy.published", Actor: c.KeyID, Target: id, Project: p.Project, Version: v.Version,
 		Comment: req.Comment, CreatedAt: now, UpdatedAt: now, Diff: diff(prevContent, v.Content)}
+	if pol, err := guard.ParsePolicy(v.Content); err == nil {
+		for _, w := range guard.Weakens(pol) { // said on every publish, not only when it changes
+			ch.Diff = append(ch.Diff, "weakens a default protection: "+w)
+		}
+	}
 	if prev != nil && cg.policyID == id {
 		ch.FromVersion = prev.Version
 	}
@@ -824,8 +851,10 @@ func (s *Service) TestPolicy(ctx context.Context, c Caller, id string, req TestR
 	} else {
 		res = sess.Input(req.Text)
 	}
-	return &TestResponse{Policy: PolicyRef{id, v.Version}, Text: res.Text, Redactions: convRedactions(where, res.Redactions),
-		Blocked: res.Blocked, Findings: convFindings(where, res.Findings)}, nil
+	out := &TestResponse{Policy: PolicyRef{id, v.Version}, Text: res.Text,
+		Blocked: res.Blocked, Findings: convFindings(where, res.Findings), Weakens: nonNil(guard.Weakens(pol))}
+	out.Redactions, out.RedactionsOmitted = listRedactions(convRedactions(where, res.Redactions))
+	return out, nil
 }
 
 // ---- projects and logs ----

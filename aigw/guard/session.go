@@ -19,7 +19,7 @@ type Session struct {
 	counts   map[string]int    // placeholders issued per type
 	inBytes  int
 	outBytes int
-	grown    int // bytes replacements added over the values they replaced
+	grown    int             // bytes replacements added over the values they replaced
 	ents     []detect.Entity // scratch
 }
 
