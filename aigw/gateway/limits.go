@@ -20,8 +20,11 @@ import (
 // with the admitted bytes, not with the number of clients.
 const (
 	// DefaultMaxInflightBytes is how many request body bytes the gateway handles at once by
-	// default: 16 full-size texts.
-	DefaultMaxInflightBytes = 16 * MaxText
+	// default: 4 full-size texts. A worst-case text (an entity every 7 bytes) allocates about
+	// 65 MB while it is redacted (BenchmarkSanitizeAdversarial), so this keeps the controller
+	// under 300 MB RSS under such load (scripts/bench-aigw-rss.sh); ordinary prompts of a few
+	// KB still run hundreds at a time.
+	DefaultMaxInflightBytes = 4 * MaxText
 	// minAdmit is what a small request is counted as: it still costs buffers.
 	minAdmit = 4 << 10
 	// MaxListedRedactions bounds the redactions listed in an answer and in an audit record;
