@@ -54,6 +54,13 @@ type openAIRequest struct {
 	Temperature   *float64       `json:"temperature,omitempty"`
 	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+
+	TopP             *float64 `json:"top_p,omitempty"`
+	Stop             []string `json:"stop,omitempty"`
+	Seed             *int64   `json:"seed,omitempty"`
+	User             string   `json:"user,omitempty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
 }
 
 type streamOptions struct {
@@ -113,6 +120,8 @@ func (p *openAI) body(r Request, stream bool) ([]byte, error) {
 	req := openAIRequest{
 		Model: p.cfg.UpstreamModel, Messages: r.Messages, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, Stream: stream,
+		TopP: r.Sampling.TopP, Stop: r.Sampling.Stop, Seed: r.Sampling.Seed, User: r.Sampling.User,
+		FrequencyPenalty: r.Sampling.FrequencyPenalty, PresencePenalty: r.Sampling.PresencePenalty,
 	}
 	if stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}

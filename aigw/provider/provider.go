@@ -38,6 +38,21 @@ type Request struct {
 	Messages    []Message
 	MaxTokens   int      // 0: the upstream's default (Anthropic, which requires one: DefaultMaxTokens)
 	Temperature *float64 // nil: the upstream's default
+	Sampling    Sampling // further generation options; zero: the upstream's defaults
+}
+
+// Sampling holds the generation options beyond MaxTokens and Temperature. Each provider
+// passes the ones its API has and refuses the others with ErrInvalidRequest naming them,
+// never dropping one: OpenAI-compatible APIs take them all; Anthropic's takes TopP, Stop (as
+// stop_sequences) and User (as metadata.user_id); the echo model's answer does not depend on
+// them.
+type Sampling struct {
+	TopP             *float64
+	Stop             []string
+	Seed             *int64
+	User             string
+	FrequencyPenalty *float64
+	PresencePenalty  *float64
 }
 
 // Usage counts tokens as the upstream reported them (zero when it did not).

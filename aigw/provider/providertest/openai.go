@@ -52,8 +52,10 @@ type openAIRequest struct {
 	Temperature         *float64 `json:"temperature"`
 	TopP                *float64 `json:"top_p"`
 	Stop                any      `json:"stop"`
-	Seed                *int     `json:"seed"`
+	Seed                *int64   `json:"seed"`
 	User                string   `json:"user"`
+	FrequencyPenalty    *float64 `json:"frequency_penalty"`
+	PresencePenalty     *float64 `json:"presence_penalty"`
 	Stream              bool     `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
@@ -71,7 +73,26 @@ func (openAIWire) decode(body []byte) (Request, error) {
 	if len(v.Messages) == 0 {
 		return Request{}, fmt.Errorf("'messages' must contain at least one message")
 	}
-	r := Request{Model: v.Model, Temperature: v.Temperature, Stream: v.Stream}
+	r := Request{Model: v.Model, Temperature: v.Temperature, Stream: v.Stream, TopP: v.TopP, Seed: v.Seed, User: v.User,
+		FrequencyPenalty: v.FrequencyPenalty, PresencePenalty: v.PresencePenalty}
+	switch s := v.Stop.(type) {
+	case nil:
+	case string:
+		r.Stop = []string{s}
+	case []any:
+		if len(s) > 4 {
+			return Request{}, fmt.Errorf("'stop': at most 4 sequences")
+		}
+		for _, x := range s {
+			str, ok := x.(string)
+			if !ok {
+				return Request{}, fmt.Errorf("'stop': sequences must be strings")
+			}
+			r.Stop = append(r.Stop, str)
+		}
+	default:
+		return Request{}, fmt.Errorf("'stop': must be a string or an array of strings")
+	}
 	for i, m := range v.Messages {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":

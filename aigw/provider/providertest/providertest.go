@@ -50,6 +50,14 @@ type Request struct {
 	Temperature  *float64
 	Stream       bool
 	IncludeUsage bool // OpenAI: stream_options.include_usage
+
+	// Sampling options as received (Anthropic: top_p, stop_sequences, metadata.user_id).
+	TopP             *float64
+	Stop             []string
+	Seed             *int64
+	User             string
+	FrequencyPenalty *float64
+	PresencePenalty  *float64
 }
 
 // LastUser is the content of the last user message, "" if none.
