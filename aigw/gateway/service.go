@@ -365,6 +365,8 @@ type ChatRequest struct {
 	Stream      bool               `json:"stream"`
 	MaxTokens   int                `json:"max_tokens"`
 	Temperature *float64           `json:"temperature"`
+	// Sampling is set by the OpenAI-compatible endpoint (top_p, stop, seed, ...).
+	Sampling provider.Sampling `json:"-"`
 }
 
 // ChatResponse answers POST /chat.
@@ -437,7 +439,8 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 		return nil, apierr.Invalid("model %q is not allowed by project %s's policy (%s v%d)", req.Model, req.Project, cg.policyID, cg.version)
 	}
 	p := &prepared{cg: cg, sess: cg.guard.NewSession(),
-		req: provider.Request{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Messages: make([]provider.Message, len(req.Messages))}}
+		req: provider.Request{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Sampling: req.Sampling,
+			Messages: make([]provider.Message, len(req.Messages))}}
 	var raw strings.Builder
 	blocked := false
 	for i, m := range req.Messages {

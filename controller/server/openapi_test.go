@@ -1576,7 +1576,15 @@ func (c *oaChecker) aigwFamily(all string) {
 	c.want(r, 200)
 	evs = c.events(r)
 	var chunks strings.Builder
-	for i, ev := range evs[:len(evs)-1] {
+	// role, deltas, the finish reason, the usage (include_usage), [DONE]
+	var usage struct {
+		Choices []any
+		Usage   *struct{ TotalTokens int } `json:"usage"`
+	}
+	if len(evs) < 4 || json.Unmarshal([]byte(evs[len(evs)-2].data), &usage) != nil || len(usage.Choices) != 0 || usage.Usage == nil {
+		t.Fatalf("OpenAI stream with include_usage: no usage chunk before [DONE]: %s", r.Body)
+	}
+	for i, ev := range evs[:len(evs)-2] {
 		var ch struct {
 			Choices []struct {
 				Delta        map[string]string
@@ -1588,7 +1596,7 @@ func (c *oaChecker) aigwFamily(all string) {
 		switch {
 		case i == 0 && (d["role"] != "assistant" || ch.Choices[0].FinishReason != nil):
 			t.Errorf("the first chunk is the role: %s", ev.data)
-		case i == len(evs)-2 && (len(d) != 0 || ch.Choices[0].FinishReason == nil || *ch.Choices[0].FinishReason != "stop"):
+		case i == len(evs)-3 && (len(d) != 0 || ch.Choices[0].FinishReason == nil || *ch.Choices[0].FinishReason != "stop"):
 			t.Errorf("the last chunk is the finish reason: %s", ev.data)
 		}
 		chunks.WriteString(d["content"])
@@ -1598,7 +1606,7 @@ func (c *oaChecker) aigwFamily(all string) {
 	}
 	c.want(c.raw("POST", oaiDoc, oaiDoc, user, "text/plain", []byte(`{"model":"echo","messages":[{"role":"user","content":"hi"}]}`)), 200) // not checked
 	r = c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": []map[string]any{{"role": "user", "content": nil}}})
-	c.want(r, 200) // null content is empty
+	c.want(r, 400) // null content is not a text
 	c.want(c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": []map[string]any{{"role": "user"}}}), 400)
 	c.want(c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": []map[string]any{{"role": "user", "content": []map[string]any{{"type": "image_url", "image_url": map[string]string{"url": "https://example.com/a.png"}}}}}}), 400)
 	c.want(c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": []map[string]any{{"role": "tool", "content": "x"}}}), 400)

@@ -1,0 +1,355 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/edgewan/edgewan/aigw/provider"
+	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/rest"
+)
+
+// openaiRequest is a parsed chat completions request: the gateway's chat request and what only
+// the OpenAI answer needs.
+type openaiRequest struct {
+	chat         ChatRequest
+	includeUsage bool
+}
+
+// paramError is a 400 about one request field, named in OpenAI's error.param.
+type paramError struct {
+	param string
+	err   *apierr.Error
+}
+
+func (e *paramError) Error() string { return e.err.Error() }
+func (e *paramError) Unwrap() error { return e.err }
+
+func badParam(param, format string, args ...any) error {
+	return &paramError{param: param, err: apierr.BadRequest("%s: %s", param, fmt.Sprintf(format, args...))}
+}
+
+// The request fields of OpenAI's chat completions API the gateway does not support yet, with
+// why; each is refused with a 400 naming it, unless its value is null or the one that means
+// "off" (openaiOff).
+const noTools = "function calling (tools) is not supported by the gateway yet"
+
+var openaiRefused = map[string]string{
+	"tools":               noTools,
+	"tool_choice":         noTools,
+	"parallel_tool_calls": noTools,
+	"functions":           noTools,
+	"function_call":       noTools,
+	"response_format":     `structured outputs are not supported by the gateway yet; only {"type": "text"}`,
+	"logprobs":            "log probabilities would show the model's tokens before the gateway checks its answer",
+	"top_logprobs":        "log probabilities would show the model's tokens before the gateway checks its answer",
+	"logit_bias":          "logit_bias is not supported by the gateway yet",
+	"audio":               "audio output is not supported by the gateway",
+	"modalities":          `only ["text"] is supported`,
+	"prediction":          "predicted outputs are not supported by the gateway yet",
+	"web_search_options":  "web search is not supported by the gateway",
+	"metadata":            "stored completions are not supported by the gateway",
+	"store":               "stored completions are not supported by the gateway",
+	"service_tier":        "service_tier is not supported by the gateway yet",
+	"reasoning_effort":    "reasoning_effort is not supported by the gateway yet",
+	"verbosity":           "verbosity is not supported by the gateway yet",
+	"prompt_cache_key":    "prompt_cache_key is not supported by the gateway yet",
+	"safety_identifier":   "safety_identifier is not supported by the gateway yet",
+}
+
+// openaiOff are the values of refused fields that ask for nothing: accepted.
+var openaiOff = map[string][]string{
+	"logprobs":            {"false"},
+	"store":               {"false"},
+	"modalities":          {`["text"]`},
+	"parallel_tool_calls": {"true", "false"}, // meaningless without tools
+	"response_format":     {`{"type":"text"}`},
+	"tools":               {"[]"},
+	"functions":           {"[]"},
+	"tool_choice":         {`"none"`},
+}
+
+var openaiUsed = []string{"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
+	"top_p", "stop", "seed", "user", "frequency_penalty", "presence_penalty", "n"}
+
+// parseOpenAIRequest reads a chat completions body. Content-Type is not checked (OpenAI does not
+// either); null means absent for optional fields, as in OpenAI's API.
+func parseOpenAIRequest(body []byte) (*openaiRequest, error) {
+	// UTF-8, one JSON object, no NUL escapes (rest.DecodeBytes checks them all).
+	var fields map[string]json.RawMessage
+	if err := rest.DecodeBytes(body, &fields); err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(fields)) // the first problem reported is the same on every try
+	out := &openaiRequest{}
+	r := &out.chat
+	var stream bool
+	var streamOpts json.RawMessage
+	var maxTokens, maxCompletion *int
+	for _, k := range names {
+		v := fields[k]
+		null := string(v) == "null"
+		if why, ok := openaiRefused[k]; ok {
+			if null || slices.Contains(openaiOff[k], compact(v)) {
+				continue
+			}
+			return nil, badParam(k, "%s", why)
+		}
+		if !slices.Contains(openaiUsed, k) {
+			return nil, badParam(k, "unknown field %q of the chat completions API", k)
+		}
+		if null && k != "model" && k != "messages" {
+			continue
+		}
+		var err error
+		switch k {
+		case "model":
+			err = decodeParam(k, v, &r.Model)
+		case "messages":
+			r.Messages, err = parseOpenAIMessages(v)
+		case "stream":
+			err = decodeParam(k, v, &stream)
+		case "stream_options":
+			streamOpts = v
+		case "max_tokens":
+			err = decodeParam(k, v, &maxTokens)
+		case "max_completion_tokens":
+			err = decodeParam(k, v, &maxCompletion)
+		case "temperature":
+			err = decodeParam(k, v, &r.Temperature)
+		case "top_p":
+			err = decodeParam(k, v, &r.Sampling.TopP)
+			if err == nil && (*r.Sampling.TopP < 0 || *r.Sampling.TopP > 1) {
+				err = badParam(k, "must be from 0 to 1")
+			}
+		case "frequency_penalty", "presence_penalty":
+			var f *float64
+			if err = decodeParam(k, v, &f); err == nil && (*f < -2 || *f > 2) {
+				err = badParam(k, "must be from -2 to 2")
+			}
+			if k == "frequency_penalty" {
+				r.Sampling.FrequencyPenalty = f
+			} else {
+				r.Sampling.PresencePenalty = f
+			}
+		case "seed":
+			err = decodeParam(k, v, &r.Sampling.Seed)
+		case "user":
+			err = decodeParam(k, v, &r.Sampling.User)
+			if err == nil && len(r.Sampling.User) > 256 {
+				err = badParam(k, "at most 256 bytes")
+			}
+		case "stop":
+			r.Sampling.Stop, err = parseStop(v)
+		case "n":
+			var n int
+			if err = decodeParam(k, v, &n); err == nil && n != 1 {
+				err = badParam(k, "only 1 is supported by the gateway yet; got %d", n)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if fields["model"] == nil || r.Model == "" {
+		return nil, badParam("model", "is required")
+	}
+	if fields["messages"] == nil || len(r.Messages) == 0 {
+		return nil, badParam("messages", "is required: 1 to 1000 messages")
+	}
+	r.Stream = stream
+	if streamOpts != nil {
+		if !stream {
+			return nil, badParam("stream_options", "is only allowed with \"stream\": true")
+		}
+		var so struct {
+			IncludeUsage *bool `json:"include_usage"`
+		}
+		if err := rest.DecodeBytes(streamOpts, &so); err != nil {
+			return nil, badParam("stream_options", "%s (only include_usage is supported)", apierr.From(err).Message)
+		}
+		out.includeUsage = so.IncludeUsage != nil && *so.IncludeUsage
+	}
+	switch {
+	case maxTokens != nil && maxCompletion != nil && *maxTokens != *maxCompletion:
+		return nil, badParam("max_completion_tokens", "give max_tokens or max_completion_tokens, not both")
+	case maxTokens != nil:
+		r.MaxTokens = *maxTokens
+	case maxCompletion != nil:
+		r.MaxTokens = *maxCompletion
+	}
+	return out, nil
+}
+
+func compact(v json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
+}
+
+// decodeParam decodes one field's value, naming the field in the error.
+func decodeParam(param string, v json.RawMessage, dst any) error {
+	if err := rest.DecodeBytes(v, dst); err != nil {
+		return badParam(param, "%s", apierr.From(err).Message)
+	}
+	return nil
+}
+
+func parseStop(v json.RawMessage) ([]string, error) {
+	var one string
+	if json.Unmarshal(v, &one) == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(v, &many); err != nil || len(many) > 4 {
+		return nil, badParam("stop", "must be a string or an array of at most 4 strings")
+	}
+	return many, nil
+}
+
+// parseOpenAIMessages reads messages: role, and content as a string or an array of text parts.
+// The other message fields are refused by name.
+func parseOpenAIMessages(v json.RawMessage) ([]provider.Message, error) {
+	var raw []map[string]json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil {
+		return nil, badParam("messages", "must be an array of message objects")
+	}
+	out := make([]provider.Message, len(raw))
+	for i, m := range raw {
+		at := fmt.Sprintf("messages[%d]", i)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			switch k {
+			case "role", "content":
+			case "refusal": // SDKs send back the assistant messages they got, with refusal null
+				if s := compact(m[k]); s != "null" && s != `""` {
+					return nil, badParam(at+".refusal", "a refusal cannot be sent back to a model through the gateway")
+				}
+			case "tool_calls", "tool_call_id", "function_call":
+				if string(m[k]) != "null" {
+					return nil, badParam(at+"."+k, "%s", noTools)
+				}
+			default:
+				return nil, badParam(at+"."+k, "not supported by the gateway (messages take role and content)")
+			}
+		}
+		var role string
+		if err := decodeParam(at+".role", m["role"], &role); err != nil || role == "" {
+			return nil, badParam(at+".role", "is required: system, developer, user or assistant")
+		}
+		switch role {
+		case "developer":
+			role = provider.RoleSystem
+		case provider.RoleSystem, provider.RoleUser, provider.RoleAssistant:
+		case "tool", "function":
+			return nil, badParam(at+".role", "%q: %s", role, noTools)
+		default:
+			return nil, badParam(at+".role", "must be system, developer, user or assistant; got %q", role)
+		}
+		text, err := openaiContent(at+".content", m["content"])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = provider.Message{Role: role, Content: text}
+	}
+	return out, nil
+}
+
+// openaiContent reads a message's content: a string, or an array of text parts (joined).
+func openaiContent(at string, v json.RawMessage) (string, error) {
+	if v == nil || string(v) == "null" {
+		return "", badParam(at, "is required: a string or an array of text parts")
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s, nil
+	}
+	var parts []map[string]json.RawMessage
+	if err := json.Unmarshal(v, &parts); err != nil {
+		return "", badParam(at, "must be a string or an array of text parts")
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		pat := fmt.Sprintf("%s[%d]", at, j)
+		var typ, text string
+		for _, k := range slices.Sorted(maps.Keys(p)) { // the same field named on every try
+			x := p[k]
+			var err error
+			switch k {
+			case "type":
+				err = decodeParam(pat+".type", x, &typ)
+			case "text":
+				err = decodeParam(pat+".text", x, &text)
+			default:
+				err = badParam(pat+"."+k, "not supported (text parts take type and text)")
+			}
+			if err != nil {
+				return "", err
+			}
+		}
+		if typ != "text" {
+			return "", badParam(pat+".type", "only text parts are supported; got %q", typ)
+		}
+		b.WriteString(text)
+	}
+	return b.String(), nil
+}
+
+// openaiErrorTypes maps a status to OpenAI's error.type.
+func openaiErrorType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// openaiErrorBody is OpenAI's error shape, with the gateway's request ID.
+type openaiErrorBody struct {
+	Error openaiErrorDetail `json:"error"`
+}
+
+type openaiErrorDetail struct {
+	Message   string  `json:"message"`
+	Type      string  `json:"type"`
+	Param     *string `json:"param"`
+	Code      string  `json:"code"`
+	RequestID string  `json:"request_id"`
+}
+
+func openaiError(c *gin.Context, err error) (int, openaiErrorBody) {
+	e := apierr.From(err)
+	var param *string
+	if pe := (*paramError)(nil); errors.As(err, &pe) {
+		param = &pe.param
+	}
+	return e.Status, openaiErrorBody{Error: openaiErrorDetail{Message: e.Message, Type: openaiErrorType(e.Status), Param: param, Code: e.Code,
+		RequestID: rest.GetRequestID(c)}}
+}
+
+// openaiFail answers an error in OpenAI's shape (a 5xx is logged as rest.Fail logs it).
+func openaiFail(c *gin.Context, err error) {
+	status, body := openaiError(c, err)
+	if status >= 500 { // a bug or an outage: logged, as rest.Fail does
+		slog.Error("request failed", "request_id", rest.GetRequestID(c), "method", c.Request.Method, "path", c.FullPath(), "err", err)
+	}
+	c.AbortWithStatusJSON(status, body)
+}
