@@ -136,6 +136,9 @@ func (p *anthropic) body(r Request, stream bool) ([]byte, error) {
 	if r.Sampling.User != "" {
 		req.Metadata = &anthropicMetadata{UserID: r.Sampling.User}
 	}
+	if err := noTools(r, p.cfg.Name); err != nil {
+		return nil, err
+	}
 	var unsupported []string
 	if r.Sampling.Seed != nil {
 		unsupported = append(unsupported, "seed")

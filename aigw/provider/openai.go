@@ -61,6 +61,10 @@ type openAIRequest struct {
 	User             string   `json:"user,omitempty"`
 	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
 	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
+
+	Tools             json.RawMessage `json:"tools,omitempty"`
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 }
 
 type streamOptions struct {
@@ -93,7 +97,8 @@ func (e *openAIError) code() string {
 type openAIResponse struct {
 	Choices []struct {
 		Message struct {
-			Content string `json:"content"`
+			Content   string     `json:"content"`
+			ToolCalls []ToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -105,7 +110,15 @@ type openAIResponse struct {
 type openAIChunk struct {
 	Choices [1]struct {
 		Delta struct {
-			Content string `json:"content"`
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -122,6 +135,7 @@ func (p *openAI) body(r Request, stream bool) ([]byte, error) {
 		Temperature: r.Temperature, Stream: stream,
 		TopP: r.Sampling.TopP, Stop: r.Sampling.Stop, Seed: r.Sampling.Seed, User: r.Sampling.User,
 		FrequencyPenalty: r.Sampling.FrequencyPenalty, PresencePenalty: r.Sampling.PresencePenalty,
+		Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
 	}
 	if stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}
@@ -151,11 +165,23 @@ func (p *openAI) Chat(ctx context.Context, r Request) (*Response, error) {
 		}
 		out = &Response{
 			Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
-			Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens},
+			Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens}, ToolCalls: v.Choices[0].Message.ToolCalls,
 		}
 		return nil
 	})
 	return out, err
+}
+
+// maxToolCalls bounds the tool calls of one answer.
+const maxToolCalls = 128
+
+// toolDelta hands a tool call piece to the request's OnToolCall; a request without one did
+// not expect tool calls, and the answer fails rather than losing them.
+func (p *openAI) toolDelta(r Request, d ToolCallDelta) error {
+	if r.OnToolCall == nil {
+		return p.fail(0, "", "the model called a tool, but the request has no tool call handler", nil, false)
+	}
+	return r.OnToolCall(d)
 }
 
 // Stream implements Provider. The stream is complete at "data: [DONE]" or, for servers that
@@ -183,11 +209,19 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 			}
 			out = &Response{
 				Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
-				Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens},
+				Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens}, ToolCalls: v.Choices[0].Message.ToolCalls,
 			}
 			if out.Content != "" {
 				a.sent = true
-				return onDelta(out.Content)
+				if err := onDelta(out.Content); err != nil {
+					return err
+				}
+			}
+			for i, tc := range out.ToolCalls {
+				a.sent = true
+				if err := p.toolDelta(r, ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}); err != nil {
+					return err
+				}
 			}
 			return nil
 		}
@@ -227,6 +261,19 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 				content.WriteString(d)
 				a.sent = true
 				if err := onDelta(d); err != nil {
+					return err
+				}
+			}
+			for _, tc := range c.Choices[0].Delta.ToolCalls {
+				if tc.Index < 0 || tc.Index > len(resp.ToolCalls) || tc.Index == len(resp.ToolCalls) && len(resp.ToolCalls) >= maxToolCalls {
+					return p.fail(res.StatusCode, "", "tool call index out of order", nil, false)
+				}
+				if tc.Index == len(resp.ToolCalls) {
+					resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Function.Name}})
+				}
+				resp.ToolCalls[tc.Index].Function.Arguments += tc.Function.Arguments
+				a.sent = true
+				if err := p.toolDelta(r, ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}); err != nil {
 					return err
 				}
 			}

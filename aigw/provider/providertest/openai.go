@@ -43,10 +43,22 @@ func (openAIWire) checkAuth(h http.Header, key string) (int, string) {
 type openAIRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-		Name    string `json:"name,omitempty"`
+		Role       string `json:"role"`
+		Content    string `json:"content"`
+		Name       string `json:"name,omitempty"`
+		ToolCallID string `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
 	} `json:"messages"`
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	MaxTokens           *int     `json:"max_tokens"`
 	MaxCompletionTokens *int     `json:"max_completion_tokens"`
 	Temperature         *float64 `json:"temperature"`
@@ -74,7 +86,7 @@ func (openAIWire) decode(body []byte) (Request, error) {
 		return Request{}, fmt.Errorf("'messages' must contain at least one message")
 	}
 	r := Request{Model: v.Model, Temperature: v.Temperature, Stream: v.Stream, TopP: v.TopP, Seed: v.Seed, User: v.User,
-		FrequencyPenalty: v.FrequencyPenalty, PresencePenalty: v.PresencePenalty}
+		FrequencyPenalty: v.FrequencyPenalty, PresencePenalty: v.PresencePenalty, Tools: v.Tools, ToolChoice: v.ToolChoice}
 	switch s := v.Stop.(type) {
 	case nil:
 	case string:
@@ -99,7 +111,17 @@ func (openAIWire) decode(body []byte) (Request, error) {
 		default:
 			return Request{}, fmt.Errorf("invalid value for 'messages[%d].role': %q", i, m.Role)
 		}
-		r.Messages = append(r.Messages, Message{Role: m.Role, Content: m.Content})
+		if m.Role == "tool" && m.ToolCallID == "" {
+			return Request{}, fmt.Errorf("'messages[%d].tool_call_id' is required for tool messages", i)
+		}
+		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			if !json.Valid([]byte(tc.Function.Arguments)) {
+				return Request{}, fmt.Errorf("'messages[%d].tool_calls': arguments are not JSON", i)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		r.Messages = append(r.Messages, msg)
 	}
 	switch {
 	case v.MaxTokens != nil && v.MaxCompletionTokens != nil:
@@ -160,17 +182,44 @@ func (a answer) openAIUsage() openAIUsage {
 }
 
 func openAIFinish(a answer) string {
-	if a.finish == "" {
-		return "stop"
+	switch {
+	case a.finish != "":
+		return a.finish
+	case len(a.toolCalls) > 0:
+		return "tool_calls"
 	}
-	return a.finish
+	return "stop"
+}
+
+func openAIToolCalls(a answer) []map[string]any {
+	var out []map[string]any
+	for _, tc := range a.toolCalls {
+		out = append(out, map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+	}
+	return out
+}
+
+// streamToolCall sends a call's first delta (ID, name, no arguments), then its arguments in
+// ArgChunks pieces.
+func (openAIWire) streamToolCall(id string, req Request, index int, tc ToolCall) []string {
+	blocks := []string{event("", openAIChunk(id, req, map[string]any{"tool_calls": []map[string]any{{
+		"index": index, "id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": ""}}}}, nil))}
+	pieces := tc.ArgChunks
+	if pieces == nil {
+		pieces = []string{tc.Arguments}
+	}
+	for _, p := range pieces {
+		blocks = append(blocks, event("", openAIChunk(id, req, map[string]any{"tool_calls": []map[string]any{{
+			"index": index, "function": map[string]any{"arguments": p}}}}, nil)))
+	}
+	return blocks
 }
 
 func (openAIWire) writeAnswer(w http.ResponseWriter, id string, req Request, a answer) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "chatcmpl-" + id, "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 		"choices": []map[string]any{{
-			"index": 0, "message": map[string]any{"role": "assistant", "content": a.content, "refusal": nil},
+			"index": 0, "message": openAIMessage(a),
 			"logprobs": nil, "finish_reason": openAIFinish(a),
 		}},
 		"usage": a.openAIUsage(), "system_fingerprint": "fp_providertest",
@@ -215,4 +264,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+func openAIMessage(a answer) map[string]any {
+	m := map[string]any{"role": "assistant", "content": a.content, "refusal": nil}
+	if len(a.toolCalls) > 0 {
+		m["tool_calls"] = openAIToolCalls(a)
+		if a.content == "" {
+			m["content"] = nil
+		}
+	}
+	return m
 }

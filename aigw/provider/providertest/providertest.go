@@ -35,8 +35,18 @@ import (
 // Message is one message of a recorded request. For Anthropic, the system prompt is in
 // Request.System, not here.
 type Message struct {
-	Role    string
-	Content string
+	Role       string
+	Content    string
+	ToolCalls  []ToolCall // OpenAI: an assistant message's tool calls
+	ToolCallID string     // OpenAI: a tool message's call
+}
+
+// ToolCall is a tool call, received in a message or scripted in a Reply.
+type ToolCall struct {
+	ID, Name, Arguments string
+	// ArgChunks are a streamed call's argument deltas; nil: Arguments in one delta. Without
+	// Arguments, they are the arguments.
+	ArgChunks []string
 }
 
 // Request is a request as the fake received it.
@@ -50,6 +60,9 @@ type Request struct {
 	Temperature  *float64
 	Stream       bool
 	IncludeUsage bool // OpenAI: stream_options.include_usage
+
+	Tools      json.RawMessage // OpenAI: tools, as received
+	ToolChoice json.RawMessage // OpenAI: tool_choice, as received
 
 	// Sampling options as received (Anthropic: top_p, stop_sequences, metadata.user_id).
 	TopP             *float64
@@ -77,6 +90,7 @@ type Reply struct {
 	Echo         bool     // answer with the last user message
 	Chunks       []string // the stream's text deltas; nil: the answer cut after each space. Without Content or Echo, they are the answer
 	FinishReason string   // in the API's words; "" = "stop" (OpenAI) or "end_turn" (Anthropic)
+	ToolCalls    []ToolCall // OpenAI: tool calls after the text; the finish reason becomes "tool_calls"
 
 	Status      int         // not 0 or 200: answer with this status and the API's error body
 	ErrorType   string      // the error type (and OpenAI code); "" = the API's usual one for Status
@@ -126,6 +140,11 @@ type Server struct {
 	changed chan struct{} // closed and replaced when reqs or active change
 }
 
+// toolStreamer is a wire that streams tool calls (OpenAI's).
+type toolStreamer interface {
+	streamToolCall(id string, req Request, index int, tc ToolCall) []string
+}
+
 // wire is one API's side of the fake.
 type wire interface {
 	path() string
@@ -144,6 +163,7 @@ type wire interface {
 type answer struct {
 	content        string
 	finish         string
+	toolCalls      []ToolCall
 	prompt, output int // token counts (words)
 }
 
@@ -332,7 +352,12 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, id string, r
 		return
 	}
 
-	a := answer{content: rp.Content, finish: rp.FinishReason}
+	a := answer{content: rp.Content, finish: rp.FinishReason, toolCalls: rp.ToolCalls}
+	for i := range a.toolCalls {
+		if tc := &a.toolCalls[i]; tc.Arguments == "" {
+			tc.Arguments = strings.Join(tc.ArgChunks, "")
+		}
+	}
 	switch {
 	case rp.Echo:
 		a.content += req.LastUser()
@@ -382,6 +407,11 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, id string, r
 			return
 		}
 		send(s.wire.streamDelta(id, req, d))
+	}
+	if ts, ok := s.wire.(toolStreamer); ok && !faulty {
+		for i, tc := range a.toolCalls {
+			send(ts.streamToolCall(id, req, i, tc)...)
+		}
 	}
 	switch {
 	case rp.StreamError != "":
