@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -176,6 +177,11 @@ func (s *sseSink) event(name string, v any) error {
 func (s *sseSink) Delta(text string) error { return s.event("delta", map[string]string{"text": text}) }
 
 func (s *sseSink) Done(r *ChatResponse) error { return s.event("done", r) }
+
+// ToolCall cannot happen: /chat requests carry no tools. Failing is better than dropping one.
+func (s *sseSink) ToolCall(int, string, string, string) error {
+	return errors.New("gateway: a tool call in a /chat answer")
+}
 
 // fail answers an error: as a normal error response before the stream started, else as an
 // "error" event that ends it.

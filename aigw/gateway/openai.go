@@ -45,9 +45,16 @@ func (h *handlers) openaiChat(c *gin.Context) {
 		if finish == "" {
 			finish = "stop"
 		}
+		msg := gin.H{"role": "assistant", "content": res.Output}
+		if len(res.ToolCalls) > 0 {
+			msg["tool_calls"] = res.ToolCalls
+			if res.Output == "" {
+				msg["content"] = nil // as OpenAI answers a call without text
+			}
+		}
 		c.JSON(http.StatusOK, gin.H{
 			"id": "chatcmpl-" + id, "object": "chat.completion", "created": created, "model": res.Model,
-			"choices": []gin.H{{"index": 0, "message": gin.H{"role": "assistant", "content": res.Output}, "finish_reason": finish}},
+			"choices": []gin.H{{"index": 0, "message": msg, "finish_reason": finish}},
 			"usage":   openaiUsage(res.Usage),
 			"edgewan": gin.H{"request_id": id, "redactions": res.Redactions, "policy": res.Policy},
 		})
@@ -91,6 +98,17 @@ func (s *openaiSink) chunk(delta map[string]any, finish any) error {
 }
 
 func (s *openaiSink) Delta(text string) error { return s.chunk(map[string]any{"content": text}, nil) }
+
+// ToolCall sends a tool_calls delta: with its id, type and name the first time, then only
+// arguments, as OpenAI streams them.
+func (s *openaiSink) ToolCall(index int, id, name, args string) error {
+	tc := map[string]any{"index": index, "function": map[string]any{"arguments": args}}
+	if id != "" || name != "" {
+		tc["id"], tc["type"] = id, "function"
+		tc["function"] = map[string]any{"name": name, "arguments": args}
+	}
+	return s.chunk(map[string]any{"tool_calls": []any{tc}}, nil)
+}
 
 func (s *openaiSink) Done(r *ChatResponse) error {
 	s.model = r.Model

@@ -41,14 +41,10 @@ func badParam(param, format string, args ...any) error {
 // The request fields of OpenAI's chat completions API the gateway does not support yet, with
 // why; each is refused with a 400 naming it, unless its value is null or the one that means
 // "off" (openaiOff).
-const noTools = "function calling (tools) is not supported by the gateway yet"
 
 var openaiRefused = map[string]string{
-	"tools":               noTools,
-	"tool_choice":         noTools,
-	"parallel_tool_calls": noTools,
-	"functions":           noTools,
-	"function_call":       noTools,
+	"functions":           "functions is deprecated; give tools",
+	"function_call":       "function_call is deprecated; give tool_choice",
 	"response_format":     `structured outputs are not supported by the gateway yet; only {"type": "text"}`,
 	"logprobs":            "log probabilities would show the model's tokens before the gateway checks its answer",
 	"top_logprobs":        "log probabilities would show the model's tokens before the gateway checks its answer",
@@ -71,15 +67,12 @@ var openaiOff = map[string][]string{
 	"logprobs":            {"false"},
 	"store":               {"false"},
 	"modalities":          {`["text"]`},
-	"parallel_tool_calls": {"true", "false"}, // meaningless without tools
 	"response_format":     {`{"type":"text"}`},
-	"tools":               {"[]"},
 	"functions":           {"[]"},
-	"tool_choice":         {`"none"`},
 }
 
 var openaiUsed = []string{"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
-	"top_p", "stop", "seed", "user", "frequency_penalty", "presence_penalty", "n"}
+	"top_p", "stop", "seed", "user", "frequency_penalty", "presence_penalty", "n", "tools", "tool_choice", "parallel_tool_calls"}
 
 // parseOpenAIRequest reads a chat completions body. Content-Type is not checked (OpenAI does not
 // either); null means absent for optional fields, as in OpenAI's API.
@@ -150,6 +143,12 @@ func parseOpenAIRequest(body []byte) (*openaiRequest, error) {
 			}
 		case "stop":
 			r.Sampling.Stop, err = parseStop(v)
+		case "tools":
+			r.Tools, err = parseTools(v)
+		case "tool_choice":
+			r.ToolChoice, err = parseToolChoice(v)
+		case "parallel_tool_calls":
+			err = decodeParam(k, v, &r.ParallelToolCalls)
 		case "n":
 			var n int
 			if err = decodeParam(k, v, &n); err == nil && n != 1 {
@@ -165,6 +164,15 @@ func parseOpenAIRequest(body []byte) (*openaiRequest, error) {
 	}
 	if fields["messages"] == nil || len(r.Messages) == 0 {
 		return nil, badParam("messages", "is required: 1 to 1000 messages")
+	}
+	if len(r.Tools) == 0 { // OpenAI refuses these without tools too
+		switch {
+		case r.ToolChoice != nil && string(r.ToolChoice) != `"none"`:
+			return nil, badParam("tool_choice", "is only allowed with tools")
+		case r.ToolChoice != nil || r.ParallelToolCalls != nil:
+			r.ToolChoice, r.ParallelToolCalls = nil, nil // "none" and no tools: nothing asked
+		}
+		r.Tools = nil
 	}
 	r.Stream = stream
 	if streamOpts != nil {
@@ -235,9 +243,10 @@ func parseOpenAIMessages(v json.RawMessage) ([]provider.Message, error) {
 				if s := compact(m[k]); s != "null" && s != `""` {
 					return nil, badParam(at+".refusal", "a refusal cannot be sent back to a model through the gateway")
 				}
-			case "tool_calls", "tool_call_id", "function_call":
+			case "tool_calls", "tool_call_id":
+			case "function_call":
 				if string(m[k]) != "null" {
-					return nil, badParam(at+"."+k, "%s", noTools)
+					return nil, badParam(at+"."+k, "function_call is deprecated; give tool_calls")
 				}
 			default:
 				return nil, badParam(at+"."+k, "not supported by the gateway (messages take role and content)")
@@ -247,20 +256,41 @@ func parseOpenAIMessages(v json.RawMessage) ([]provider.Message, error) {
 		if err := decodeParam(at+".role", m["role"], &role); err != nil || role == "" {
 			return nil, badParam(at+".role", "is required: system, developer, user or assistant")
 		}
+		msg := provider.Message{}
 		switch role {
 		case "developer":
 			role = provider.RoleSystem
 		case provider.RoleSystem, provider.RoleUser, provider.RoleAssistant:
-		case "tool", "function":
-			return nil, badParam(at+".role", "%q: %s", role, noTools)
+		case provider.RoleTool:
+			if err := decodeParam(at+".tool_call_id", m["tool_call_id"], &msg.ToolCallID); err != nil || msg.ToolCallID == "" {
+				return nil, badParam(at+".tool_call_id", "is required for a tool message: the ID of the call it answers")
+			}
+		case "function":
+			return nil, badParam(at+".role", "function messages are deprecated; give tool messages")
 		default:
-			return nil, badParam(at+".role", "must be system, developer, user or assistant; got %q", role)
+			return nil, badParam(at+".role", "must be system, developer, user, assistant or tool; got %q", role)
+		}
+		if role != provider.RoleTool && m["tool_call_id"] != nil && string(m["tool_call_id"]) != "null" {
+			return nil, badParam(at+".tool_call_id", "only tool messages have one")
+		}
+		if tcs := m["tool_calls"]; tcs != nil && string(tcs) != "null" {
+			if role != provider.RoleAssistant {
+				return nil, badParam(at+".tool_calls", "only assistant messages have tool calls")
+			}
+			var err error
+			if msg.ToolCalls, err = parseToolCalls(at+".tool_calls", tcs); err != nil {
+				return nil, err
+			}
+		}
+		if role == provider.RoleAssistant && len(msg.ToolCalls) > 0 && (m["content"] == nil || string(m["content"]) == "null") {
+			m["content"] = json.RawMessage(`""`) // a call without text
 		}
 		text, err := openaiContent(at+".content", m["content"])
 		if err != nil {
 			return nil, err
 		}
-		out[i] = provider.Message{Role: role, Content: text}
+		msg.Role, msg.Content = role, text
+		out[i] = msg
 	}
 	return out, nil
 }
@@ -352,4 +382,91 @@ func openaiFail(c *gin.Context, err error) {
 		slog.Error("request failed", "request_id", rest.GetRequestID(c), "method", c.Request.Method, "path", c.FullPath(), "err", err)
 	}
 	c.AbortWithStatusJSON(status, body)
+}
+
+// maxTools bounds the tools of a request (OpenAI's own limit).
+const maxTools = 128
+
+// parseTools checks tools: function tools {type: "function", function: {name, description?,
+// parameters?, strict?}}; they are passed to the model as sent. Their descriptions and schemas
+// are the application's, not user data, and are not redacted.
+func parseTools(v json.RawMessage) (json.RawMessage, error) {
+	var tools []struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      *bool           `json:"strict"`
+		} `json:"function"`
+	}
+	if err := decodeParam("tools", v, &tools); err != nil {
+		return nil, err
+	}
+	if len(tools) > maxTools {
+		return nil, badParam("tools", "at most %d tools", maxTools)
+	}
+	for i, t := range tools {
+		at := fmt.Sprintf("tools[%d]", i)
+		switch {
+		case t.Type != "function":
+			return nil, badParam(at+".type", "only function tools are supported; got %q", t.Type)
+		case t.Function == nil || t.Function.Name == "":
+			return nil, badParam(at+".function.name", "is required")
+		case t.Function.Parameters != nil && string(t.Function.Parameters) != "null" && bytes.TrimSpace(t.Function.Parameters)[0] != '{':
+			return nil, badParam(at+".function.parameters", "must be a JSON Schema object")
+		}
+	}
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	return v, nil
+}
+
+// parseToolChoice checks tool_choice: "none", "auto", "required" or
+// {"type": "function", "function": {"name"}}.
+func parseToolChoice(v json.RawMessage) (json.RawMessage, error) {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		if s != "none" && s != "auto" && s != "required" {
+			return nil, badParam("tool_choice", `must be "none", "auto", "required" or a function; got %q`, s)
+		}
+		return v, nil
+	}
+	var f struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := decodeParam("tool_choice", v, &f); err != nil {
+		return nil, err
+	}
+	if f.Type != "function" || f.Function.Name == "" {
+		return nil, badParam("tool_choice", `an object must be {"type": "function", "function": {"name": ...}}`)
+	}
+	return v, nil
+}
+
+// parseToolCalls reads an assistant message's tool calls: their arguments are checked and
+// redacted as the message's text is.
+func parseToolCalls(at string, v json.RawMessage) ([]provider.ToolCall, error) {
+	var calls []provider.ToolCall
+	if err := decodeParam(at, v, &calls); err != nil {
+		return nil, err
+	}
+	if len(calls) > maxTools {
+		return nil, badParam(at, "at most %d tool calls", maxTools)
+	}
+	for j, tc := range calls {
+		switch {
+		case tc.ID == "":
+			return nil, badParam(fmt.Sprintf("%s[%d].id", at, j), "is required")
+		case tc.Type != "function":
+			return nil, badParam(fmt.Sprintf("%s[%d].type", at, j), `must be "function"`)
+		case tc.Function.Name == "":
+			return nil, badParam(fmt.Sprintf("%s[%d].function.name", at, j), "is required")
+		}
+	}
+	return calls, nil
 }

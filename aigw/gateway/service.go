@@ -365,8 +365,12 @@ type ChatRequest struct {
 	Stream      bool               `json:"stream"`
 	MaxTokens   int                `json:"max_tokens"`
 	Temperature *float64           `json:"temperature"`
-	// Sampling is set by the OpenAI-compatible endpoint (top_p, stop, seed, ...).
-	Sampling provider.Sampling `json:"-"`
+	// Set by the OpenAI-compatible endpoint: top_p, stop, seed, ...; tools (messages may then
+	// carry tool calls and tool results).
+	Sampling          provider.Sampling `json:"-"`
+	Tools             json.RawMessage   `json:"-"`
+	ToolChoice        json.RawMessage   `json:"-"`
+	ParallelToolCalls *bool             `json:"-"`
 }
 
 // ChatResponse answers POST /chat.
@@ -381,6 +385,8 @@ type ChatResponse struct {
 	Policy       PolicyRef   `json:"policy"`
 	// RedactionsOmitted counts the redactions not listed (MaxListedRedactions).
 	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
+	// ToolCalls are the model's tool calls, arguments checked (OpenAI-compatible endpoint).
+	ToolCalls []provider.ToolCall `json:"-"`
 }
 
 // Usage counts tokens as the model reported them.
@@ -424,11 +430,16 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 		return nil, apierr.BadRequest("temperature must be 0 to 2")
 	}
 	for i, m := range req.Messages {
-		if !slices.Contains(validRoles, m.Role) {
+		if !slices.Contains(validRoles, m.Role) && (m.Role != provider.RoleTool || m.ToolCallID == "") {
 			return nil, apierr.BadRequest("messages[%d].role must be system, user or assistant; got %q", i, m.Role)
 		}
 		if err := checkText(fmt.Sprintf("messages[%d].content", i), m.Content); err != nil {
 			return nil, err
+		}
+		for j, tc := range m.ToolCalls {
+			if err := checkText(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), tc.Function.Arguments); err != nil {
+				return nil, err
+			}
 		}
 	}
 	cg, err := s.guardFor(ctx, req.Project)
@@ -440,17 +451,30 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 	}
 	p := &prepared{cg: cg, sess: cg.guard.NewSession(),
 		req: provider.Request{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Sampling: req.Sampling,
+			Tools: req.Tools, ToolChoice: req.ToolChoice, ParallelToolCalls: req.ParallelToolCalls,
 			Messages: make([]provider.Message, len(req.Messages))}}
 	var raw strings.Builder
 	blocked := false
 	for i, m := range req.Messages {
 		where := fmt.Sprintf("input[%d]", i)
 		res := p.sess.Input(m.Content)
-		p.req.Messages[i] = provider.Message{Role: m.Role, Content: res.Text}
+		p.req.Messages[i] = provider.Message{Role: m.Role, Content: res.Text, ToolCallID: m.ToolCallID}
 		p.reds = append(p.reds, convRedactions(where, res.Redactions)...)
 		p.finds = append(p.finds, convFindings(where, res.Findings)...)
 		blocked = blocked || res.Blocked
 		raw.WriteString(m.Role + ": " + m.Content + "\n")
+		// A tool call's arguments and a tool's result are text like any other: checked and
+		// redacted, so nothing reaches the model through them unchecked.
+		for j, tc := range m.ToolCalls {
+			where := fmt.Sprintf("input[%d].tool_calls[%d]", i, j)
+			res := p.sess.Input(tc.Function.Arguments)
+			tc.Function.Arguments = res.Text
+			p.req.Messages[i].ToolCalls = append(p.req.Messages[i].ToolCalls, tc)
+			p.reds = append(p.reds, convRedactions(where, res.Redactions)...)
+			p.finds = append(p.finds, convFindings(where, res.Findings)...)
+			blocked = blocked || res.Blocked
+			raw.WriteString("tool_call " + tc.Function.Name + ": " + tc.Function.Arguments + "\n")
+		}
 	}
 	p.input, _ = json.Marshal(p.req.Messages)
 	p.raw = raw.String()
@@ -509,36 +533,61 @@ func (s *Service) Chat(ctx context.Context, c Caller, requestID, kind string, re
 	s.mUpstreams.WithLabelValues(resp.Model, "ok").Inc()
 	out := p.sess.Output(resp.Content)
 	reds := append(p.reds, convRedactions("output", out.Redactions)...)
-	finds := append(p.finds, convFindings("output", out.Findings)...)
+	outFinds := convFindings("output", out.Findings)
+	calls := make([]provider.ToolCall, len(resp.ToolCalls))
+	logged := out.Text
+	for j, tc := range resp.ToolCalls {
+		where := fmt.Sprintf("output.tool_calls[%d]", j)
+		res := p.sess.Output(tc.Function.Arguments)
+		tc.Function.Arguments = res.Text
+		calls[j] = tc
+		reds = append(reds, convRedactions(where, res.Redactions)...)
+		outFinds = append(outFinds, convFindings(where, res.Findings)...)
+		out.Blocked = out.Blocked || res.Blocked
+		logged += "\ntool_call " + tc.Function.Name + ": " + res.Text
+	}
+	finds := append(p.finds, outFinds...)
 	status := http.StatusOK
 	if out.Blocked {
 		status = http.StatusUnprocessableEntity
 	}
-	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, out.Text, reds, finds, out.Blocked, status, start)
+	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, logged, reds, finds, out.Blocked, status, start)
 	if err := s.commit(ctx, rec); err != nil {
 		return nil, err
 	}
 	s.mOverhead.Observe((time.Since(start) - upTime).Seconds())
 	if out.Blocked {
-		return nil, blockedError(convFindings("output", out.Findings), "the model's answer")
+		return nil, blockedError(outFinds, "the model's answer")
 	}
 	listed, omitted := listRedactions(reds)
-	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
+	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason, ToolCalls: calls,
 		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}}, nil
 }
 
-// StreamSink receives a streamed answer: safe text as it becomes safe, then the end.
+// StreamSink receives a streamed answer: safe text and tool call pieces as they become safe,
+// then the end.
 type StreamSink interface {
 	Delta(text string) error
+	// ToolCall sends a piece of tool call index: its ID and name with its first piece, then
+	// pieces of its arguments, checked as text is.
+	ToolCall(index int, id, name, args string) error
 	Done(r *ChatResponse) error
 }
 
 var errStreamBlocked = errors.New("gateway: output blocked")
 
-// ChatStream is Chat streaming the answer: the output is redacted over a sliding window, so no
-// entity split across chunks escapes; a block rule on the output stops the stream. Errors
-// before the first delta are returned (the handler answers them as usual); after it they end
-// the stream.
+// toolStream is one streamed tool call: its arguments go through their own stream redactor
+// of the request's session (one placeholder numbering for the whole request).
+type toolStream struct {
+	id, name string
+	sr       *guard.StreamRedactor
+	sent     strings.Builder
+}
+
+// ChatStream is Chat streaming the answer: the output, and each tool call's arguments, are
+// redacted over a sliding window, so no entity split across chunks escapes; a block rule on
+// the output stops the stream. Errors before the first delta are returned (the handler
+// answers them as usual); after it they end the stream.
 func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind string, req ChatRequest, sink StreamSink) error {
 	start := time.Now()
 	p, err := s.prepare(ctx, c, requestID, kind, req, start)
@@ -547,6 +596,25 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	}
 	sr := p.sess.Stream()
 	var sent strings.Builder
+	var tools []*toolStream
+	p.req.OnToolCall = func(d provider.ToolCallDelta) error {
+		if d.Index == len(tools) { // a new call: its ID and name (the application's own function names) go at once
+			tools = append(tools, &toolStream{id: d.ID, name: d.Name, sr: p.sess.Stream()})
+			if err := sink.ToolCall(d.Index, d.ID, d.Name, ""); err != nil {
+				return err
+			}
+		}
+		t := tools[d.Index] // the provider checked the index
+		safe := t.sr.Write(d.Arguments)
+		if t.sr.Blocked() {
+			return errStreamBlocked
+		}
+		if safe == "" {
+			return nil
+		}
+		t.sent.WriteString(safe)
+		return sink.ToolCall(d.Index, "", "", safe)
+	}
 	upStart := time.Now()
 	resp, err := s.o.Models.Stream(ctx, p.req, func(delta string) error {
 		safe := sr.Write(delta)
@@ -560,20 +628,50 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 		return sink.Delta(safe)
 	})
 	upTime := time.Since(upStart)
-	blocked := sr.Blocked() || errors.Is(err, errStreamBlocked)
+	anyBlocked := func() bool {
+		if sr.Blocked() {
+			return true
+		}
+		for _, t := range tools {
+			if t.sr.Blocked() {
+				return true
+			}
+		}
+		return false
+	}
+	blocked := anyBlocked() || errors.Is(err, errStreamBlocked)
 	if err == nil && !blocked {
 		if rest := sr.Flush(); rest != "" && !sr.Blocked() {
 			sent.WriteString(rest)
 			err = sink.Delta(rest)
 		}
-		blocked = sr.Blocked()
+		for i, t := range tools {
+			if err != nil {
+				break
+			}
+			if rest := t.sr.Flush(); rest != "" && !t.sr.Blocked() {
+				t.sent.WriteString(rest)
+				err = sink.ToolCall(i, "", "", rest)
+			}
+		}
+		blocked = anyBlocked()
 	}
 	model := req.Model
 	if resp != nil {
 		model = resp.Model
 	}
 	reds := append(p.reds, convRedactions("output", sr.Redactions())...)
-	finds := append(p.finds, convFindings("output", sr.Findings())...)
+	outFinds := convFindings("output", sr.Findings())
+	logged := sent.String()
+	calls := make([]provider.ToolCall, len(tools))
+	for i, t := range tools {
+		where := fmt.Sprintf("output.tool_calls[%d]", i)
+		reds = append(reds, convRedactions(where, t.sr.Redactions())...)
+		outFinds = append(outFinds, convFindings(where, t.sr.Findings())...)
+		calls[i] = provider.ToolCall{ID: t.id, Type: "function", Function: provider.FunctionCall{Name: t.name, Arguments: t.sent.String()}}
+		logged += "\ntool_call " + t.name + ": " + t.sent.String()
+	}
+	finds := append(p.finds, outFinds...)
 	status := http.StatusOK
 	switch {
 	case blocked:
@@ -584,20 +682,20 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	default:
 		s.mUpstreams.WithLabelValues(model, "ok").Inc()
 	}
-	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, sent.String(), reds, finds, blocked, status, start)
+	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, logged, reds, finds, blocked, status, start)
 	if cerr := s.commit(ctx, rec); cerr != nil {
 		return cerr
 	}
 	s.mOverhead.Observe((time.Since(start) - upTime).Seconds())
 	switch {
 	case blocked:
-		return blockedError(convFindings("output", sr.Findings()), "the model's answer")
+		return blockedError(outFinds, "the model's answer")
 	case err != nil:
 		return upstreamError(err)
 	}
 	listed, omitted := listRedactions(reds)
 	return sink.Done(&ChatResponse{RequestID: requestID, Output: sent.String(), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
-		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
+		ToolCalls: calls, Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
 }
 
 // Models lists the models the caller's project may use: the configured ones its policy allows.
