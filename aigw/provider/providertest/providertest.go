@@ -86,10 +86,10 @@ func (r Request) LastUser() string {
 // Reply scripts the answer to one request. The zero Reply answers with an empty text; the
 // default reply of a new Server is Reply{Echo: true}.
 type Reply struct {
-	Content      string   // the answer; with Echo, put before the echoed text
-	Echo         bool     // answer with the last user message
-	Chunks       []string // the stream's text deltas; nil: the answer cut after each space. Without Content or Echo, they are the answer
-	FinishReason string   // in the API's words; "" = "stop" (OpenAI) or "end_turn" (Anthropic)
+	Content      string     // the answer; with Echo, put before the echoed text
+	Echo         bool       // answer with the last user message
+	Chunks       []string   // the stream's text deltas; nil: the answer cut after each space. Without Content or Echo, they are the answer
+	FinishReason string     // in the API's words; "" = "stop" (OpenAI) or "end_turn" (Anthropic)
 	ToolCalls    []ToolCall // OpenAI: tool calls after the text; the finish reason becomes "tool_calls"
 
 	Status      int         // not 0 or 200: answer with this status and the API's error body
