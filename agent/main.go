@@ -74,6 +74,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "agent: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the flags were printed to stdout
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		var ce *claim.Error
@@ -84,9 +87,25 @@ func main() {
 	}
 }
 
+// helpRequested reports whether args ask for help (before any "--").
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help", "--h":
+			return true
+		}
+	}
+	return false
+}
+
 func loadConfig(fs *flag.FlagSet, args []string) (*config.Config, error) {
 	path := fs.String("config", "", "YAML configuration file (flags override it)")
 	f := config.NewFlags(fs)
+	if helpRequested(args) {
+		fs.SetOutput(os.Stdout) // asked for: usage on stdout, exit 0 (flag.ErrHelp in main)
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -37,9 +37,10 @@ commands:
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "controller:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage was printed to stdout
 		}
+		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(2)
 	}
 }
@@ -51,6 +52,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "serve":
+		if helpRequested(args[1:]) {
+			stderr = stdout // asked for: the flags on stdout, exit 0
+		}
 		return serve(ctx, args[1:], stderr)
 	case "keys":
 		return keys(ctx, args[1:], stdout, stderr)
@@ -132,13 +136,33 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// helpRequested reports whether args ask for help (before any "--").
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help", "--h":
+			return true
+		}
+	}
+	return false
+}
+
 func keys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("keys: give create, list or revoke")
 	}
+	if helpRequested(args[:1]) || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return flag.ErrHelp
+	}
 	fs := flag.NewFlagSet("controller keys "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if helpRequested(args[1:]) {
+		fs.SetOutput(stdout)
+	}
 	cfg := storeFlags(fs)
 	switch args[0] {
 	case "create":

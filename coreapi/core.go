@@ -114,7 +114,7 @@ func (h *handlers) createCase(c *gin.Context) {
 
 func (h *handlers) updateCase(c *gin.Context) {
 	var req soc.UpdateRequest
-	if err := rest.Decode(c, &req, 0); err != nil {
+	if err := rest.DecodePatch(c, &req, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}

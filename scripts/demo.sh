@@ -22,17 +22,48 @@ go build -ldflags "-X github.com/edgewan/edgewan/controller/server.Version=$VERS
 go build -ldflags "-X main.Version=$VERSION" -o bin/agent ./agent
 go build -o bin/simagent ./scripts/simagent
 
+# A port already taken (by an earlier demo, or anything else) would make the controller exit,
+# or worse, answer the readiness check in its place: say so before starting.
+port_taken() { # port_taken HOST:PORT
+  (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null
+}
+for addr in "$LISTEN" "${MQTT_LISTEN:-127.0.0.1:8883}"; do
+  if port_taken "$addr"; then
+    echo "demo: $addr is already in use by another program (an earlier demo still running?)." >&2
+    echo "demo: stop it, or pick other ports: LISTEN=127.0.0.1:9443 MQTT_LISTEN=127.0.0.1:9883 scripts/demo.sh" >&2
+    exit 1
+  fi
+done
+
 echo "==> starting the controller (data in $DATA_DIR, API on $BASE)"
 ./bin/controller serve --data-dir "$DATA_DIR" --listen "$LISTEN" --mqtt-listen "${MQTT_LISTEN:-127.0.0.1:8883}" --allow-http-webhooks "$@" &
 CTL=$!
 SIM=
-trap '[ -n "$SIM" ] && kill -TERM $SIM 2>/dev/null; kill -TERM $CTL 2>/dev/null; wait $CTL 2>/dev/null || true' EXIT INT TERM
+# stop ends the simulated agents and the controller, waiting for the controller to drain.
+stop() {
+  if [ -n "$SIM" ]; then kill -TERM "$SIM" 2>/dev/null || true; wait "$SIM" 2>/dev/null || true; SIM=; fi
+  if [ -n "$CTL" ]; then kill -TERM "$CTL" 2>/dev/null || true; wait "$CTL" 2>/dev/null || true; CTL=; fi
+}
+trap stop EXIT
+# Ctrl-C (or SIGTERM) is the normal way to end the demo: a clean stop, exit status 0.
+trap 'trap - INT TERM; echo; echo "==> stopping (the controller drains requests and webhook queues first)"; stop; exit 0' INT TERM
 
+# Readiness: every probe is bounded (something else may accept connections and never answer),
+# and so is the whole wait.
 CA="$DATA_DIR/tls/ca.crt"
-for _ in $(seq 1 100); do
-  if [ -f "$CA" ] && curl -sf --cacert "$CA" "$BASE/healthz" >/dev/null 2>&1; then break; fi
-  if ! kill -0 $CTL 2>/dev/null; then echo "demo: the controller exited; see its log above" >&2; exit 1; fi
-  sleep 0.1
+READY_TIMEOUT=${READY_TIMEOUT:-60}
+deadline=$((SECONDS + READY_TIMEOUT))
+until [ -f "$CA" ] && curl -sf --connect-timeout 2 --max-time 5 --cacert "$CA" "$BASE/healthz" >/dev/null 2>&1; do
+  if ! kill -0 "$CTL" 2>/dev/null; then
+    CTL=
+    echo "demo: the controller exited; see its log above" >&2
+    exit 1
+  fi
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "demo: the controller did not answer $BASE/healthz within ${READY_TIMEOUT}s; see its log above (is another program on $LISTEN?)" >&2
+    exit 1
+  fi
+  sleep 0.2
 done
 
 echo "==> minting an API key (controller keys create)"
@@ -40,7 +71,7 @@ TOKEN=$(./bin/controller keys create --data-dir "$DATA_DIR" --name demo \
   --scopes org:read,devices:read,soc:read,soc:write,webhooks:write,sdwan:read,sdwan:write | tail -n 1)
 
 api() { # api METHOD PATH [JSON]
-  local args=(-sS --cacert "$CA" -H "Authorization: Bearer $TOKEN" -X "$1" "$BASE$2")
+  local args=(-sS --max-time 10 --cacert "$CA" -H "Authorization: Bearer $TOKEN" -X "$1" "$BASE$2")
   [ $# -ge 3 ] && args+=(-H 'Content-Type: application/json' -d "$3")
   echo "\$ curl -X $1 $BASE$2${3:+ -d '$3'}"
   curl "${args[@]}"; echo; echo
@@ -56,7 +87,7 @@ for _ in $(seq 1 100); do
 done
 sleep 5 # let a few seconds of telemetry arrive
 
-SITE=$(curl -sS --cacert "$CA" -H "Authorization: Bearer $TOKEN" "$BASE/sd-wan/v1/sites?limit=1" | sed -n 's/.*"id":"\(site_[a-z0-9]*\)".*/\1/p' | head -n 1)
+SITE=$(curl -sS --max-time 10 --cacert "$CA" -H "Authorization: Bearer $TOKEN" "$BASE/sd-wan/v1/sites?limit=1" | sed -n 's/.*"id":"\(site_[a-z0-9]*\)".*/\1/p' | head -n 1)
 echo
 api GET /v1/ping
 api GET /v1/org
@@ -65,7 +96,7 @@ api GET "/sd-wan/v1/sites/$SITE/health?window=5m"
 api GET /v1/devices
 api POST /v1/soc/cases '{"title":"Demo: suspicious login at branch 12","severity":"high"}'
 echo "\$ curl $BASE/v1/org   (no token)"
-curl -sS --cacert "$CA" "$BASE/v1/org"; echo; echo
+curl -sS --max-time 10 --cacert "$CA" "$BASE/v1/org"; echo; echo
 
 cat <<TXT
 The controller is running (pid $CTL). Try it yourself:
@@ -81,4 +112,7 @@ token above (it has sdwan:read); it follows the two simulated sites live.
 
 Press Ctrl-C to stop it (it drains requests and webhook queues first).
 TXT
-wait $CTL
+rc=0
+wait "$CTL" || rc=$? # returns early on Ctrl-C: the trap above stops everything and exits 0
+CTL=
+exit "$rc"

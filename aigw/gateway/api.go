@@ -302,7 +302,7 @@ func (h *handlers) getProject(c *gin.Context) {
 
 func (h *handlers) updateProject(c *gin.Context) {
 	var u ProjectUpdate
-	if err := rest.Decode(c, &u, 0); err != nil {
+	if err := rest.DecodePatch(c, &u, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}

@@ -2,18 +2,13 @@ package gateway
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/edgewan/edgewan/coreapi/event"
+	"github.com/edgewan/edgewan/coreapi/seal"
 )
 
 // auditWriter stores audit records by group commit: a request hands its record over and waits
@@ -140,56 +135,14 @@ func (w *auditWriter) close() {
 	<-w.stopped
 }
 
-// sealer encrypts raw inputs at rest (AES-256-GCM) with a key kept in a file beside the data,
-// never in the database: a database dump alone does not reveal them.
-type sealer struct{ aead cipher.AEAD }
+// sealer encrypts raw inputs at rest with the audit key, kept in a file beside the data, never
+// in the database: a database dump alone does not reveal them.
+type sealer = seal.Key
 
-// loadSealer reads the key file, creating it (mode 0600) on first use.
 func loadSealer(path string) (*sealer, error) {
-	key, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		key = make([]byte, 32)
-		_, _ = rand.Read(key)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("gateway: audit key: %w", err)
-		}
-		if err := os.WriteFile(path, key, 0o600); err != nil {
-			return nil, fmt.Errorf("gateway: audit key: %w", err)
-		}
-	} else if err != nil {
+	k, err := seal.Load(path)
+	if err != nil {
 		return nil, fmt.Errorf("gateway: audit key: %w", err)
 	}
-	if len(key) != 32 {
-		return nil, fmt.Errorf("gateway: audit key %s: want 32 bytes, have %d", path, len(key))
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &sealer{aead: aead}, nil
-}
-
-// seal encrypts plaintext, binding it to the record ID so a sealed value cannot be moved to
-// another record.
-func (s *sealer) seal(recordID string, plaintext []byte) string {
-	nonce := make([]byte, s.aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	out := s.aead.Seal(nonce, nonce, plaintext, []byte(recordID))
-	return "v1:" + base64.StdEncoding.EncodeToString(out)
-}
-
-func (s *sealer) open(recordID, sealed string) ([]byte, error) {
-	if len(sealed) < 3 || sealed[:3] != "v1:" {
-		return nil, errors.New("gateway: unknown sealed format")
-	}
-	raw, err := base64.StdEncoding.DecodeString(sealed[3:])
-	if err != nil || len(raw) < s.aead.NonceSize() {
-		return nil, errors.New("gateway: corrupt sealed value")
-	}
-	n := s.aead.NonceSize()
-	return s.aead.Open(nil, raw[:n], raw[n:], []byte(recordID))
+	return k, nil
 }

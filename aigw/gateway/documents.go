@@ -267,7 +267,7 @@ func (s *Service) CaptureDocument(ctx context.Context, c Caller, requestID strin
 		d.Destination = &Destination{Webhook: up.Webhook, URL: up.DestinationURL}
 	}
 	if up.Async || int64(len(up.Data)) > s.docOpts.AsyncBytes || info.Pages > s.docOpts.AsyncPages {
-		if _, err := s.o.Documents.InsertDocument(ctx, d, WorkExtract, s.seal.seal(d.ID, up.Data), nil); err != nil {
+		if _, err := s.o.Documents.InsertDocument(ctx, d, WorkExtract, s.seal.Seal(d.ID, up.Data), nil); err != nil {
 			return nil, false, err
 		}
 		s.mDocs.WithLabelValues("queued").Inc()
@@ -548,7 +548,7 @@ func (s *Service) extractClaimed(ctx context.Context, cd *ClaimedDocument) {
 		fail(fmt.Sprintf("extraction was interrupted %d times (the controller stopped or the worker ran out of time); upload it again", cd.Attempts-1))
 		return
 	}
-	data, err := s.seal.open(d.ID, cd.Blob)
+	data, err := s.seal.Open(d.ID, cd.Blob)
 	if err != nil {
 		fail("the upload kept for processing cannot be read (was the audit key replaced?); upload it again")
 		return

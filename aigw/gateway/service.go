@@ -310,7 +310,7 @@ func (s *Service) record(c Caller, cg *cachedGuard, id, kind, model string, inpu
 		Redactions: reds, Findings: finds, PolicyID: cg.policyID, PolicyVersion: cg.version, Blocked: blocked, Status: status,
 		LatencyMs: float64(time.Since(start).Microseconds()) / 1000, CreatedAt: now, UpdatedAt: now}
 	if cg.project.StoreRawInput && raw != "" {
-		r.RawInputEnc = s.seal.seal(id, []byte(cutText(raw, AuditMaxRaw)))
+		r.RawInputEnc = s.seal.Seal(id, []byte(cutText(raw, AuditMaxRaw)))
 	}
 	return r
 }
@@ -1027,7 +1027,7 @@ func (s *Service) GetLog(ctx context.Context, c Caller, id string) (*Record, err
 		return nil, apierr.NotFound("audit record %q not found", id)
 	}
 	if r.RawInputEnc != "" && c.Admin {
-		raw, err := s.seal.open(r.ID, r.RawInputEnc)
+		raw, err := s.seal.Open(r.ID, r.RawInputEnc)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: opening the raw input of %s: %w", id, err)
 		}

@@ -49,9 +49,12 @@ type Config struct {
 	InfluxOrg    string
 	InfluxBucket string
 
-	AIModels     string   // JSON file of the gateway's models and fallbacks; empty: only the built-in echo model
-	AuditKeyFile string   // key sealing opted-in raw inputs in the audit log; empty: DataDir/audit.key
-	SIEMSinks    []string // where to stream audit records: syslog+tls://, syslog+tcp://, https:// (aigw/siem)
+	AIModels     string // JSON file of the gateway's models and fallbacks; empty: only the built-in echo model
+	AuditKeyFile string // key sealing opted-in raw inputs in the audit log; empty: DataDir/audit.key
+	// SecretsKeyFile seals webhook signing secrets in the database; empty: DataDir/secrets.key.
+	// SecretsKeyFile+".previous", if present, is the key it replaced (rotation, docs/security.md).
+	SecretsKeyFile string
+	SIEMSinks      []string // where to stream audit records: syslog+tls://, syslog+tcp://, https:// (aigw/siem)
 	// ProposalInterval is how often Automatic mode analyses every project's audit records; 0
 	// disables the schedule (POST /projects/{id}/proposals still runs it on demand).
 	ProposalInterval time.Duration
@@ -132,6 +135,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	})
 	fs.DurationVar(&c.ProposalInterval, "ai-proposal-interval", c.ProposalInterval, "how often the AI gateway's Automatic mode analyses each project's audit records and proposes policy changes (0 disables the schedule)")
 	fs.StringVar(&c.AuditKeyFile, "audit-key-file", c.AuditKeyFile, "key that encrypts raw inputs kept in the AI gateway's audit log (default DATA_DIR/audit.key)")
+	fs.StringVar(&c.SecretsKeyFile, "secrets-key-file", c.SecretsKeyFile, "key that seals webhook signing secrets in the database (default DATA_DIR/secrets.key; FILE.previous is the key it replaced)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per token (0 disables)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API request burst per token")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests and queues on SIGTERM")

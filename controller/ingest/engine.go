@@ -53,6 +53,11 @@ type Options struct {
 	Logger       *slog.Logger
 	// OnSiteRemoved is told when a followed site is decommissioned, e.g. to disconnect its agent.
 	OnSiteRemoved func(siteID, deviceID string)
+	// MaxPast and MaxFuture bound agent times around Now (clock.go); defaults DefaultMaxPast
+	// and DefaultMaxFuture. OnClockSkew is told of a site whose times fall outside (at most
+	// once per 10 minutes per site), e.g. to open a SOC case; it must not block.
+	MaxPast, MaxFuture time.Duration
+	OnClockSkew        func(ClockSkew)
 }
 
 // Engine runs the loop. Create it with New, then Run.
@@ -69,6 +74,7 @@ type Engine struct {
 	reports pool
 	rec     recorder
 	m       metrics
+	clock   clockGuard
 }
 
 // site is the live state of one claimed site. Its mutex serialises the site's messages
@@ -114,6 +120,12 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 	}
 	if o.Notify == nil {
 		o.Notify = func() {}
+	}
+	if o.MaxPast <= 0 {
+		o.MaxPast = DefaultMaxPast
+	}
+	if o.MaxFuture <= 0 {
+		o.MaxFuture = DefaultMaxFuture
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -404,6 +416,9 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		e.o.Logger.Debug("ingest: invalid telemetry", "site", siteID, "err", err)
 		return
 	}
+	if e.skewed(st, r.Time) {
+		return
+	}
 	now := e.o.Now()
 	st.mu.Lock()
 	if r.Device != st.device {
@@ -622,7 +637,8 @@ func (e *Engine) onAck(topic string, payload []byte) {
 	}
 }
 
-// onAgentEvent relays what an agent did by itself, such as a local failover.
+// onAgentEvent relays what an agent did by itself, such as a local failover, once checked
+// against its site (agentEventData) and dated within the window.
 func (e *Engine) onAgentEvent(topic string, payload []byte) {
 	siteID, _, ok := telemetry.ParseTopic(topic)
 	st := e.site(siteID)
@@ -631,18 +647,19 @@ func (e *Engine) onAgentEvent(topic string, payload []byte) {
 		e.m.rejected.WithLabelValues("invalid_event").Inc()
 		return
 	}
-	if a.Type != event.PathSwitched && a.Type != event.TransportDown {
-		return
-	}
-	data := map[string]any{"site": siteID, "class": a.Class, "from": a.From, "to": a.To, "transport": a.Transport, "reason": a.Reason, "by": "agent", "at": a.Time}
-	if a.Type == event.PathSwitched {
-		e.m.switches.WithLabelValues("agent-" + a.Reason).Inc()
-	}
-	ev, err := event.New(a.Type, data)
+	data, err := e.agentEventData(st, &a)
 	if err != nil {
+		e.m.rejected.WithLabelValues("invalid_event").Inc()
+		e.o.Logger.Debug("ingest: invalid agent event", "site", siteID, "err", err)
 		return
 	}
-	e.record(siteID, "", "", e.o.Now(), ev)
+	if e.skewed(st, a.Time) || a.Type == "transport.up" {
+		return
+	}
+	if a.Type == event.PathSwitched {
+		e.m.switches.WithLabelValues("agent-local").Inc()
+	}
+	e.record(siteID, "", "", e.o.Now(), e.newEvent(a.Type, data))
 }
 
 // onStatus takes an agent's retained presence: "offline" (its last will) marks the site offline

@@ -24,7 +24,7 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgewan_ingest_rejected_total",
-			Help: "Agent messages refused, by reason: invalid, unknown_site, wrong_device, duplicate, unknown_transport, invalid_ack, invalid_event, invalid_status, sink.",
+			Help: "Agent messages refused, by reason: invalid, unknown_site, wrong_device, duplicate, unknown_transport, invalid_ack, invalid_event, invalid_status, sink, clock_skew (dated outside the accepted window), oversize (refused by the embedded broker: payload over 64 KiB).",
 		}, []string{"reason"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgewan_sdwan_events_total", Help: "SD-WAN events raised, by type.",
@@ -50,6 +50,16 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 			&statusCollector{e: e})
 	}
 	return m
+}
+
+// Refused counts a message the embedded broker refused before the ingest saw it, in
+// edgewan_ingest_rejected_total. reason is one of the broker's (mqtt.Refused*); anything else
+// is counted as "other", so the label keeps a closed set of values.
+func (e *Engine) Refused(reason string) {
+	if reason != "oversize" {
+		reason = "other"
+	}
+	e.m.rejected.WithLabelValues(reason).Inc()
 }
 
 // statusCollector counts the followed sites and their transports by status at each scrape.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/edgewan/edgewan/coreapi/ratelimit"
 	"github.com/edgewan/edgewan/telemetry"
 )
 
@@ -50,7 +52,31 @@ type Options struct {
 	LookupTimeout time.Duration
 	// Logger receives the broker's logs and mochi's. nil means slog.Default().
 	Logger *slog.Logger
+	// OnRefused is told of each client disconnected for a message the broker refuses before
+	// any subscriber sees it, with a reason among the Refused* constants (e.g. to count it).
+	// It must not block. nil: only logged.
+	OnRefused func(reason string)
+	// AuthFailures is the budget of failed CONNECTs per client address (the HTTP API's
+	// limiter, keyed "mqtt:ADDR"): once it is spent, CONNECTs from that address are refused
+	// without a password check until a token is back. nil: no throttling.
+	AuthFailures *ratelimit.Limiter
+	// OnAuthFailure is told of every refused CONNECT (wrong or unknown credentials, or
+	// throttled), e.g. to open a SOC case on a guessing address. It must not block.
+	OnAuthFailure func(AuthFailure)
 }
+
+// AuthFailure is a refused CONNECT.
+type AuthFailure struct {
+	Remote   string // the client's address without the port
+	Username string // as given, cut to 64 bytes
+	Reason   string // "bad credentials", "anonymous" or "throttled"
+	At       time.Time
+}
+
+// Reasons given to Options.OnRefused.
+const (
+	RefusedOversize = "oversize" // a packet over MaxPacket or a payload over telemetry.MaxPayload
+)
 
 // Limits of the embedded broker.
 const (
@@ -83,6 +109,9 @@ type Broker struct {
 	dropped    atomic.Uint64
 
 	inlineSubID atomic.Int64 // last inline subscription ID given out (see InlineBus.Subscribe)
+
+	throttleMu sync.Mutex
+	throttled  map[string]time.Time // client address -> until when its CONNECTs are refused
 
 	ctx      context.Context // Start's; cancels store lookups on shutdown
 	started  atomic.Bool
@@ -144,6 +173,7 @@ func NewBroker(opts Options) (*Broker, error) {
 		opts:       opts,
 		log:        opts.Logger,
 		principals: make(map[string]principal),
+		throttled:  make(map[string]time.Time),
 		violations: make(chan Violation, violationQueue),
 		ctx:        context.Background(),
 		closing:    make(chan struct{}),
@@ -251,7 +281,7 @@ func (b *Broker) authenticate(user string, pass []byte) (principal, error) {
 	switch {
 	case err != nil:
 		VerifyPassword(dummyHash, string(pass))
-		return principal{}, fmt.Errorf("credential lookup: %w", err)
+		return principal{}, fmt.Errorf("%w: %w", errLookup, err)
 	case c == nil:
 		VerifyPassword(dummyHash, string(pass))
 		return principal{}, errors.New("unknown username")
@@ -262,6 +292,50 @@ func (b *Broker) authenticate(user string, pass []byte) (principal, error) {
 		return principal{}, errors.New("bad password")
 	}
 	return principal{username: user, site: c.Site}, nil
+}
+
+// errLookup is a CONNECT refused because the credential store did not answer: not the
+// client's failure.
+var errLookup = errors.New("credential lookup")
+
+// isThrottled reports whether remote's failed CONNECTs have spent their budget.
+func (b *Broker) isThrottled(remote string, now time.Time) bool {
+	b.throttleMu.Lock()
+	defer b.throttleMu.Unlock()
+	until, ok := b.throttled[remote]
+	if ok && !now.Before(until) {
+		delete(b.throttled, remote)
+		return false
+	}
+	return ok
+}
+
+// authFailed spends one token of remote's failure budget and reports the failure.
+func (b *Broker) authFailed(remote, user, reason string, now time.Time) {
+	if b.opts.AuthFailures.Enabled() && reason != "throttled" {
+		if d := b.opts.AuthFailures.Allow("mqtt:"+remote, now); !d.OK {
+			b.throttleMu.Lock()
+			if len(b.throttled) > 100_000 { // a flood from many addresses: bounded memory
+				clear(b.throttled)
+			}
+			b.throttled[remote] = now.Add(d.RetryAfter)
+			b.throttleMu.Unlock()
+		}
+	}
+	if b.opts.OnAuthFailure != nil {
+		if len(user) > 64 {
+			user = user[:64]
+		}
+		b.opts.OnAuthFailure(AuthFailure{Remote: remote, Username: user, Reason: reason, At: now})
+	}
+}
+
+// remoteHost is a client address without its port.
+func remoteHost(remote string) string {
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		return h
+	}
+	return remote
 }
 
 // violation refuses and reports: never blocks the broker.
@@ -309,7 +383,7 @@ type hook struct {
 func (h *hook) ID() string { return "edgewan" }
 
 func (h *hook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnACLCheck, mochi.OnPublish, mochi.OnPacketRead}, []byte{b})
+	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnACLCheck, mochi.OnPublish, mochi.OnPacketRead, mochi.OnDisconnect}, []byte{b})
 }
 
 // OnConnectAuthenticate admits a client whose username and password match, whose last will
@@ -317,13 +391,24 @@ func (h *hook) Provides(b byte) bool {
 func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 	b := h.b
 	user := string(pk.Connect.Username)
+	now := time.Now()
+	remote := remoteHost(cl.Net.Remote)
+	if b.isThrottled(remote, now) {
+		b.log.Info("mqtt: refused client: too many failed logins from its address", "username", user, "remote", cl.Net.Remote)
+		b.authFailed(remote, user, "throttled", now)
+		return false
+	}
 	if !pk.Connect.UsernameFlag || user == "" {
 		b.log.Info("mqtt: refused anonymous client", "remote", cl.Net.Remote)
+		b.authFailed(remote, "", "anonymous", now)
 		return false
 	}
 	p, err := b.authenticate(user, pk.Connect.Password)
 	if err != nil {
 		b.log.Info("mqtt: refused client", "username", user, "remote", cl.Net.Remote, "error", err)
+		if !errors.Is(err, errLookup) {
+			b.authFailed(remote, user, "bad credentials", now)
+		}
 		return false
 	}
 	// mochi publishes a last will without any ACL check (mochi-mqtt/server#503): check it here.
@@ -342,19 +427,29 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 }
 
 // OnACLCheck holds agents to AgentAllowed, for publishes (write), subscription filters and each
-// delivery (read). A refused publish also disconnects the client (MQTT 3.1.1 has no negative
-// PUBACK; closing the connection is what [MQTT-3.3.5-2] allows), which bounds how fast a
-// misbehaving agent can try.
+// delivery (read). A refusal also disconnects the client (MQTT 3.1.1 has no negative PUBACK;
+// closing the connection is what [MQTT-3.3.5-2] allows; a refused subscribe is treated the
+// same, as docs/telemetry.md says), which bounds how fast a misbehaving agent can try.
 func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	p, ok := h.b.principal(cl.Properties.Username)
 	if ok && (p.controller || agentAllowed(p.site, topic, write)) {
 		return true
 	}
 	h.b.violation(Violation{Username: string(cl.Properties.Username), Site: p.site, Topic: topic, Write: write, Remote: cl.Net.Remote})
-	if write {
-		cl.Stop(packets.ErrNotAuthorized)
-	}
+	cl.Stop(packets.ErrNotAuthorized)
 	return false
+}
+
+// OnDisconnect counts a client dropped for an oversize packet: mochi refuses a packet over
+// MaxPacket while reading its header, before any other hook sees it, and OnPublish stops a
+// client whose payload is over telemetry.MaxPayload; either way the cause ends up here, once.
+func (h *hook) OnDisconnect(cl *mochi.Client, err error, _ bool) {
+	if cl.Net.Inline || h.b.opts.OnRefused == nil {
+		return
+	}
+	if errors.Is(err, packets.ErrPacketTooLarge) || errors.Is(cl.StopCause(), packets.ErrPacketTooLarge) {
+		h.b.opts.OnRefused(RefusedOversize)
+	}
 }
 
 // OnPacketRead reports an agent's publish to $SYS/...: mochi drops those silently before any

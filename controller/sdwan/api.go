@@ -101,7 +101,7 @@ func (h *handlers) getSite(c *gin.Context) {
 
 func (h *handlers) updateSite(c *gin.Context) {
 	var req UpdateSiteRequest
-	if err := rest.Decode(c, &req, 0); err != nil {
+	if err := rest.DecodePatch(c, &req, 0); err != nil {
 		rest.Fail(c, err)
 		return
 	}

@@ -28,6 +28,17 @@ func family(path string) string {
 	return "other"
 }
 
+// methodLabel is the method as a metric label: any token is a valid HTTP method, so anything
+// but the standard ones counts as "other" (a client must not create series at will).
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
 func (s *Server) httpMetrics() gin.HandlerFunc {
 	reqs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edgewan_http_requests_total", Help: "API requests by family, route, method and status code.",
@@ -45,7 +56,7 @@ func (s *Server) httpMetrics() gin.HandlerFunc {
 			route = "unmatched" // unknown paths must not create a series each
 		}
 		fam := family(route)
-		reqs.WithLabelValues(fam, route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Inc()
+		reqs.WithLabelValues(fam, route, methodLabel(c.Request.Method), strconv.Itoa(c.Writer.Status())).Inc()
 		dur.WithLabelValues(fam).Observe(time.Since(start).Seconds())
 	}
 }
@@ -74,6 +85,33 @@ func ipLimit(l *ratelimit.Limiter) gin.HandlerFunc {
 				c.Header(h, v)
 			}
 			rest.FailWith(c, http.StatusTooManyRequests, apierr.CodeRateLimited, "too many requests from this address; retry after %s seconds", d.Headers()[ratelimit.HeaderRetry])
+			return
+		}
+		c.Next()
+	}
+}
+
+// maxRequestHead bounds the request line and headers (bytes, as the client sent them, near
+// enough). http.Server's MaxHeaderBytes is set well above it, so a request over it reaches this
+// middleware and gets the error body and a request ID instead of Go's bare text/plain 431.
+const (
+	maxRequestHead = 64 << 10
+	maxHeaderBytes = 2 << 20
+)
+
+// headLimit refuses a request whose request line and headers are over maxRequestHead.
+func headLimit() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		n := len(c.Request.Method) + len(c.Request.RequestURI) + len(c.Request.Proto) + 4
+		for k, vs := range c.Request.Header {
+			for _, v := range vs {
+				n += len(k) + len(v) + 4
+			}
+		}
+		if n > maxRequestHead {
+			c.Header("Connection", "close")
+			rest.FailWith(c, http.StatusRequestHeaderFieldsTooLarge, apierr.CodeHeaderTooLarge,
+				"the request line and headers are %d bytes; the limit is %d", n, maxRequestHead)
 			return
 		}
 		c.Next()

@@ -6,12 +6,21 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/coreapi/ratelimit"
 	"github.com/edgewan/edgewan/coreapi/soc"
 	"github.com/edgewan/edgewan/steering"
 	"github.com/edgewan/edgewan/telemetry/sink"
+)
+
+// The budget of failed MQTT logins per client address: 10 at once, then one every 2 seconds.
+// An agent with a stale password retries far slower than that; a guesser is slowed to a crawl.
+const (
+	mqttAuthFailRate  = 0.5
+	mqttAuthFailBurst = 10
 )
 
 // telemetrySink is the time-series store as the server holds it.
@@ -46,6 +55,17 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 					Title:       "Agent " + v.Username + " tried to use another site's topics",
 					Description: fmt.Sprintf("device %s of site %s tried to %s %q", v.Username, v.Site, dir, v.Topic)})
 			},
+			OnRefused: func(reason string) {
+				if s.Engine != nil {
+					s.Engine.Refused(reason)
+				}
+			},
+			// Failed logins spend a budget per address, like failed API tokens, and count
+			// towards the same brute-force rule.
+			AuthFailures: ratelimit.New(ratelimit.Options{Rate: mqttAuthFailRate, Burst: mqttAuthFailBurst}),
+			OnAuthFailure: func(f mqtt.AuthFailure) {
+				s.watcher.Failure(f.Remote, "", "mqtt: "+f.Reason, f.At)
+			},
 		})
 		if err != nil {
 			return err
@@ -65,6 +85,12 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 	steer.HoldDown, steer.BreachAfter, steer.RecoverAfter = cfg.SteeringHoldDown, cfg.SteeringBreachAfter, cfg.SteeringRecoverAfter
 	s.Engine = ingest.New(s.Store, s.bus, s.sink, ingest.Options{
 		OfflineAfter: cfg.OfflineAfter, Notify: s.dispatcher.Notify, Registerer: s.registry, Steering: steer,
+		OnClockSkew: func(c ingest.ClockSkew) {
+			s.raise(context.Background(), soc.Signal{Rule: soc.RuleClockSkew, Subject: c.Device, Severity: "medium",
+				Title: "Agent " + c.Device + " reports times outside the accepted window",
+				Description: fmt.Sprintf("device %s of site %s sent a message dated %s, %s from the controller's clock; its reports are refused until its clock is right",
+					c.Device, c.Site, c.AgentTime.UTC().Format(time.RFC3339), c.Skew.Round(time.Second))})
+		},
 		OnSiteRemoved: func(_, device string) {
 			if s.broker != nil && device != "" {
 				s.broker.Revoke(device)

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,7 @@ import (
 	"github.com/edgewan/edgewan/coreapi/page"
 	"github.com/edgewan/edgewan/coreapi/ratelimit"
 	"github.com/edgewan/edgewan/coreapi/rest"
+	"github.com/edgewan/edgewan/coreapi/seal"
 	"github.com/edgewan/edgewan/coreapi/soc"
 	"github.com/edgewan/edgewan/coreapi/webhook"
 )
@@ -82,7 +84,11 @@ func New(ctx context.Context, cfg config.Config) (*Server, error) {
 		return nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)
-	st, err := store.Open(ctx, store.Options{DatabaseURL: cfg.DatabaseURL, DataDir: cfg.DataDir})
+	so, err := secretsAtRest(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, so)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +113,33 @@ func New(ctx context.Context, cfg config.Config) (*Server, error) {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// secretsAtRest makes the data dir private (0700, whatever the umask: it holds the database
+// and the keys) and loads the key that seals webhook secrets, and the one it replaced if any.
+func secretsAtRest(cfg config.Config) (store.Options, error) {
+	o := store.Options{DatabaseURL: cfg.DatabaseURL, DataDir: cfg.DataDir}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return o, fmt.Errorf("server: data dir: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return o, fmt.Errorf("server: data dir: %w", err)
+	}
+	path := cfg.SecretsKeyFile
+	if path == "" {
+		path = filepath.Join(cfg.DataDir, "secrets.key")
+	}
+	var err error
+	if o.Secrets, err = seal.Load(path); err != nil {
+		return o, fmt.Errorf("server: secrets key: %w", err)
+	}
+	if _, err := os.Stat(path + ".previous"); err == nil {
+		if o.PreviousSecrets, err = seal.Load(path + ".previous"); err != nil {
+			return o, fmt.Errorf("server: previous secrets key: %w", err)
+		}
+		slog.Info("resealing webhook secrets sealed with the previous key; delete it once the controller has started", "previous", path+".previous")
+	}
+	return o, nil
 }
 
 // loadTLS loads the given certificate or makes the controller's own CA and certificate. The
@@ -192,7 +225,7 @@ func (s *Server) build(ctx context.Context) error {
 	if err := e.SetTrustedProxies(nil); err != nil { // the client address is the peer's unless configured
 		return err
 	}
-	e.Use(rest.RequestID(), s.httpMetrics(), accessLog(), rest.Recovery(), rest.CleanPath())
+	e.Use(rest.RequestID(), s.httpMetrics(), accessLog(), rest.Recovery(), headLimit(), rest.CleanPath())
 	e.NoRoute(rest.NoRoute)
 	e.NoMethod(rest.NoMethod)
 	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
@@ -244,7 +277,7 @@ func (s *Server) listen() error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes, // headLimit refuses far less, with the error body
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
 	}
 	if cfg.PlainHTTP {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/coreapi/seal"
 )
 
 //go:embed migrations/*.sql
@@ -33,6 +34,11 @@ type Options struct {
 	DatabaseURL string
 	// DataDir holds edgewan.db when DatabaseURL is empty.
 	DataDir string
+	// Secrets seals webhook signing secrets at rest (webhooks.go); Open seals any stored in
+	// plain text before. nil keeps them as given (for tools that never touch webhooks).
+	// PreviousSecrets, if set, opens values sealed with the key Secrets replaced: Open reseals
+	// them with Secrets (key rotation, docs/security.md).
+	Secrets, PreviousSecrets *seal.Key
 }
 
 // Store is the controller's database. Its methods are safe for concurrent use.
@@ -40,6 +46,7 @@ type Store struct {
 	w        *sql.DB // writes (SQLite: one connection, so writers queue in Go, not in busy loops)
 	r        *sql.DB // reads (SQLite: a pool of WAL readers; PostgreSQL: the same pool as w)
 	postgres bool
+	secrets  *seal.Key
 }
 
 // Open opens (creating if needed) and migrates the database.
@@ -51,6 +58,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if o.Secrets != nil {
+		s.secrets = o.Secrets
+		if err := s.sealWebhookSecrets(ctx, o.PreviousSecrets); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -75,6 +89,11 @@ func open(o Options) (*Store, error) {
 		return nil, fmt.Errorf("store.Open: %w", err)
 	}
 	path := filepath.Join(o.DataDir, "edgewan.db")
+	// SQLite creates the database as 0644 less the umask, and its -wal and -shm files with the
+	// database's mode: create it 0600 first (and narrow an older one), whatever the umask.
+	if err := privateFiles(path, path+"-wal", path+"-shm"); err != nil {
+		return nil, fmt.Errorf("store.Open: %w", err)
+	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -89,6 +108,33 @@ func open(o Options) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	return &Store{w: w, r: r}, nil
+}
+
+// privateFiles creates paths[0] empty at mode 0600 if it does not exist, and narrows every
+// existing one of paths to 0600, whatever the umask.
+func privateFiles(paths ...string) error {
+	for i, p := range paths {
+		if i == 0 {
+			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+			if err != nil {
+				return err
+			}
+			f.Close()
+		}
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm() != 0o600 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Store) migrate(ctx context.Context) error {

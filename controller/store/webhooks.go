@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/ids"
 	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/coreapi/seal"
 	"github.com/edgewan/edgewan/coreapi/webhook"
 )
 
@@ -34,10 +36,94 @@ func scanWebhook(sc interface{ Scan(...any) error }) (*webhook.Webhook, error) {
 	return &w, nil
 }
 
-// CreateWebhook stores a webhook registration.
+// sealSecret is a webhook's signing secret as stored: sealed with Options.Secrets, bound to
+// the webhook's ID.
+func (s *Store) sealSecret(id, secret string) string {
+	if s.secrets == nil {
+		return secret
+	}
+	return s.secrets.Seal(id, []byte(secret))
+}
+
+// openSecret is the signing secret of a stored value (plain text when the store seals nothing).
+func (s *Store) openSecret(id, stored string) (string, error) {
+	if s.secrets == nil {
+		if seal.IsSealed(stored) {
+			return "", fmt.Errorf("webhook %s: the secret is sealed and the store has no key", id)
+		}
+		return stored, nil
+	}
+	b, err := s.secrets.Open(id, stored)
+	if err != nil {
+		return "", fmt.Errorf("webhook %s: %w", id, err)
+	}
+	return string(b), nil
+}
+
+// sealWebhookSecrets seals the secrets stored in plain text (before sealing existed) and
+// reseals those that only previous opens (after a key rotation), in one transaction.
+func (s *Store) sealWebhookSecrets(ctx context.Context, previous *seal.Key) error {
+	type row struct{ id, secret string }
+	var change []row
+	err := s.queryRows(ctx, "SELECT id, secret FROM webhooks", nil, func(r *sql.Rows) error {
+		var x row
+		if err := r.Scan(&x.id, &x.secret); err != nil {
+			return err
+		}
+		switch {
+		case !seal.IsSealed(x.secret):
+			change = append(change, row{x.id, s.secrets.Seal(x.id, []byte(x.secret))})
+		default:
+			if _, err := s.secrets.Open(x.id, x.secret); err == nil {
+				return nil
+			}
+			if previous == nil {
+				return fmt.Errorf("webhook %s: its secret does not open with the secrets key, and no previous key was given", x.id)
+			}
+			plain, err := previous.Open(x.id, x.secret)
+			if err != nil {
+				return fmt.Errorf("webhook %s: its secret opens with neither the secrets key nor the previous one", x.id)
+			}
+			change = append(change, row{x.id, s.secrets.Seal(x.id, plain)})
+		}
+		return nil
+	})
+	if err != nil || len(change) == 0 {
+		if err != nil {
+			return fmt.Errorf("store.sealWebhookSecrets: %w", err)
+		}
+		return nil
+	}
+	if !s.postgres {
+		// The old values must not linger in freed page space or the WAL: zero what the
+		// updates free, then write everything back to the database and empty the WAL. (On
+		// PostgreSQL, autovacuum reclaims the old row versions; docs/security.md.)
+		if _, err := s.w.ExecContext(ctx, "PRAGMA secure_delete = ON"); err != nil {
+			return fmt.Errorf("store.sealWebhookSecrets: %w", err)
+		}
+		defer s.w.ExecContext(ctx, "PRAGMA secure_delete = OFF") //nolint:errcheck // only a cost
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		for _, x := range change {
+			if _, err := tx.ExecContext(ctx, s.q("UPDATE webhooks SET secret = ? WHERE id = ?"), x.secret, x.id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && !s.postgres {
+		_, err = s.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	}
+	if err != nil {
+		return fmt.Errorf("store.sealWebhookSecrets: %w", err)
+	}
+	return nil
+}
+
+// CreateWebhook stores a webhook registration, its secret sealed.
 func (s *Store) CreateWebhook(ctx context.Context, w *webhook.Webhook) error {
 	_, err := s.exec(ctx, "INSERT INTO webhooks ("+webhookCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-		w.ID, w.URL, strings.Join(w.Events, ","), w.Secret, w.Description, w.CreatedBy, micros(w.CreatedAt), micros(w.UpdatedAt))
+		w.ID, w.URL, strings.Join(w.Events, ","), s.sealSecret(w.ID, w.Secret), w.Description, w.CreatedBy, micros(w.CreatedAt), micros(w.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("store.CreateWebhook: %w", err)
 	}
@@ -49,6 +135,9 @@ func (s *Store) GetWebhook(ctx context.Context, id string) (*webhook.Webhook, er
 	w, err := scanWebhook(s.r.QueryRowContext(ctx, s.q("SELECT "+webhookCols+" FROM webhooks WHERE id = ?"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("webhook", id)
+	}
+	if err == nil {
+		w.Secret, err = s.openSecret(w.ID, w.Secret)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store.GetWebhook: %w", err)
@@ -72,6 +161,9 @@ func (s *Store) ListWebhooks(ctx context.Context, p page.Params, eventType strin
 	var out []*webhook.Webhook
 	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
 		w, err := scanWebhook(r)
+		if err == nil {
+			w.Secret = "" // lists never show it; no need to open it
+		}
 		out = append(out, w)
 		return err
 	})
@@ -295,6 +387,14 @@ ORDER BY x.next_attempt_at, x.id`
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store.ClaimDue: %w", err)
+	}
+	for i := range jobs {
+		// A secret that does not open (the key was replaced without the previous one) is
+		// left empty: the dispatcher fails that attempt rather than send it badly signed.
+		if jobs[i].Secret, err = s.openSecret(jobs[i].WebhookID, jobs[i].Secret); err != nil {
+			slog.Error("webhook delivery: signing secret", "err", err)
+			jobs[i].Secret = ""
+		}
 	}
 	return jobs, nil
 }

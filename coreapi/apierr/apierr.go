@@ -21,6 +21,7 @@ const (
 	CodeConflict         = "conflict"               // 409: duplicate or state conflict
 	CodeTooLarge         = "payload_too_large"      // 413: body over the size limit
 	CodeUnsupportedMedia = "unsupported_media_type" // 415: a body that is not application/json
+	CodeHeaderTooLarge   = "header_too_large"       // 431: request line and headers over the limit
 	CodeUnprocessable    = "unprocessable"          // 422: well-formed but refused (validation, block rule)
 	CodeBlocked          = "request_blocked"        // 422: an AI gateway block rule fired
 	CodeRateLimited      = "rate_limited"           // 429

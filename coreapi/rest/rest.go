@@ -128,6 +128,87 @@ func Decode(c *gin.Context, dst any, maxBytes int64) error {
 	return DecodeBytes(body, dst)
 }
 
+// DecodePatch is Decode for a partial update (PATCH): an absent field is left as it is, and a
+// field sent as null, at any depth, is a 400 naming it. No field of the API's partial updates
+// can be cleared with null, and taking null for "absent" would silently ignore what the client
+// asked.
+func DecodePatch(c *gin.Context, dst any, maxBytes int64) error {
+	var raw json.RawMessage
+	if err := Decode(c, &raw, maxBytes); err != nil {
+		return err
+	}
+	if path := firstNull(raw); path != "" {
+		return apierr.BadRequest("%s must not be null: leave it out to keep its value", path)
+	}
+	return DecodeBytes(raw, dst)
+}
+
+// firstNull returns the path (e.g. "location.city", "segments[2]") of the first null in a
+// valid JSON text, or "".
+func firstNull(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type level struct {
+		key   string
+		index int
+		array bool
+	}
+	var stack []level
+	path := func() string {
+		var b strings.Builder
+		for i, l := range stack {
+			switch {
+			case l.array:
+				fmt.Fprintf(&b, "[%d]", l.index)
+			case i > 0:
+				b.WriteString("." + l.key)
+			default:
+				b.WriteString(l.key)
+			}
+		}
+		return b.String()
+	}
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if len(stack) > 0 && !stack[len(stack)-1].array && expectKey {
+			if k, ok := tok.(string); ok {
+				stack[len(stack)-1].key = k
+				expectKey = false
+				continue
+			}
+		}
+		// tok is a value (or a closing delimiter).
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, level{})
+			expectKey = true
+			continue
+		case json.Delim('['):
+			stack = append(stack, level{array: true})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		case nil:
+			if len(stack) == 0 {
+				return "the body"
+			}
+			return path()
+		}
+		if len(stack) == 0 {
+			return ""
+		}
+		top := &stack[len(stack)-1]
+		if top.array {
+			top.index++
+		} else {
+			expectKey = true
+		}
+	}
+}
+
 // DecodeBytes is Decode's parsing step on a body already read; it is what the fuzz test drives.
 func DecodeBytes(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)

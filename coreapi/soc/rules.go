@@ -19,6 +19,7 @@ const (
 	RuleRevokedKeyUsed = "auth.revoked_key"   // a revoked key was presented
 	RuleMQTTACL        = "mqtt.acl_violation" // a device published or subscribed outside its site
 	RuleClaimReuse     = "ztp.claim_reuse"    // a used or expired claim token was presented
+	RuleClockSkew      = "agent.clock_skew"   // an agent's messages are dated outside the accepted window
 )
 
 // Signal is one occurrence of a rule's event.
@@ -30,22 +31,48 @@ type Signal struct {
 	Description string
 }
 
-// Raise opens a system case for sig, or notes the occurrence on the open one.
+// Raise opens a system case for sig, or notes the occurrence on the open one, at most once per
+// NoteEvery: within that time of the last open or note, the open case is returned unchanged.
 func (s *Service) Raise(ctx context.Context, sig Signal) (*Case, error) {
 	s.raising.Lock()
 	defer s.raising.Unlock()
+	key := sig.Rule + "\x00" + sig.Subject
 	c, err := s.store.OpenCaseFor(ctx, sig.Rule, sig.Subject)
 	switch {
 	case errors.Is(err, apierr.ErrNotFound):
-		return s.open(ctx, &Case{
+		c, err = s.open(ctx, &Case{
 			Title: sig.Title, Description: sig.Description, Severity: sig.Severity,
 			Source: SourceSystem, Rule: sig.Rule, Subject: sig.Subject,
 		})
+		if err == nil {
+			s.markNoted(key, c.CreatedAt)
+		}
+		return c, err
 	case err != nil:
 		return nil, fmt.Errorf("soc.Raise: %w", err)
 	}
+	now := s.now()
+	last, ok := s.noted[key]
+	if !ok {
+		last = c.UpdatedAt // after a restart: the case's last change stands for the last note
+	}
+	if d := now.Sub(last); d < NoteEvery && d > -NoteEvery {
+		return c, nil
+	}
 	note := "occurred again: " + sig.Description
-	return s.Update(ctx, c.ID, UpdateRequest{Note: &note}, "system")
+	c, err = s.Update(ctx, c.ID, UpdateRequest{Note: &note}, "system")
+	if err == nil {
+		s.markNoted(key, now)
+	}
+	return c, err
+}
+
+// markNoted records when key's case was last opened or noted. Called with s.raising held.
+func (s *Service) markNoted(key string, at time.Time) {
+	if len(s.noted) > 100_000 { // bounded under a flood of subjects; OpenCaseFor's UpdatedAt stands in
+		clear(s.noted)
+	}
+	s.noted[key] = at
 }
 
 // WatchOptions tune the authentication watcher.

@@ -85,14 +85,20 @@ type Service struct {
 	// raising serialises Raise: two signals of one rule and subject at once (an agent's
 	// client re-sending the publish the broker refused) must make one case, not two.
 	raising sync.Mutex
+	noted   map[string]time.Time // rule+subject -> when Raise last opened or noted its case
 }
+
+// NoteEvery is the least time between two of Raise's notes on one open case (docs/soc.md):
+// a flood of signals about one subject adds one note per NoteEvery, not one per signal.
+const NoteEvery = 10 * time.Minute
 
 // NewService returns a Service.
 func NewService(s Store, notify func()) *Service {
 	if notify == nil {
 		notify = func() {}
 	}
-	return &Service{store: s, notify: notify, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}
+	return &Service{store: s, notify: notify, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		noted: make(map[string]time.Time)}
 }
 
 // CreateRequest is the body of POST /v1/soc/cases.

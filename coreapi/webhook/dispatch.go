@@ -290,6 +290,9 @@ func (d *Dispatcher) attempt(j Job) Result {
 }
 
 func (d *Dispatcher) send(j Job, body []byte, attempt int, now time.Time) (int, error) {
+	if j.Secret == "" { // the store could not open it: never send a delivery signed with ""
+		return 0, errors.New("the webhook's signing secret cannot be read (see the controller's log)")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(body))

@@ -308,6 +308,18 @@ func NewEmbedded(opts EmbeddedOptions) (*EmbeddedSink, error) {
 		return nil, fmt.Errorf("sink.NewEmbedded: %w", err)
 	}
 	path := filepath.Join(opts.DataDir, opts.File)
+	// SQLite would create the file 0644 less the umask (and its -wal and -shm alike): the
+	// figures are the customer's, private like the rest of the data dir.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return nil, fmt.Errorf("sink.NewEmbedded: %w", err)
+	} else {
+		f.Close()
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("sink.NewEmbedded: %w", err)
+		}
+	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
