@@ -76,6 +76,13 @@ type handlers struct {
 	diff  func(a, b json.RawMessage) []string
 }
 
+// ChatMessage is a message of POST /chat: role and content, which is required ("" is a text,
+// null is not).
+type ChatMessage struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+}
+
 // chatBodyLimit bounds a chat request: many messages of up to MaxText each.
 const chatBodyLimit = 4 << 20
 
@@ -112,10 +119,7 @@ func (h *handlers) sanitize(c *gin.Context) {
 func (h *handlers) chat(c *gin.Context) {
 	var body struct {
 		ChatRequest
-		Messages []struct {
-			Role    string  `json:"role"`
-			Content *string `json:"content"`
-		} `json:"messages"`
+		Messages []ChatMessage `json:"messages"`
 	}
 	if err := rest.Decode(c, &body, chatBodyLimit); err != nil {
 		rest.Fail(c, err)

@@ -71,6 +71,10 @@ var openaiOff = map[string][]string{
 	"functions":       {"[]"},
 }
 
+// openaiMessageFields are the message fields the gateway reads; others are refused by name.
+var openaiMessageFields = []string{"role", "content", "refusal", "tool_calls", "tool_call_id"}
+
+// openaiUsed are the request fields the gateway uses; others are refused by name.
 var openaiUsed = []string{"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
 	"top_p", "stop", "seed", "user", "frequency_penalty", "presence_penalty", "n", "tools", "tool_choice", "parallel_tool_calls"}
 
@@ -237,19 +241,15 @@ func parseOpenAIMessages(v json.RawMessage) ([]provider.Message, error) {
 	for i, m := range raw {
 		at := fmt.Sprintf("messages[%d]", i)
 		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if !slices.Contains(openaiMessageFields, k) {
+				return nil, badParam(at+"."+k, "not supported by the gateway (messages take %s)", strings.Join(openaiMessageFields, ", "))
+			}
 			switch k {
-			case "role", "content":
 			case "refusal": // SDKs send back the assistant messages they got, with refusal null
 				if s := compact(m[k]); s != "null" && s != `""` {
 					return nil, badParam(at+".refusal", "a refusal cannot be sent back to a model through the gateway")
 				}
 			case "tool_calls", "tool_call_id":
-			case "function_call":
-				if string(m[k]) != "null" {
-					return nil, badParam(at+"."+k, "function_call is deprecated; give tool_calls")
-				}
-			default:
-				return nil, badParam(at+"."+k, "not supported by the gateway (messages take role and content)")
 			}
 		}
 		var role string
@@ -352,26 +352,14 @@ func openaiErrorType(status int) string {
 	return "invalid_request_error"
 }
 
-// openaiErrorBody is OpenAI's error shape, with the gateway's request ID.
-type openaiErrorBody struct {
-	Error openaiErrorDetail `json:"error"`
-}
-
-type openaiErrorDetail struct {
-	Message   string  `json:"message"`
-	Type      string  `json:"type"`
-	Param     *string `json:"param"`
-	Code      string  `json:"code"`
-	RequestID string  `json:"request_id"`
-}
-
-func openaiError(c *gin.Context, err error) (int, openaiErrorBody) {
+// openaiError is the error body with OpenAI's error.type and error.param.
+func openaiError(c *gin.Context, err error) (int, rest.ErrorBody) {
 	e := apierr.From(err)
-	var param *string
+	var param string
 	if pe := (*paramError)(nil); errors.As(err, &pe) {
-		param = &pe.param
+		param = pe.param
 	}
-	return e.Status, openaiErrorBody{Error: openaiErrorDetail{Message: e.Message, Type: openaiErrorType(e.Status), Param: param, Code: e.Code,
+	return e.Status, rest.ErrorBody{Error: rest.ErrorDetail{Message: e.Message, Type: openaiErrorType(e.Status), Param: param, Code: e.Code,
 		RequestID: rest.GetRequestID(c)}}
 }
 

@@ -36,6 +36,10 @@ type ErrorDetail struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`
 	RequestID string `json:"request_id"`
+	// Type and Param are set only by the AI gateway's OpenAI-compatible endpoints, whose
+	// clients (OpenAI SDKs) read OpenAI's error.type and error.param.
+	Type  string `json:"type,omitempty"`
+	Param string `json:"param,omitempty"`
 }
 
 // NewRequestID returns a random request ID such as "req_4x9...".
