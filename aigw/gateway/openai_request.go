@@ -41,11 +41,9 @@ func badParam(param, format string, args ...any) error {
 // The request fields of OpenAI's chat completions API the gateway does not support yet, with
 // why; each is refused with a 400 naming it, unless its value is null or the one that means
 // "off" (openaiOff).
-
 var openaiRefused = map[string]string{
 	"functions":          "functions is deprecated; give tools",
 	"function_call":      "function_call is deprecated; give tool_choice",
-	"response_format":    `structured outputs are not supported by the gateway yet; only {"type": "text"}`,
 	"logprobs":           "log probabilities would show the model's tokens before the gateway checks its answer",
 	"top_logprobs":       "log probabilities would show the model's tokens before the gateway checks its answer",
 	"logit_bias":         "logit_bias is not supported by the gateway yet",
@@ -64,11 +62,10 @@ var openaiRefused = map[string]string{
 
 // openaiOff are the values of refused fields that ask for nothing: accepted.
 var openaiOff = map[string][]string{
-	"logprobs":        {"false"},
-	"store":           {"false"},
-	"modalities":      {`["text"]`},
-	"response_format": {`{"type":"text"}`},
-	"functions":       {"[]"},
+	"logprobs":   {"false"},
+	"store":      {"false"},
+	"modalities": {`["text"]`},
+	"functions":  {"[]"},
 }
 
 // openaiMessageFields are the message fields the gateway reads; others are refused by name.
@@ -76,7 +73,7 @@ var openaiMessageFields = []string{"role", "content", "refusal", "tool_calls", "
 
 // openaiUsed are the request fields the gateway uses; others are refused by name.
 var openaiUsed = []string{"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
-	"top_p", "stop", "seed", "user", "frequency_penalty", "presence_penalty", "n", "tools", "tool_choice", "parallel_tool_calls"}
+	"top_p", "stop", "seed", "user", "frequency_penalty", "presence_penalty", "n", "tools", "tool_choice", "parallel_tool_calls", "response_format"}
 
 // parseOpenAIRequest reads a chat completions body. Content-Type is not checked (OpenAI does not
 // either); null means absent for optional fields, as in OpenAI's API.
@@ -153,6 +150,8 @@ func parseOpenAIRequest(body []byte) (*openaiRequest, error) {
 			r.ToolChoice, err = parseToolChoice(v)
 		case "parallel_tool_calls":
 			err = decodeParam(k, v, &r.ParallelToolCalls)
+		case "response_format":
+			r.ResponseFormat, err = parseResponseFormat(v)
 		case "n":
 			var n int
 			if err = decodeParam(k, v, &n); err == nil && n != 1 {
@@ -457,4 +456,37 @@ func parseToolCalls(at string, v json.RawMessage) ([]provider.ToolCall, error) {
 		}
 	}
 	return calls, nil
+}
+
+// parseResponseFormat checks response_format: {"type": "text"} (the default: nothing to pass),
+// {"type": "json_object"} or {"type": "json_schema", "json_schema": {name, description?,
+// schema?, strict?}}. The model's JSON answer is checked as any answer: placeholders and
+// masks contain no quotes or backslashes, so a JSON answer stays JSON.
+func parseResponseFormat(v json.RawMessage) (json.RawMessage, error) {
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+			Strict      *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := decodeParam("response_format", v, &f); err != nil {
+		return nil, err
+	}
+	switch {
+	case f.Type == "text" && f.JSONSchema == nil:
+		return nil, nil
+	case f.Type == "json_object" && f.JSONSchema == nil:
+	case f.Type == "json_schema" && f.JSONSchema != nil && f.JSONSchema.Name != "":
+		if sc := bytes.TrimSpace(f.JSONSchema.Schema); len(sc) > 0 && string(sc) != "null" && sc[0] != '{' {
+			return nil, badParam("response_format.json_schema.schema", "must be a JSON Schema object")
+		}
+	case f.Type == "json_schema":
+		return nil, badParam("response_format.json_schema.name", "is required")
+	default:
+		return nil, badParam("response_format.type", `must be "text", "json_object" or "json_schema" (with json_schema only for the last)`)
+	}
+	return v, nil
 }

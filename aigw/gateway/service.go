@@ -371,6 +371,7 @@ type ChatRequest struct {
 	Tools             json.RawMessage   `json:"-"`
 	ToolChoice        json.RawMessage   `json:"-"`
 	ParallelToolCalls *bool             `json:"-"`
+	ResponseFormat    json.RawMessage   `json:"-"`
 }
 
 // ChatResponse answers POST /chat.
@@ -451,7 +452,7 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 	}
 	p := &prepared{cg: cg, sess: cg.guard.NewSession(),
 		req: provider.Request{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Sampling: req.Sampling,
-			Tools: req.Tools, ToolChoice: req.ToolChoice, ParallelToolCalls: req.ParallelToolCalls,
+			Tools: req.Tools, ToolChoice: req.ToolChoice, ParallelToolCalls: req.ParallelToolCalls, ResponseFormat: req.ResponseFormat,
 			Messages: make([]provider.Message, len(req.Messages))}}
 	var raw strings.Builder
 	blocked := false

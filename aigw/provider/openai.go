@@ -65,6 +65,7 @@ type openAIRequest struct {
 	Tools             json.RawMessage `json:"tools,omitempty"`
 	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat    json.RawMessage `json:"response_format,omitempty"`
 }
 
 type streamOptions struct {
@@ -135,7 +136,7 @@ func (p *openAI) body(r Request, stream bool) ([]byte, error) {
 		Temperature: r.Temperature, Stream: stream,
 		TopP: r.Sampling.TopP, Stop: r.Sampling.Stop, Seed: r.Sampling.Seed, User: r.Sampling.User,
 		FrequencyPenalty: r.Sampling.FrequencyPenalty, PresencePenalty: r.Sampling.PresencePenalty,
-		Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls,
+		Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls, ResponseFormat: r.ResponseFormat,
 	}
 	if stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}

@@ -71,6 +71,9 @@ type Request struct {
 	Tools             json.RawMessage
 	ToolChoice        json.RawMessage
 	ParallelToolCalls *bool
+	// ResponseFormat is OpenAI's response_format (JSON mode, structured outputs), passed as it
+	// is; only OpenAI-compatible upstreams take it.
+	ResponseFormat json.RawMessage
 	// OnToolCall receives a stream's tool call pieces, as onDelta receives its text; a stream
 	// with tool calls and no OnToolCall fails.
 	OnToolCall func(ToolCallDelta) error
@@ -89,10 +92,14 @@ func (r Request) usesTools() bool {
 	return false
 }
 
-// noTools refuses a request that needs function calling, for a provider without it.
+// noTools refuses a request that needs function calling or structured outputs, for a provider
+// without them.
 func noTools(r Request, model string) error {
 	if r.usesTools() {
 		return fmt.Errorf("provider: %w: model %s does not support tools (function calling) through the gateway", ErrInvalidRequest, model)
+	}
+	if len(r.ResponseFormat) > 0 {
+		return fmt.Errorf("provider: %w: model %s does not support response_format through the gateway", ErrInvalidRequest, model)
 	}
 	return nil
 }

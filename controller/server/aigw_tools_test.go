@@ -143,3 +143,67 @@ func TestAIGWOpenAITools(t *testing.T) {
 		}
 	})
 }
+
+// TestAIGWOpenAIJSONSchema: structured outputs through the gateway with the OpenAI SDK: the
+// response_format reaches the model, and the JSON answer comes back redacted and still JSON,
+// plain and streamed.
+func TestAIGWOpenAIJSONSchema(t *testing.T) {
+	e := agStart(t, false, nil)
+	ctx := context.Background()
+	client := openai.NewClient(option.WithBaseURL(e.URL+"/ai-gateway/v1/openai/"), option.WithAPIKey(e.tok),
+		option.WithHTTPClient(e.Client), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{
+		Model:    "gpt",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Extract the customer.")},
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "customer", Strict: openai.Bool(true),
+				Schema: map[string]any{"type": "object", "properties": map[string]any{"email": map[string]any{"type": "string"}}}},
+		}},
+	}
+	answer := `{"email": "jane.roe@example.com", "card": "4111 1111 1111 1111", "note": "SSN: 536-22-8726"}`
+	check := func(t *testing.T, got string) {
+		t.Helper()
+		agLeak(t, "the JSON answer", got)
+		var v map[string]string
+		if err := json.Unmarshal([]byte(got), &v); err != nil || v["card"] != "**** **** **** 1111" || !strings.HasPrefix(v["email"], "[EMAIL_") {
+			t.Errorf("answer %s (%v): want JSON with the values redacted", got, err)
+		}
+	}
+	t.Run("plain", func(t *testing.T) {
+		e.oai.Queue(providertest.Reply{Content: answer})
+		resp, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := e.oai.Requests()[len(e.oai.Requests())-1]
+		if !strings.Contains(string(last.ResponseFormat), `"json_schema"`) || !strings.Contains(string(last.ResponseFormat), `"customer"`) {
+			t.Errorf("the model got response_format %s", last.ResponseFormat)
+		}
+		check(t, resp.Choices[0].Message.Content)
+	})
+	t.Run("streamed", func(t *testing.T) {
+		var pieces []string
+		for s := answer; s != ""; {
+			k := min(5, len(s))
+			pieces, s = append(pieces, s[:k]), s[k:]
+		}
+		e.oai.Queue(providertest.Reply{Chunks: pieces})
+		stream := client.Chat.Completions.NewStreaming(ctx, params)
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		check(t, acc.Choices[0].Message.Content)
+	})
+	t.Run("a model without structured outputs refuses it", func(t *testing.T) {
+		p := params
+		p.Model = "claude"
+		var apiErr *openai.Error
+		if _, err := client.Chat.Completions.New(ctx, p); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "response_format") {
+			t.Fatalf("response_format to an Anthropic model: %v; want a 400 naming it", err)
+		}
+	})
+}

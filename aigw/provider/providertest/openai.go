@@ -59,6 +59,7 @@ type openAIRequest struct {
 	Tools               json.RawMessage `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	ResponseFormat      json.RawMessage `json:"response_format"`
 	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	Temperature         *float64        `json:"temperature"`
@@ -86,7 +87,7 @@ func (openAIWire) decode(body []byte) (Request, error) {
 		return Request{}, fmt.Errorf("'messages' must contain at least one message")
 	}
 	r := Request{Model: v.Model, Temperature: v.Temperature, Stream: v.Stream, TopP: v.TopP, Seed: v.Seed, User: v.User,
-		FrequencyPenalty: v.FrequencyPenalty, PresencePenalty: v.PresencePenalty, Tools: v.Tools, ToolChoice: v.ToolChoice}
+		FrequencyPenalty: v.FrequencyPenalty, PresencePenalty: v.PresencePenalty, Tools: v.Tools, ToolChoice: v.ToolChoice, ResponseFormat: v.ResponseFormat}
 	switch s := v.Stop.(type) {
 	case nil:
 	case string:

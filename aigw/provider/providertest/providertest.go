@@ -64,6 +64,8 @@ type Request struct {
 	Tools      json.RawMessage // OpenAI: tools, as received
 	ToolChoice json.RawMessage // OpenAI: tool_choice, as received
 
+	ResponseFormat json.RawMessage // OpenAI: response_format, as received
+
 	// Sampling options as received (Anthropic: top_p, stop_sequences, metadata.user_id).
 	TopP             *float64
 	Stop             []string
