@@ -42,6 +42,7 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec, diff func(a, b 
 	g.GET("/logs", h.listLogs)
 	g.GET("/logs/:id", h.getLog)
 	g.POST("/openai/chat/completions", h.admit(chatBodyLimit), h.openaiChat)
+	g.POST("/openai/embeddings", h.admit(chatBodyLimit), h.openaiEmbeddings)
 	g.GET("/openai/models", h.openaiModels)
 	registerDocuments(g, h)
 }

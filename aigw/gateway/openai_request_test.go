@@ -68,3 +68,22 @@ func FuzzParseOpenAIRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseOpenAIEmbed: any embeddings body is parsed or refused with a 4xx, never a panic;
+// what is accepted has a model and input.
+func FuzzParseOpenAIEmbed(f *testing.F) {
+	f.Add([]byte(`{"model":"m","input":["a","b"],"encoding_format":"float","dimensions":3,"user":null}`))
+	f.Add([]byte(`{"model":"m","input":[1,2]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := parseOpenAIEmbed(body)
+		if err != nil {
+			if s := apierr.From(err).Status; s < 400 || s >= 500 {
+				t.Fatalf("status %d for %q: %v", s, body, err)
+			}
+			return
+		}
+		if r.Model == "" || r.Input == nil {
+			t.Fatalf("accepted %q without a model or input", body)
+		}
+	})
+}

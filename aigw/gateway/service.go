@@ -443,12 +443,9 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 			}
 		}
 	}
-	cg, err := s.guardFor(ctx, req.Project)
+	cg, err := s.guardForModel(ctx, req.Project, req.Model)
 	if err != nil {
 		return nil, err
-	}
-	if err := cg.guard.CheckModel(req.Model); err != nil {
-		return nil, apierr.Invalid("model %q is not allowed by project %s's policy (%s v%d)", req.Model, req.Project, cg.policyID, cg.version)
 	}
 	p := &prepared{cg: cg, sess: cg.guard.NewSession(),
 		req: provider.Request{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Sampling: req.Sampling,
@@ -487,6 +484,18 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 		return nil, blockedError(p.finds, "the request")
 	}
 	return p, nil
+}
+
+// guardForModel returns the project's policy after checking it allows model.
+func (s *Service) guardForModel(ctx context.Context, project, model string) (*cachedGuard, error) {
+	cg, err := s.guardFor(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	if err := cg.guard.CheckModel(model); err != nil {
+		return nil, apierr.Invalid("model %q is not allowed by project %s's policy (%s v%d)", model, project, cg.policyID, cg.version)
+	}
+	return cg, nil
 }
 
 func blockedError(fs []Finding, what string) error {

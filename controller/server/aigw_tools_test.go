@@ -207,3 +207,43 @@ func TestAIGWOpenAIJSONSchema(t *testing.T) {
 		}
 	})
 }
+
+// TestAIGWOpenAIEmbeddings: the embeddings endpoint with the OpenAI SDK: inputs are redacted
+// before the model embeds them, the vectors come back in order, a secret is refused, and a
+// model that does not embed says so.
+func TestAIGWOpenAIEmbeddings(t *testing.T) {
+	e := agStart(t, false, nil)
+	ctx := context.Background()
+	client := openai.NewClient(option.WithBaseURL(e.URL+"/ai-gateway/v1/openai/"), option.WithAPIKey(e.tok),
+		option.WithHTTPClient(e.Client), option.WithMaxRetries(0))
+	inputs := []string{"Customer jane.roe@example.com paid with 4111 1111 1111 1111.", "no entities here"}
+	resp, err := client.Embeddings.New(ctx, openai.EmbeddingNewParams{
+		Model: "gpt", Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: inputs},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := e.oai.Requests()[len(e.oai.Requests())-1]
+	if len(last.Input) != 2 || last.Input[1] != inputs[1] || last.Model != "up-gpt" {
+		t.Fatalf("the model got %+v", last)
+	}
+	agLeak(t, "the text embedded", last.Input[0])
+	if len(resp.Data) != 2 || resp.Data[0].Index != 0 || resp.Data[1].Embedding[0] != float64(len(inputs[1])) ||
+		resp.Data[0].Embedding[0] != float64(len(last.Input[0])) {
+		t.Fatalf("got %s", resp.RawJSON())
+	}
+	var apiErr *openai.Error
+	_, err = client.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "gpt",
+		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("key ghp_abcdefghijklmnopqrstuvwxyz0123456789")}})
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 422 || apiErr.Code != "request_blocked" {
+		t.Fatalf("a secret to embed: %v; want 422 request_blocked", err)
+	}
+	_, err = client.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "claude", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")}})
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "embeddings") {
+		t.Fatalf("embeddings of an Anthropic model: %v; want a 400 saying it does not embed", err)
+	}
+	_, err = client.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "gpt", Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfTokens: []int64{1, 2}}})
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "input" {
+		t.Fatalf("token input: %v; want a 400 with param input", err)
+	}
+}

@@ -1296,6 +1296,11 @@ func oaModels(t *testing.T) string {
 			Stream bool   `json:"stream"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.Model == "embed" && strings.HasSuffix(r.URL.Path, "/embeddings") {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,-0.25]}],"model":"embed","usage":{"prompt_tokens":2,"total_tokens":2}}`)
+			return
+		}
 		if req.Model == "cutoff" && req.Stream {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"partial answer\\n\"}}]}\n\n")
@@ -1312,6 +1317,7 @@ func oaModels(t *testing.T) string {
 			{"name": "echo", "kind": "echo"},
 			{"name": "broken", "kind": "openai", "base_url": base, "max_retries": 0},
 			{"name": "cutoff", "kind": "openai", "base_url": base, "max_retries": 0},
+			{"name": "embed", "kind": "openai", "base_url": base, "max_retries": 0},
 			{"name": "primary", "kind": "openai", "base_url": base, "upstream_model": "broken", "max_retries": 0, "timeout": "10s"},
 		},
 		"fallbacks": map[string][]string{"primary": {"echo"}},
@@ -1364,7 +1370,7 @@ func (c *oaChecker) aigwFamily(all string) {
 	c.want(r, 200)
 	var names struct{ Data []string }
 	r.JSON(t, &names)
-	if want := []string{"broken", "cutoff", "echo", "primary"}; !slices.Equal(names.Data, want) {
+	if want := []string{"broken", "cutoff", "echo", "embed", "primary"}; !slices.Equal(names.Data, want) {
 		t.Errorf("models %v; the configuration has %v", names.Data, want)
 	}
 	c.wantErr(c.do("GET", modelsDoc, modelsDoc, all, nil), 403, "forbidden") // an API key
@@ -1374,7 +1380,7 @@ func (c *oaChecker) aigwFamily(all string) {
 		Data []struct{ ID string }
 	}
 	r.JSON(t, &oaiModels)
-	if len(oaiModels.Data) != 4 || oaiModels.Data[2].ID != "echo" {
+	if len(oaiModels.Data) != 5 || oaiModels.Data[2].ID != "echo" {
 		t.Errorf("OpenAI models: %s", r.Body)
 	}
 
@@ -1617,6 +1623,25 @@ func (c *oaChecker) aigwFamily(all string) {
 	c.wantErr(c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": inj}), 422, "request_blocked")
 	c.wantErr(c.do("POST", oaiDoc, oaiDoc, user, oaiReq("broken", nil)), 502, "upstream_error")
 	c.wantErr(c.do("POST", oaiDoc, oaiDoc, all, oaiReq("echo", nil)), 403, "forbidden")
+
+	// Embeddings: inputs redacted, the model's vectors in OpenAI's list; errors in OpenAI's shape.
+	embDoc := "/ai-gateway/v1/openai/embeddings"
+	r = c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": "Mail jane.doe@example.com", "encoding_format": "float"})
+	c.want(r, 200)
+	var embs struct {
+		Data []struct {
+			Embedding []float64
+		}
+		Edgewan struct{ Redactions []gateway.Redaction }
+	}
+	r.JSON(t, &embs)
+	if len(embs.Data) != 1 || len(embs.Data[0].Embedding) != 2 || len(embs.Edgewan.Redactions) != 1 {
+		t.Errorf("embeddings: %s", r.Body)
+	}
+	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": []int{1, 2}}), 400, "bad_request")
+	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": "x", "extra": 1}), 400, "bad_request")
+	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": agInjection}), 422, "request_blocked")
+	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "broken", "input": "x"}), 502, "upstream_error")
 	r = c.do("POST", oaiDoc, oaiDoc, user, oaiReq("cutoff", map[string]any{"stream": true}))
 	c.want(r, 200)
 	if evs := c.events(r); len(evs) != 3 || !strings.Contains(evs[2].data, `"upstream_error"`) {
@@ -2001,7 +2026,7 @@ func (c *oaChecker) aigwFamily(all string) {
 			switch p {
 			case "/ai-gateway/v1/sanitize", "/ai-gateway/v1/policies/{id}/test":
 				size = gateway.MaxText + 4096
-			case "/ai-gateway/v1/chat", "/ai-gateway/v1/openai/chat/completions":
+			case "/ai-gateway/v1/chat", "/ai-gateway/v1/openai/chat/completions", "/ai-gateway/v1/openai/embeddings":
 				size = 4 << 20
 			}
 			c.want(c.raw(method, p, path, admin, "application/json", append(append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), size)...), `"}`...)), 413)

@@ -71,7 +71,7 @@ var streaming = map[string]bool{"POST /ai-gateway/v1/chat": true, "POST /ai-gate
 // lenient are the operations that decode their body as OpenAI does, not with rest.Decode:
 // unknown fields are ignored and the Content-Type is not checked (no 415). The description
 // must say "the Content-Type is not checked".
-var lenient = map[string]bool{"POST /ai-gateway/v1/openai/chat/completions": true}
+var lenient = map[string]bool{"POST /ai-gateway/v1/openai/chat/completions": true, "POST /ai-gateway/v1/openai/embeddings": true}
 
 func family(path string) string {
 	for _, f := range families {

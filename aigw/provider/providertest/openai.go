@@ -277,3 +277,51 @@ func openAIMessage(a answer) map[string]any {
 	}
 	return m
 }
+
+func (openAIWire) embedPath() string { return "/v1/embeddings" }
+
+func (openAIWire) decodeEmbed(body []byte) (Request, error) {
+	var v struct {
+		Model          string `json:"model"`
+		Input          any    `json:"input"`
+		EncodingFormat string `json:"encoding_format"`
+		Dimensions     *int   `json:"dimensions"`
+		User           string `json:"user"`
+	}
+	if err := strictDecode(body, &v); err != nil {
+		return Request{}, err
+	}
+	r := Request{Model: v.Model, User: v.User}
+	switch in := v.Input.(type) {
+	case string:
+		r.Input = []string{in}
+	case []any:
+		for _, x := range in {
+			s, ok := x.(string)
+			if !ok {
+				return Request{}, fmt.Errorf("'input': this fake takes strings only")
+			}
+			r.Input = append(r.Input, s)
+		}
+	default:
+		return Request{}, fmt.Errorf("'input' is required")
+	}
+	if v.Model == "" || len(r.Input) == 0 {
+		return Request{}, fmt.Errorf("'model' and 'input' are required")
+	}
+	return r, nil
+}
+
+// writeEmbed answers a 3-number embedding per input: its length in bytes, its number of words,
+// and 1, so tests can tell which text a vector came from.
+func (openAIWire) writeEmbed(w http.ResponseWriter, req Request) {
+	data := make([]map[string]any, len(req.Input))
+	words := 0
+	for i, in := range req.Input {
+		n := len(strings.Fields(in))
+		words += n
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": []float64{float64(len(in)), float64(n), 1}}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model,
+		"usage": map[string]int{"prompt_tokens": words, "total_tokens": words}})
+}

@@ -66,6 +66,8 @@ type Request struct {
 
 	ResponseFormat json.RawMessage // OpenAI: response_format, as received
 
+	Input []string // OpenAI embeddings (POST /v1/embeddings): the texts; Model is set too
+
 	// Sampling options as received (Anthropic: top_p, stop_sequences, metadata.user_id).
 	TopP             *float64
 	Stop             []string
@@ -140,6 +142,13 @@ type Server struct {
 	ids     int
 	active  int           // requests being answered
 	changed chan struct{} // closed and replaced when reqs or active change
+}
+
+// embedWire is a wire with an embeddings endpoint (OpenAI's).
+type embedWire interface {
+	embedPath() string
+	decodeEmbed(body []byte) (Request, error)
+	writeEmbed(w http.ResponseWriter, req Request)
 }
 
 // toolStreamer is a wire that streams tool calls (OpenAI's).
@@ -275,6 +284,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	if ew, ok := s.wire.(embedWire); ok && r.URL.Path == ew.embedPath() {
+		req, status, msg := Request{Header: r.Header.Clone(), Body: body}, 0, ""
+		if status, msg = s.wire.checkAuth(r.Header, key); status == 0 {
+			var err error
+			if req, err = ew.decodeEmbed(body); err != nil {
+				status, msg = http.StatusBadRequest, err.Error()
+			}
+			req.Header, req.Body = r.Header.Clone(), body
+		}
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.changedLocked()
+		s.mu.Unlock()
+		if status != 0 {
+			s.wire.writeError(w, status, s.wire.errorType(status), msg)
+			return
+		}
+		ew.writeEmbed(w, req)
+		return
+	}
 	req, status, msg := s.check(r, body, key)
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
