@@ -43,6 +43,7 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec, diff func(a, b 
 	g.GET("/logs/:id", h.getLog)
 	g.POST("/openai/chat/completions", h.admit(chatBodyLimit), h.openaiChat)
 	g.POST("/openai/embeddings", h.admit(chatBodyLimit), h.openaiEmbeddings)
+	g.POST("/anthropic/v1/messages", h.admit(chatBodyLimit), h.anthropicMessages)
 	g.GET("/openai/models", h.openaiModels)
 	registerDocuments(g, h)
 }
@@ -162,11 +163,16 @@ func (s *sseSink) start() {
 		return
 	}
 	s.started = true
-	h := s.c.Writer.Header()
+	startSSE(s.c)
+}
+
+// startSSE begins an event stream: no caching, no proxy buffering.
+func startSSE(c *gin.Context) {
+	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	s.c.Status(http.StatusOK)
+	c.Status(http.StatusOK)
 }
 
 func (s *sseSink) event(name string, v any) error {

@@ -79,11 +79,7 @@ type openaiSink struct {
 func (s *openaiSink) chunk(delta map[string]any, finish any) error {
 	if !s.started {
 		s.started = true
-		h := s.c.Writer.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Accel-Buffering", "no")
-		s.c.Status(http.StatusOK)
+		startSSE(s.c)
 		if err := s.chunk(map[string]any{"role": "assistant", "content": ""}, nil); err != nil {
 			return err
 		}

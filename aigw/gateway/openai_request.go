@@ -295,9 +295,14 @@ func parseOpenAIMessages(v json.RawMessage) ([]provider.Message, error) {
 }
 
 // openaiContent reads a message's content: a string, or an array of text parts (joined).
-func openaiContent(at string, v json.RawMessage) (string, error) {
+func openaiContent(at string, v json.RawMessage) (string, error) { return textContent(at, v, "parts") }
+
+// textContent reads content that is a string or an array of {"type": "text", "text"} items
+// (OpenAI's parts, Anthropic's blocks), joined; other item types and fields are refused naming
+// them, but the fields nullable, which may be null.
+func textContent(at string, v json.RawMessage, items string, nullable ...string) (string, error) {
 	if v == nil || string(v) == "null" {
-		return "", badParam(at, "is required: a string or an array of text parts")
+		return "", badParam(at, "is required: a string or an array of text %s", items)
 	}
 	var s string
 	if json.Unmarshal(v, &s) == nil {
@@ -305,29 +310,29 @@ func openaiContent(at string, v json.RawMessage) (string, error) {
 	}
 	var parts []map[string]json.RawMessage
 	if err := json.Unmarshal(v, &parts); err != nil {
-		return "", badParam(at, "must be a string or an array of text parts")
+		return "", badParam(at, "must be a string or an array of text %s", items)
 	}
 	var b strings.Builder
 	for j, p := range parts {
 		pat := fmt.Sprintf("%s[%d]", at, j)
 		var typ, text string
 		for _, k := range slices.Sorted(maps.Keys(p)) { // the same field named on every try
-			x := p[k]
 			var err error
-			switch k {
-			case "type":
-				err = decodeParam(pat+".type", x, &typ)
-			case "text":
-				err = decodeParam(pat+".text", x, &text)
+			switch {
+			case k == "type":
+				err = decodeParam(pat+".type", p[k], &typ)
+			case k == "text":
+				err = decodeParam(pat+".text", p[k], &text)
+			case slices.Contains(nullable, k) && string(p[k]) == "null":
 			default:
-				err = badParam(pat+"."+k, "not supported (text parts take type and text)")
+				err = badParam(pat+"."+k, "not supported (text %s take type and text)", items)
 			}
 			if err != nil {
 				return "", err
 			}
 		}
 		if typ != "text" {
-			return "", badParam(pat+".type", "only text parts are supported; got %q", typ)
+			return "", badParam(pat+".type", "only text %s are supported; got %q", items, typ)
 		}
 		b.WriteString(text)
 	}

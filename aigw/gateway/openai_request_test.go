@@ -87,3 +87,22 @@ func FuzzParseOpenAIEmbed(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAnthropicRequest: any Messages API body is parsed or refused with a 4xx, never a
+// panic; what is accepted has a model, max_tokens and a message.
+func FuzzParseAnthropicRequest(f *testing.F) {
+	f.Add([]byte(`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"stop_sequences":["x"],"metadata":{"user_id":"u"}}`))
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}],"tools":[]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := parseAnthropicRequest(body)
+		if err != nil {
+			if s := apierr.From(err).Status; s < 400 || s >= 500 {
+				t.Fatalf("status %d for %q: %v", s, body, err)
+			}
+			return
+		}
+		if r.Model == "" || r.MaxTokens < 1 || len(r.Messages) == 0 {
+			t.Fatalf("accepted %q as %+v", body, r)
+		}
+	})
+}

@@ -1642,6 +1642,33 @@ func (c *oaChecker) aigwFamily(all string) {
 	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": "x", "extra": 1}), 400, "bad_request")
 	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": agInjection}), 422, "request_blocked")
 	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "broken", "input": "x"}), 502, "upstream_error")
+
+	// Anthropic-compatible: the Messages API's shapes over any model.
+	antDoc := "/ai-gateway/v1/anthropic/v1/messages"
+	antReq := func(model string, extra map[string]any) map[string]any {
+		b := map[string]any{"model": model, "max_tokens": 100, "system": "Be brief.", "messages": []map[string]any{
+			{"role": "user", "content": []map[string]any{{"type": "text", "text": "Mail jane.doe@example.com please"}}}}}
+		maps.Copy(b, extra)
+		return b
+	}
+	r = c.do("POST", antDoc, antDoc, user, antReq("echo", nil))
+	c.want(r, 200)
+	var amsg struct {
+		Content []struct{ Text string }
+	}
+	r.JSON(t, &amsg)
+	if len(amsg.Content) != 1 || !strings.Contains(amsg.Content[0].Text, "Mail [EMAIL_1] please") {
+		t.Errorf("Anthropic message: %s", r.Body)
+	}
+	r = c.do("POST", antDoc, antDoc, user, antReq("echo", map[string]any{"stream": true}))
+	c.want(r, 200)
+	if evs := c.events(r); len(evs) < 6 || evs[0].name != "message_start" || evs[len(evs)-1].name != "message_stop" {
+		t.Errorf("Anthropic stream: %s", r.Body)
+	}
+	c.want(c.do("POST", antDoc, antDoc, user, antReq("echo", map[string]any{"top_k": 3})), 400)
+	c.want(c.do("POST", antDoc, antDoc, user, map[string]any{"model": "echo", "messages": hi}), 400) // no max_tokens
+	c.want(c.do("POST", antDoc, antDoc, user, antReq("echo", map[string]any{"messages": []map[string]any{{"role": "user", "content": agInjection}}})), 422)
+	c.want(c.do("POST", antDoc, antDoc, user, antReq("broken", nil)), 502)
 	r = c.do("POST", oaiDoc, oaiDoc, user, oaiReq("cutoff", map[string]any{"stream": true}))
 	c.want(r, 200)
 	if evs := c.events(r); len(evs) != 3 || !strings.Contains(evs[2].data, `"upstream_error"`) {
@@ -2026,7 +2053,7 @@ func (c *oaChecker) aigwFamily(all string) {
 			switch p {
 			case "/ai-gateway/v1/sanitize", "/ai-gateway/v1/policies/{id}/test":
 				size = gateway.MaxText + 4096
-			case "/ai-gateway/v1/chat", "/ai-gateway/v1/openai/chat/completions", "/ai-gateway/v1/openai/embeddings":
+			case "/ai-gateway/v1/chat", "/ai-gateway/v1/openai/chat/completions", "/ai-gateway/v1/openai/embeddings", "/ai-gateway/v1/anthropic/v1/messages":
 				size = 4 << 20
 			}
 			c.want(c.raw(method, p, path, admin, "application/json", append(append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), size)...), `"}`...)), 413)

@@ -66,12 +66,14 @@ var multipart = map[string]bool{"POST /ai-gateway/v1/documents": true}
 
 // streaming are the operations whose 200 is JSON or, with "stream": true, server-sent events
 // (text/event-stream), whose events the media type's x-sse-events maps to their data schemas.
-var streaming = map[string]bool{"POST /ai-gateway/v1/chat": true, "POST /ai-gateway/v1/openai/chat/completions": true}
+var streaming = map[string]bool{"POST /ai-gateway/v1/chat": true, "POST /ai-gateway/v1/openai/chat/completions": true,
+	"POST /ai-gateway/v1/anthropic/v1/messages": true}
 
 // lenient are the operations that decode their body as OpenAI does, not with rest.Decode:
 // unknown fields are ignored and the Content-Type is not checked (no 415). The description
 // must say "the Content-Type is not checked".
-var lenient = map[string]bool{"POST /ai-gateway/v1/openai/chat/completions": true, "POST /ai-gateway/v1/openai/embeddings": true}
+var lenient = map[string]bool{"POST /ai-gateway/v1/openai/chat/completions": true, "POST /ai-gateway/v1/openai/embeddings": true,
+	"POST /ai-gateway/v1/anthropic/v1/messages": true}
 
 func family(path string) string {
 	for _, f := range families {

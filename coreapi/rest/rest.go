@@ -28,6 +28,9 @@ const ctxRequestID = "edgewan.request_id"
 
 // ErrorBody is the one error body of every family: {"error":{"code","message","request_id"}}.
 type ErrorBody struct {
+	// Type is "error" only on the AI gateway's Anthropic-compatible endpoint, as the Messages
+	// API's error bodies have it.
+	Type  string      `json:"type,omitempty"`
 	Error ErrorDetail `json:"error"`
 }
 
