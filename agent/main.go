@@ -141,11 +141,20 @@ func run(args []string, logOut io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	// Everything that can fail locally is checked before provision spends a one-time claim
+	// token: a second agent started by mistake must stop here, not after claiming the site.
 	unlock, err := lockDataDir(c.DataDir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	metricsLn, err := preflight(c)
+	if err != nil {
+		return err
+	}
+	if metricsLn != nil {
+		defer metricsLn.Close()
+	}
 	creds, err := provision(ctx, c, log)
 	if err != nil {
 		return err
@@ -153,11 +162,7 @@ func run(args []string, logOut io.Writer) error {
 	var running atomic.Pointer[engine.Engine]
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if c.MetricsListen != "" {
-		ln, err := net.Listen("tcp", c.MetricsListen)
-		if err != nil {
-			return fmt.Errorf("--metrics-listen: %w", err)
-		}
+	if metricsLn != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		// profiles, on the same (loopback by default) listener as the metrics
@@ -173,13 +178,50 @@ func run(args []string, logOut io.Writer) error {
 			_ = json.NewEncoder(w).Encode(e.Status())
 		})
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
+		go func() { _ = srv.Serve(metricsLn) }()
 		defer srv.Close()
-		log.Info("agent: metrics", "listen", ln.Addr().String())
+		log.Info("agent: metrics", "listen", metricsLn.Addr().String())
 	}
 	log.Info("agent: starting", "version", Version, "site", creds.Site, "device", creds.Device, "transports", len(c.Transports), "enforce", *c.Enforce)
 	return engine.Run(ctx, engine.Options{Config: c, Creds: creds, Version: Version, Logger: log, Registry: reg,
 		OnStart: func(e *engine.Engine) { running.Store(e) }})
+}
+
+// preflight checks, before any claim, what the agent will need locally: a writable data dir
+// (credentials and spool), the metrics and status listener (returned bound, nil when none is
+// configured), the controller's CA for a first boot, and netlink when it enforces. The
+// configuration itself was validated by loadConfig.
+func preflight(c *config.Config) (net.Listener, error) {
+	probe, err := os.CreateTemp(c.DataDir, ".preflight-*")
+	if err != nil {
+		return nil, fmt.Errorf("data dir %s is not writable: %w", c.DataDir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	if err := os.MkdirAll(filepath.Join(c.DataDir, "spool"), 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if _, err := claim.Load(c.DataDir); errors.Is(err, os.ErrNotExist) && c.ClaimToken != "" {
+		if _, err := claim.TLSConfig(c.CAFile, c.CAFingerprint); err != nil {
+			return nil, err
+		}
+	}
+	if *c.Enforce {
+		dp, err := dataplane.New(netns.None(), dataplane.Options{TableBase: c.Routing.TableBase,
+			RulePriority: c.Routing.RulePriority, MarkBase: c.Routing.MarkBase})
+		if err != nil {
+			return nil, fmt.Errorf("data plane (netlink): %w", err)
+		}
+		dp.Close()
+	}
+	if c.MetricsListen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", c.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	return ln, nil
 }
 
 // provision returns the stored credentials, or claims the site once with the claim token.

@@ -10,14 +10,20 @@
 #   BenchmarkSLASwitch/trialN   150 ms delay on wan1 -> the controller moves voice (SLA 100 ms) to wan2
 #   BenchmarkFlapping           wan1 down 1 s / up 1 s for 90 s, 30 s hold-down -> switches per class per hold-down
 #   BenchmarkResources          4 transports x 5 probes/s for 60 s -> agent RSS (MB) and CPU (% of a core)
+#   BenchmarkImpairments/X/trialN  issue 13's table: impairment X on wan1's responder -> voice
+#                               (150 ms / 1 % / 30 ms) on wan2; X = loss20, loss3, jitter60, delay250,
+#                               delay100jitter60, blackhole
+#
+#   BENCH=Impairments scripts/bench-agent.sh   only those (any -bench regexp)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-out="$(EDGEWAN_BENCH_TRIALS="${TRIALS:-10}" go test -run '^$' -bench 'Failover|SLASwitch|Flapping|Resources' \
+out="$(EDGEWAN_BENCH_TRIALS="${TRIALS:-10}" go test -run '^$' -bench "${BENCH:-Failover|SLASwitch|Flapping|Resources|Impairments}" \
 	-benchtime 1x -timeout 60m ./agent/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' )"
 echo "$out"
 # median and max of the per-trial times (ms)
-for b in Failover SLASwitch; do
-	vals="$(echo "$out" | awk -v b="$b" '$1 ~ "^Benchmark" b "/" { printf "%.0f\n", $3 / 1e6 }' | sort -n)"
+for b in Failover SLASwitch Impairments/loss20 Impairments/loss3 Impairments/jitter60 Impairments/delay250 \
+	Impairments/delay100jitter60 Impairments/blackhole; do
+	vals="$(echo "$out" | awk -v b="$b" '$1 ~ "^Benchmark" b "/trial" { printf "%.0f\n", $3 / 1e6 }' | sort -n)"
 	n="$(echo "$vals" | grep -c . || true)"
 	if ((n > 0)); then
 		echo "$b: $n trials, median $(echo "$vals" | sed -n "$(((n + 1) / 2))p") ms, max $(echo "$vals" | tail -n 1) ms"

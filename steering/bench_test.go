@@ -9,7 +9,10 @@ import (
 // benchInput is window i of transport ti: noisy but within every SLA of testClasses, except
 // that when flapping mpls misses voice's SLA 3 windows out of 50 and is Down 1 in 200.
 func benchInput(i, ti int, flapping bool) Metrics {
-	m := Metrics{LatencyMs: 20 + float64((i*7+ti*13)%40), LossPct: float64((i+ti)%5) / 10, JitterMs: 2 + float64((i*3+ti)%9)}
+	// a window of 5 probes, as WindowMetrics makes them: the Detector's path
+	lost := (i + ti) % 50 / 49 // 0.4 % of the probes
+	m := Metrics{LatencyMs: 20 + float64((i*7+ti*13)%40), LossPct: float64(lost) * 20, JitterMs: 2 + float64((i*3+ti)%9),
+		Probes: 5, Lost: lost, LatencySDMs: 3, JitterN: 3, JitterSDMs: 1.5}
 	if flapping && ti == 0 {
 		switch {
 		case i%200 == 100:

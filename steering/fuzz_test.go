@@ -39,7 +39,11 @@ func (in *fuzzInput) metrics() Metrics {
 	case 6:
 		return Metrics{LatencyMs: -v, LossPct: -1, JitterMs: -v}
 	}
-	return Metrics{LatencyMs: v / 2, LossPct: float64(b % 7), JitterMs: v}
+	m := Metrics{LatencyMs: v / 2, LossPct: float64(b % 7), JitterMs: v}
+	if c := in.byte(); c%2 == 1 { // sample counts for the Detector, sometimes inconsistent
+		m.Probes, m.Lost, m.JitterN, m.LatencySDMs, m.JitterSDMs = int(c>>1)%40-1, int(c>>3)-2, int(c>>2)%30-1, v/3, v/5
+	}
+	return m
 }
 
 func (in *fuzzInput) classes(transports []string) []Class {
@@ -90,6 +94,9 @@ func FuzzSite(f *testing.F) {
 		}
 		if b := in.byte(); b%2 == 1 {
 			o.Degraded = DefaultOptions().Degraded
+		}
+		if b := in.byte(); b%4 == 1 {
+			o.Detector = DefaultDetector()
 		}
 		if b := in.byte(); b%2 == 1 {
 			o.Damping = Damping{HalfLife: time.Duration(1+b/2) * time.Second, Penalty: float64(500 * (1 + b%5)), Suppress: 2000, Reuse: 750, Max: 6000}

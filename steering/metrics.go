@@ -10,6 +10,16 @@ type Metrics struct {
 	// Down is a hard failure seen by the prober (N consecutive losses, no answer at all). It
 	// takes the transport out of use at once, whatever the other fields say.
 	Down bool
+
+	// The sample counts behind the figures, which the Detector weighs (WindowMetrics fills
+	// them from a telemetry window). Probes == 0: none, the window rule judges the window.
+	Probes      int     // probes resolved in the window: answered + Lost
+	Lost        int     // of which unanswered
+	LatencySDMs float64 // standard deviation of the answered probes' RTTs
+	// JitterN > 0: JitterMs is the mean of the window's JitterN |ΔRTT| samples, JitterSDMs
+	// their standard deviation; 0: JitterMs is a smoothed estimate (RFC 3550).
+	JitterN    int
+	JitterSDMs float64
 }
 
 // Thresholds are upper bounds on one window's metrics. A zero field is not checked.

@@ -29,6 +29,10 @@ type Options struct {
 	ScoreMargin float64
 	// Damping suppresses transports that keep failing. Zero: no damping.
 	Damping Damping
+	// Detector decides breaches (and Degraded) from the evidence of windows that carry sample
+	// counts; BreachAfter then applies only to windows without them. Zero: off, every window
+	// is judged by BreachAfter.
+	Detector Detector
 }
 
 // Damping is route-flap damping (RFC 2439 style) per (transport, class): each time the
@@ -45,7 +49,8 @@ type Damping struct {
 	Max      float64       // ceiling of the penalty, bounds the suppression time; >= Suppress
 }
 
-// DefaultOptions are tuned for 1-second windows: breach after 3 s of bad windows, recover after
+// DefaultOptions are tuned for 1-second windows: breach on the Detector's evidence (after 3 s of
+// bad windows for windows without sample counts), recover after
 // 10 good ones and 30 s, damping with the BGP figures (1000/2000/750) and a 5-minute half-life.
 func DefaultOptions() Options {
 	return Options{
@@ -61,6 +66,7 @@ func DefaultOptions() Options {
 			Reuse:    750,
 			Max:      6000, // suppressed for at most 3 half-lives (log2(Max/Reuse))
 		},
+		Detector: DefaultDetector(),
 	}
 }
 
@@ -80,6 +86,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("steering.Options: Degraded %+v: want finite values >= 0", o.Degraded)
 	case !(o.ScoreMargin >= 0) || math.IsInf(o.ScoreMargin, 1):
 		return fmt.Errorf("steering.Options: ScoreMargin %v: want a finite value >= 0", o.ScoreMargin)
+	case !o.Detector.valid():
+		return fmt.Errorf("steering.Options: Detector %+v: want 0 < Alpha, Beta < 0.5, 1 < LossRatio < FastLossRatio, 0 < Margin < 1, all finite (or all zero: off)", o.Detector)
 	}
 	d := o.Damping
 	switch {

@@ -39,6 +39,11 @@ func randOptions(r *rand.Rand) Options {
 			Max:      s * (1 + 3*r.Float64()),
 		}
 	}
+	if r.IntN(2) == 0 { // the evidence detector, for windows with sample counts
+		o.Detector = Detector{Alpha: 1e-4 + 0.1*r.Float64(), Beta: 1e-3 + 0.2*r.Float64(), LossRatio: 1.1 + 3*r.Float64(),
+			Margin: 0.05 + 0.5*r.Float64()}
+		o.Detector.FastLossRatio = o.Detector.LossRatio * (1.1 + 10*r.Float64())
+	}
 	if err := o.Validate(); err != nil {
 		panic(err)
 	}
@@ -95,7 +100,14 @@ func randMetrics(r *rand.Rand) Metrics {
 	if r.IntN(8) == 0 {
 		return Metrics{Down: true}
 	}
-	return Metrics{LatencyMs: v(), LossPct: v() / 20, JitterMs: v() / 5}
+	m := Metrics{LatencyMs: v(), LossPct: v() / 20, JitterMs: v() / 5}
+	if r.IntN(2) == 0 { // sample counts, sometimes inconsistent
+		m.Probes = r.IntN(50) - 2
+		m.Lost = r.IntN(max(m.Probes+3, 1)) - 1
+		m.JitterN = r.IntN(50) - 2
+		m.LatencySDMs, m.JitterSDMs = v(), v()/5
+	}
+	return m
 }
 
 // behaviour is how one transport's windows go in a random scenario.
@@ -292,6 +304,9 @@ func TestPropertySteadyInput(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 3))
 		transports := []string{"t0", "t1", "t2", "t3"}[:1+r.IntN(4)]
 		o := randOptions(r)
+		// The bound is the window rule's: with the Detector a steady window adds the same small
+		// evidence each time, and may decide after any number of windows.
+		o.Detector = Detector{}
 		if o.Damping.HalfLife > 30*time.Second { // keeps the run short
 			o.Damping.HalfLife = 30 * time.Second
 		}

@@ -44,6 +44,7 @@ const maxTransports = math.MaxUint8
 // class. It is not safe for concurrent use; Observe and Evaluate do not allocate.
 type Site struct {
 	opts       Options
+	degW       lossWeights // the Detector's, for opts.Degraded
 	transports []transport
 	classes    []class
 	cells      []cell  // per (class, transport): cells[c*len(transports)+t]
@@ -56,6 +57,7 @@ type transport struct {
 	downNs, degNs   int64  // UnixNano when it went Down, became Degraded
 	upRun           uint16 // consecutive non-Down windows while Down
 	degBad, degGood uint16 // consecutive windows missing / meeting Options.Degraded
+	degEv           evidence
 	down, degraded  bool
 	reported        Status // as last reported by Evaluate
 }
@@ -76,6 +78,7 @@ type cell struct {
 	penNs      int64   // UnixNano when pen was set
 	pen        float64 // flap penalty at penNs
 	bad, good  uint16  // consecutive windows missing / meeting the class's SLA
+	ev         evidence
 	breached   bool
 	suppressed bool
 }
@@ -83,7 +86,8 @@ type cell struct {
 type class struct {
 	name       string
 	sla        Thresholds
-	switchedNs int64 // UnixNano of the last switch, if switched
+	lossW      lossWeights // the Detector's, for sla
+	switchedNs int64       // UnixNano of the last switch, if switched
 	path       uint8
 	switched   bool
 	breached   bool // the SLA status last reported by Evaluate
@@ -96,7 +100,7 @@ func NewSite(transports []string, classes []Class, opts Options) (*Site, error) 
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("steering.NewSite: %w", err)
 	}
-	s := &Site{opts: opts}
+	s := &Site{opts: opts, degW: opts.Detector.weights(opts.Degraded)}
 	if err := s.build(transports, classes); err != nil {
 		return nil, fmt.Errorf("steering.NewSite: %w", err)
 	}
@@ -135,7 +139,7 @@ func (s *Site) build(transports []string, classes []Class) error {
 		if !c.SLA.valid() {
 			return fmt.Errorf("class %q: SLA %+v: want finite values >= 0", c.Name, c.SLA)
 		}
-		s.classes[ci] = class{name: c.Name, sla: c.SLA}
+		s.classes[ci] = class{name: c.Name, sla: c.SLA, lossW: s.opts.Detector.weights(c.SLA)}
 		order := s.order[ci*T : ci*T : (ci+1)*T]
 		var listed [maxTransports + 1]bool
 		for _, name := range c.Preferred {
@@ -165,7 +169,7 @@ func (s *Site) build(transports []string, classes []Class) error {
 // ReasonRemoved; a class whose SLA or order changed may switch at the next Evaluate without
 // waiting for HoldDown. On error the site is unchanged.
 func (s *Site) Reconfigure(now time.Time, transports []string, classes []Class, out []Decision) ([]Decision, error) {
-	n := &Site{opts: s.opts}
+	n := &Site{opts: s.opts, degW: s.degW}
 	if err := n.build(transports, classes); err != nil {
 		return out, fmt.Errorf("steering.Reconfigure: %w", err)
 	}
@@ -253,20 +257,46 @@ func (s *Site) Observe(now time.Time, transport string, m Metrics) bool {
 				t.down, t.upRun = false, 0
 			}
 		}
-		step(&t.degraded, &t.degBad, &t.degGood, &t.degNs, !o.Degraded.Meets(m), ns, o)
+		s.judge(&t.degraded, &t.degBad, &t.degGood, &t.degNs, &t.degEv, o.Degraded, &s.degW, m, ns)
 	}
 	T := len(s.transports)
 	for ci := range s.classes {
 		c := &s.cells[ci*T+ti]
 		wasUsable := !wasDown && !c.breached
 		if !m.Down { // Down has its own hysteresis above; it does not also count as a bad window
-			step(&c.breached, &c.bad, &c.good, &c.sinceNs, !s.classes[ci].sla.Meets(m), ns, o)
+			cl := &s.classes[ci]
+			s.judge(&c.breached, &c.bad, &c.good, &c.sinceNs, &c.ev, cl.sla, &cl.lossW, m, ns)
 		}
 		if wasUsable && (t.down || c.breached) {
 			s.charge(c, ns)
 		}
 	}
 	return true
+}
+
+// judge applies window m to one state against th: with the Detector on and sample counts in m,
+// a breach is decided by the evidence, and a window counts as good (towards RecoverAfter) when
+// all its evidence favours th; otherwise by the window rule (step). Recovery resets the evidence.
+func (s *Site) judge(state *bool, bad, good *uint16, since *int64, ev *evidence, th Thresholds, lw *lossWeights, m Metrics, ns int64) {
+	o := &s.opts
+	if lw.a == 0 || m.Probes <= 0 { // the Detector is off (a is its threshold, > 0 when on)
+		step(state, bad, good, since, !th.Meets(m), ns, o)
+		return
+	}
+	breach, ok := o.Detector.judge(ev, th, lw, m)
+	switch {
+	case breach && !*state:
+		*state, *since, *good = true, ns, 0
+	case !ok:
+		*good = 0
+	default:
+		*good = inc(*good)
+		if *state && int(*good) >= o.RecoverAfter && elapsed(ns, *since) >= o.HoldDown {
+			*state, *good = false, 0
+			*ev = evidence{}
+		}
+	}
+	*bad = 0
 }
 
 // step is the window hysteresis: BreachAfter consecutive bad windows set *state (at *since);
@@ -431,6 +461,29 @@ func (s *Site) best(ci, p int, ns int64) (q int, qSupp bool, qRank, pRank float6
 		}
 	}
 	return q, qSupp, qRank, pRank
+}
+
+// Suspect reports whether evidence of a breach is building on the transport without a decision
+// yet: some class not breached on it has evidence against its SLA. The agent probes a suspect
+// transport faster, so that the evidence decides sooner either way.
+func (s *Site) Suspect(transport string) bool {
+	ti := s.transportIndex(transport)
+	if ti < 0 || s.transports[ti].down {
+		return false
+	}
+	T := len(s.transports)
+	for ci := range s.classes {
+		c := &s.cells[ci*T+ti]
+		if c.breached {
+			continue
+		}
+		for _, v := range c.ev {
+			if v > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Path returns the transport class uses now, "" if the class is not in the site.

@@ -107,6 +107,12 @@ type TransportWindow struct {
 	JitterMs  float64 `json:"jitter_ms"`
 	StdDevMs  float64 `json:"stddev_ms"`
 	Down      bool    `json:"down"` // the agent considers the transport hard down (N consecutive losses)
+	// The window's own delay-variation samples |RTT(i) - RTT(i-1)| between consecutive answered
+	// probes: their count, mean and standard deviation. The SLA detector (steering) weighs
+	// jitter evidence by them; absent (0) from agents before they were added.
+	JitterN      int     `json:"jitter_n,omitempty"`
+	JitterMeanMs float64 `json:"jitter_mean_ms,omitempty"`
+	JitterSDMs   float64 `json:"jitter_sd_ms,omitempty"`
 }
 
 // LossPct is the window's loss in percent (0 when nothing was sent).
@@ -211,7 +217,10 @@ func (r *Report) Validate(site string) error {
 		if t.Sent < 0 || t.Lost < 0 || t.Lost > t.Sent || t.Sent > 1_000_000 {
 			return invalid("transport %q: sent %d lost %d", t.Name, t.Sent, t.Lost)
 		}
-		for _, v := range [...]float64{t.LatencyMs, t.P50Ms, t.P95Ms, t.MinMs, t.MaxMs, t.JitterMs, t.StdDevMs} {
+		if t.JitterN < 0 || t.JitterN > t.Sent {
+			return invalid("transport %q: jitter_n %d with sent %d", t.Name, t.JitterN, t.Sent)
+		}
+		for _, v := range [...]float64{t.LatencyMs, t.P50Ms, t.P95Ms, t.MinMs, t.MaxMs, t.JitterMs, t.StdDevMs, t.JitterMeanMs, t.JitterSDMs} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 600_000 {
 				return invalid("transport %q: a latency figure is %v", t.Name, v)
 			}

@@ -26,6 +26,7 @@ type Credentials struct {
 	Site     string    `json:"site"`
 	Device   string    `json:"device"`
 	MQTTURL  string    `json:"mqtt_url"`
+	MQTTURLs []string  `json:"mqtt_urls,omitempty"` // every broker node when there are several, MQTTURL first
 	Username string    `json:"username"`
 	Password string    `json:"password"`
 	CAPEM    string    `json:"ca_pem"` // trust for the broker
@@ -161,10 +162,11 @@ type Response struct {
 	} `json:"site"`
 	Device string `json:"device"`
 	MQTT   struct {
-		URL      string `json:"url"`
-		Username string `json:"username"`
-		Password string `json:"password"`
-		CAPEM    string `json:"ca_pem"`
+		URL      string   `json:"url"`
+		URLs     []string `json:"urls"`
+		Username string   `json:"username"`
+		Password string   `json:"password"`
+		CAPEM    string   `json:"ca_pem"`
 	} `json:"mqtt"`
 }
 
@@ -215,6 +217,6 @@ func Claim(ctx context.Context, hc *http.Client, controller string, r Request) (
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, fmt.Errorf("claim: the controller's answer: %w", err)
 	}
-	return &Credentials{Site: a.Site.ID, Device: a.Device, MQTTURL: a.MQTT.URL, Username: a.MQTT.Username,
+	return &Credentials{Site: a.Site.ID, Device: a.Device, MQTTURL: a.MQTT.URL, MQTTURLs: a.MQTT.URLs, Username: a.MQTT.Username,
 		Password: a.MQTT.Password, CAPEM: a.MQTT.CAPEM, Claimed: time.Now().UTC()}, nil
 }

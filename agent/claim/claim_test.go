@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestSaveLoad(t *testing.T) {
 	if _, err := Load(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Load before Save: %v", err)
 	}
-	c := &Credentials{Site: "site_a", Device: "dev_a", MQTTURL: "mqtts://x:1", Username: "dev_a", Password: "p"}
+	c := &Credentials{Site: "site_a", Device: "dev_a", MQTTURL: "mqtts://x:1", MQTTURLs: []string{"mqtts://x:1", "mqtts://y:1"}, Username: "dev_a", Password: "p"}
 	if err := Save(dir, c); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("modes %v %v", st.Mode(), dst.Mode())
 	}
 	got, err := Load(dir)
-	if err != nil || *got != *c {
+	if err != nil || !reflect.DeepEqual(got, c) {
 		t.Fatalf("%+v %v", got, err)
 	}
 	_ = os.WriteFile(filepath.Join(dir, File), []byte("{"), 0o600)

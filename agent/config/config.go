@@ -50,7 +50,7 @@ type Steering struct {
 // ProbeDefaults apply to every transport that does not set its own.
 type ProbeDefaults struct {
 	Interval time.Duration `yaml:"interval"` // default 200ms
-	Timeout  time.Duration `yaml:"timeout"`  // default 1s
+	Timeout  time.Duration `yaml:"timeout"`  // the longest wait for an answer (a probe is lost after 3 suspect deadlines, at most this); default 1s
 }
 
 // Transport is one WAN circuit of the router.
@@ -158,10 +158,10 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&v.MetricsListen, "metrics-listen", "", "serve Prometheus /metrics here, e.g. 127.0.0.1:9101")
 	fs.DurationVar(&v.Window, "window", 0, "telemetry window (default 1s)")
 	fs.DurationVar(&v.Probe.Interval, "probe-interval", 0, "probe interval per transport (default 200ms)")
-	fs.DurationVar(&v.Probe.Timeout, "probe-timeout", 0, "a probe unanswered this long is lost (default 1s)")
+	fs.DurationVar(&v.Probe.Timeout, "probe-timeout", 0, "longest wait for an answer: a probe is lost after three suspect deadlines, at most this (default 1s)")
 	fs.IntVar(&v.DownAfter, "down-after", 0, "consecutive unanswered probes that make a transport down (default 3)")
 	fs.DurationVar(&v.Steering.HoldDown, "steering-hold-down", 0, "local failover hold-down (default 30s; keep equal to the controller's)")
-	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally (default 3)")
+	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally, for windows without probe counts (default 3; with counts the SLA detector decides)")
 	fs.IntVar(&v.Steering.RecoverAfter, "steering-recover-after", 0, "good windows before a transport is used again (default 10)")
 	fs.Var(&f.trans, "transport", "a transport: name=N,if=IFACE,gw=GATEWAY[,gw6=IPV6_GATEWAY],targets=IP+IP[,src=ADDR][,method=icmp|tcp|http] (repeatable; replaces the file's)")
 	return f

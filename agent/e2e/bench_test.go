@@ -18,6 +18,7 @@ import (
 //	BenchmarkSLASwitch   150 ms of delay on the voice path -> the controller's switch applied
 //	BenchmarkFlapping    a link flapping every 2 s for 90 s -> path switches per hold-down
 //	BenchmarkResources   4 transports x 5 probes/s for 60 s -> the agent's RSS and CPU
+//	BenchmarkImpairments issue 13's table: each impairment on wan1 -> voice (150 ms / 1 % / 30 ms) on wan2
 
 // env is a claimed, steady site in a lab.
 type env struct {
@@ -30,9 +31,20 @@ type env struct {
 
 func newEnv(b *testing.B, transports int, holdDown time.Duration, recoverAfter int) *env {
 	b.Helper()
+	return newEnvVoice(b, transports, holdDown, recoverAfter, nil)
+}
+
+// newEnvVoice is newEnv with another voice class (nil: stageSite's).
+func newEnvVoice(b *testing.B, transports int, holdDown time.Duration, recoverAfter int, voice map[string]any) *env {
+	b.Helper()
 	lab := netlab.New(b, netlab.Spec{Transports: transports})
 	c := newController(b, lab, holdDown)
-	s := stageSite(b, c, lab)
+	var s site
+	if voice == nil {
+		s = stageSite(b, c, lab)
+	} else {
+		s = stageSiteVoice(b, c, lab, voice)
+	}
 	a := startAgent(b, lab, b.TempDir(), "--controller", c.base(), "--claim-token", s.claimToken, "--ca-fingerprint", c.fingerprint(b),
 		"--steering-hold-down", holdDown.String(), "--steering-recover-after", strconv.Itoa(recoverAfter))
 	e := &env{lab: lab, c: c, s: s, a: a, dp: branchDP(b, lab)}
@@ -78,6 +90,39 @@ func BenchmarkSLASwitch(b *testing.B) {
 		e.lab.WANs[0].Responder.Set(netlab.Impairment{Delay: 150 * time.Millisecond})
 		waitFor(b, 30*time.Second, "voice switched", func() bool { return voiceTable(b, e.dp) == tWAN2 })
 	})
+}
+
+// BenchmarkImpairments sets each impairment of issue 13 on wan1's responder (user space: the
+// kernel has no netem) and times voice's move to wan2, with voice at 150 ms / 1 % / 30 ms. The
+// SLA ones are the controller's switch, evidence reaching it in the agent's 1 s reports; the
+// blackhole (every probe unanswered, link up) is the agent's local failover. "60 ms jitter" is
+// the responder's delay uniform in 60 +- 60 ms (mean |dRTT| 40 ms); alone around 0 it would be
+// clamped at 0 and show 20 ms.
+func BenchmarkImpairments(b *testing.B) {
+	voice := map[string]any{"name": "voice", "max_latency_ms": 150, "max_loss_pct": 1, "max_jitter_ms": 30}
+	for _, im := range []struct {
+		name string
+		imp  netlab.Impairment
+	}{
+		{"loss20", netlab.Impairment{Loss: 0.2}},
+		{"loss3", netlab.Impairment{Loss: 0.03}},
+		{"jitter60", netlab.Impairment{Delay: 60 * time.Millisecond, Jitter: 60 * time.Millisecond}},
+		{"delay250", netlab.Impairment{Delay: 250 * time.Millisecond}},
+		{"delay100jitter60", netlab.Impairment{Delay: 100 * time.Millisecond, Jitter: 60 * time.Millisecond}},
+		{"blackhole", netlab.Impairment{Loss: 1}},
+	} {
+		b.Run(im.name, func(b *testing.B) {
+			for i := range trials() {
+				b.Run("trial"+strconv.Itoa(i+1), func(b *testing.B) {
+					e := newEnvVoice(b, 2, time.Second, 2, voice)
+					for b.Loop() {
+						e.lab.WANs[0].Responder.Set(im.imp)
+						waitFor(b, 90*time.Second, "voice on wan2", func() bool { return voiceTable(b, e.dp) == tWAN2 })
+					}
+				})
+			}
+		})
+	}
 }
 
 // BenchmarkFlapping flaps wan1 (1 s down, 1 s up) for 90 s with the default 30 s hold-down:

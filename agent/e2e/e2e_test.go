@@ -30,6 +30,12 @@ type site struct {
 
 func stageSite(t testing.TB, c *controller, lab *netlab.Lab) site {
 	t.Helper()
+	return stageSiteVoice(t, c, lab, map[string]any{"name": "voice", "max_latency_ms": 100, "max_loss_pct": 5, "max_jitter_ms": 30})
+}
+
+// stageSiteVoice is stageSite with another voice class.
+func stageSiteVoice(t testing.TB, c *controller, lab *netlab.Lab, voice map[string]any) site {
+	t.Helper()
 	var transports []map[string]any
 	var names []string
 	for i, w := range lab.WANs {
@@ -48,7 +54,7 @@ func stageSite(t testing.TB, c *controller, lab *netlab.Lab) site {
 	}
 	content := map[string]any{
 		"classes": []map[string]any{
-			{"name": "voice", "max_latency_ms": 100, "max_loss_pct": 5, "max_jitter_ms": 30},
+			voice,
 			{"name": "default"},
 		},
 		"rules":         []map[string]any{{"name": "ef", "class": "voice", "dscp": []int{46}}},

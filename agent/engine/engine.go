@@ -350,7 +350,7 @@ func (e *Engine) flushWindow(now time.Time) {
 		tw := mon.flush()
 		tws = append(tws, tw)
 		if e.steer != nil {
-			e.steer.Observe(now, t.Name, steering.Metrics{LatencyMs: tw.LatencyMs, LossPct: tw.LossPct(), JitterMs: tw.JitterMs, Down: tw.Down})
+			e.steer.Observe(now, t.Name, steering.WindowMetrics(&tw))
 		}
 	}
 	if e.steer != nil {
@@ -358,6 +358,11 @@ func (e *Engine) flushWindow(now time.Time) {
 		if len(e.scratch) > 0 {
 			e.logDecisions()
 			e.kickReconcile()
+		}
+	}
+	for _, t := range e.transports {
+		if mon := e.monitors[t.Name]; mon != nil {
+			mon.setPace(e.steer != nil && e.steer.Suspect(t.Name), now, e.cfg.Window)
 		}
 	}
 	e.mu.Unlock()

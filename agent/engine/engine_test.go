@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"log/slog"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/edgewan/edgewan/agent/claim"
 	"github.com/edgewan/edgewan/agent/config"
+	"github.com/edgewan/edgewan/agent/probe"
 	"github.com/edgewan/edgewan/telemetry"
 )
 
@@ -49,5 +52,45 @@ func TestSpooledMessage(t *testing.T) {
 	}
 	if _, _, ok := splitMessage([]byte("garbage")); ok {
 		t.Fatal("a record without a kind was accepted")
+	}
+}
+
+// A transport is hard down once DownAfter probes in a row are unanswered past their suspect
+// deadline and the first of them is lost: a delay step answered before the loss deadline is
+// not a dead link, and a loss older than the last answer does not count.
+func TestMonitorDown(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(1000, 0).Add(time.Duration(ms) * time.Millisecond) }
+	suspect := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Suspect: true} }
+	lost := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Lost: true} }
+	answer := func(ms int) probe.Result { return probe.Result{Sent: at(ms), RTT: 250 * time.Millisecond} }
+	for _, tc := range []struct {
+		name string
+		rs   []probe.Result
+		down []bool // after each result
+	}{
+		{"blackhole: down at the first loss", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0)},
+			[]bool{false, false, false, true}},
+		{"+250 ms step: answered before the loss deadline", []probe.Result{suspect(0), suspect(100), suspect(125), answer(0), suspect(150), answer(100)},
+			[]bool{false, false, false, false, false, false}},
+		{"a loss older than the last answer does not count", []probe.Result{suspect(0), answer(200), lost(0), suspect(400), suspect(425), suspect(450), lost(400)},
+			[]bool{false, false, false, false, false, false, true}},
+		{"up again at the next answer", []probe.Result{suspect(0), suspect(25), lost(0), suspect(50), answer(75)},
+			[]bool{false, false, false, true, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine{cfg: &config.Config{DownAfter: 3}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler),
+				o: Options{Creds: &claim.Credentials{Site: "s1", Device: "d1"}}, events: make(chan telemetry.AgentEvent, 16),
+				kick: make(chan struct{}, 1)}
+			m := startMonitor(e, "wan1", probe.Config{}, nil)
+			for i, r := range tc.rs {
+				m.handle(r)
+				if m.down != tc.down[i] {
+					t.Fatalf("after result %d (%+v): down %v, want %v", i, r, m.down, tc.down[i])
+				}
+			}
+			if !m.pace.Fast() {
+				t.Error("suspect probes did not speed probing up")
+			}
+		})
 	}
 }

@@ -14,24 +14,28 @@ import (
 
 // monitor owns one transport's prober and window. Its state is guarded by the engine's mu.
 type monitor struct {
-	e        *Engine
-	name     string
-	pc       probe.Config
-	w        *window.Window
-	suspects int  // consecutive probes past their suspect deadline
-	down     bool // hard down: DownAfter suspects in a row, until the next answer
-	stopped  bool
-	cancel   context.CancelFunc
-	sent     prometheus.Counter // this transport's, looked up once
-	lost     prometheus.Counter
+	e         *Engine
+	name      string
+	pc        probe.Config
+	w         *window.Window
+	pace      *probe.Pace // fast while the transport is suspect
+	suspect   time.Time   // when a probe was last past its suspect deadline
+	suspects  int         // consecutive probes past their suspect deadline
+	lostFirst bool        // and the first of them is lost (past its loss deadline)
+	answered  time.Time   // when the last answered probe was sent
+	down      bool        // hard down: DownAfter suspects in a row, the first lost, until the next answer
+	stopped   bool
+	cancel    context.CancelFunc
+	sent      prometheus.Counter // this transport's, looked up once
+	lost      prometheus.Counter
 }
 
 // startMonitor starts probing; prev (stopped, may be nil) hands over its window so that jitter
 // and the down state carry across a probe reconfiguration.
 func startMonitor(e *Engine, name string, pc probe.Config, prev *monitor) *monitor {
-	m := &monitor{e: e, name: name, pc: pc, sent: e.m.probesSent.WithLabelValues(name), lost: e.m.probesLost.WithLabelValues(name)}
+	m := &monitor{e: e, name: name, pc: pc, pace: probe.NewPace(), sent: e.m.probesSent.WithLabelValues(name), lost: e.m.probesLost.WithLabelValues(name)}
 	if prev != nil {
-		m.w, m.suspects, m.down = prev.w, prev.suspects, prev.down
+		m.w, m.suspects, m.lostFirst, m.answered, m.down = prev.w, prev.suspects, prev.lostFirst, prev.answered, prev.down
 	} else {
 		// Down is decided here from suspect deadlines (faster than full timeouts), not by the
 		// window's loss count.
@@ -55,7 +59,7 @@ func (m *monitor) begin() {
 func (m *monitor) run(ctx context.Context) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		err := probe.Run(ctx, m.pc, m.handle)
+		err := probe.RunPaced(ctx, m.pc, m.pace, m.handle)
 		if ctx.Err() != nil {
 			return
 		}
@@ -84,26 +88,55 @@ func (m *monitor) handle(r probe.Result) {
 	}
 	switch {
 	case r.Suspect:
-		m.suspects++
-		if !m.down && m.suspects >= e.cfg.DownAfter {
-			m.down = true
-			e.log.Warn("agent: transport down", "transport", m.name, "unanswered", m.suspects)
-			e.onDownLocked(m.name, time.Now())
+		// Evidence of a fault: probe faster at once (a blackhole is declared down sooner, and a
+		// loss counts sooner); the window's verdict (setPace) decides how long.
+		m.pace.SetFast(true)
+		m.suspect = time.Now()
+		if r.Sent.After(m.answered) {
+			m.suspects++
+			m.checkDownLocked()
 		}
 	case r.Lost:
 		m.w.AddLoss()
 		m.sent.Inc()
 		m.lost.Inc()
+		if r.Sent.After(m.answered) && m.suspects > 0 {
+			m.lostFirst = true
+			m.checkDownLocked()
+		}
 	default:
 		m.w.AddRTT(r.RTT)
 		m.sent.Inc()
-		m.suspects = 0
+		if r.Sent.After(m.answered) {
+			m.answered = r.Sent
+		}
+		m.suspects, m.lostFirst = 0, false
 		if m.down {
 			m.down = false
 			e.log.Info("agent: transport answers again", "transport", m.name)
 			e.onUpLocked(m.name)
 		}
 	}
+}
+
+// checkDownLocked declares the transport hard down once DownAfter probes in a row are past
+// their suspect deadline and the first of them is past its loss deadline (3 suspect deadlines).
+// With fast probing the suspects come within a quarter second of a blackhole; waiting for the
+// first loss keeps a delay step, or the agent stalled on a loaded machine, shorter than the loss
+// deadline from looking like a dead link (the SLA detector judges a delay).
+func (m *monitor) checkDownLocked() {
+	if m.down || m.suspects < m.e.cfg.DownAfter || !m.lostFirst {
+		return
+	}
+	m.down = true
+	m.e.log.Warn("agent: transport down", "transport", m.name, "unanswered", m.suspects)
+	m.e.onDownLocked(m.name, time.Now())
+}
+
+// pace keeps fast probing while the local steering finds the transport suspect, or a probe was
+// suspect within the last window (its loss may not be counted yet) (engine mu held).
+func (m *monitor) setPace(suspect bool, now time.Time, window time.Duration) {
+	m.pace.SetFast(suspect || now.Sub(m.suspect) < window)
 }
 
 // flush ends the window (engine mu held).

@@ -53,6 +53,11 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 
 		SetBinaryWill(telemetry.Topic(creds.Site, telemetry.KindStatus), will, 1, true).
 		SetOrderMatters(true)
+	for _, b := range creds.MQTTURLs { // the other broker nodes: paho moves to the next when one fails
+		if b != creds.MQTTURL {
+			opts.AddBroker(b)
+		}
+	}
 	opts.SetOnConnectHandler(u.onConnect)
 	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		u.up.Store(false)

@@ -6,7 +6,14 @@
 // (the RFC 6298 retransmission timeout estimate SRTT + 4*RTTVAR from the transport's recent
 // RTTs, at least Config.MinSuspect, at most Config.Timeout) is reported once as Suspect: the
 // agent counts consecutive suspects to declare a transport down within a second, while loss
-// statistics wait for the full timeout, so a slow answer is not counted as lost.
+// statistics wait for the loss deadline, so a slow answer is not counted as lost. The loss
+// deadline is three suspect deadlines once RTTs are known (TCP's RTO is its loss verdict; three
+// of them leave room for a delay step), at most Config.Timeout: on a 20 ms path a probe is lost
+// after 300 ms, not 1 s, so loss evidence reaches the SLA detector sooner.
+//
+// While the caller marks the transport suspect (Pace.SetFast), probes go every FastInterval
+// instead of Interval, within a budget: on average at most twice the configured rate, in bursts
+// of up to FastBudget.
 package probe
 
 import (
@@ -18,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,9 +46,14 @@ type Config struct {
 	Interval   time.Duration // between probes; default 200ms
 	Timeout    time.Duration // a probe unanswered this long is lost; default 1s
 	MinSuspect time.Duration // floor of the suspect deadline; default 100ms
-	Mark       uint32        // SO_MARK on the probes (the transport's policy-routing mark); 0: none
-	Interface  string        // SO_BINDTODEVICE; "": none
-	Source     string        // source address; "": the kernel's choice
+	// FastInterval is the interval while the transport is suspect; default Interval/8, at
+	// least 10ms. FastBudget is the longest burst of fast probing; default 20s. Fast probing
+	// time refills so that the average rate stays at most twice Interval's.
+	FastInterval time.Duration
+	FastBudget   time.Duration
+	Mark         uint32 // SO_MARK on the probes (the transport's policy-routing mark); 0: none
+	Interface    string // SO_BINDTODEVICE; "": none
+	Source       string // source address; "": the kernel's choice
 }
 
 // Result is what became of one probe.
@@ -67,6 +80,13 @@ func (c *Config) defaults() error {
 	}
 	if c.MinSuspect > c.Timeout {
 		c.MinSuspect = c.Timeout
+	}
+	if c.FastInterval <= 0 {
+		c.FastInterval = max(c.Interval/8, 10*time.Millisecond)
+	}
+	c.FastInterval = min(c.FastInterval, c.Interval)
+	if c.FastBudget <= 0 {
+		c.FastBudget = 20 * time.Second
 	}
 	if len(c.Targets) == 0 {
 		return errors.New("probe: no targets")
@@ -100,16 +120,106 @@ func (c *Config) defaults() error {
 // Run probes until ctx ends, handing every Result to emit (from several goroutines, never
 // concurrently: emit is called with the tracker's lock released but serialised by it).
 func Run(ctx context.Context, c Config, emit func(Result)) error {
+	return RunPaced(ctx, c, nil, emit)
+}
+
+// RunPaced is Run with a Pace through which the caller speeds probing up while the transport
+// is suspect; nil: always Interval.
+func RunPaced(ctx context.Context, c Config, pace *Pace, emit func(Result)) error {
 	if err := c.defaults(); err != nil {
 		return err
 	}
+	if pace == nil {
+		pace = NewPace()
+	}
 	t := newTracker(c, emit)
 	defer t.stop()
+	s := newSchedule(c, pace)
+	defer s.timer.Stop()
 	switch c.Method {
 	case TCP, HTTP:
-		return runConnect(ctx, c, t)
+		return runConnect(ctx, c, t, s)
 	default:
-		return runICMP(ctx, c, t)
+		return runICMP(ctx, c, t, s)
+	}
+}
+
+// Pace is how the caller asks a running prober to go faster. Safe for concurrent use.
+type Pace struct {
+	fast atomic.Bool
+	wake chan struct{}
+}
+
+// NewPace returns a Pace at the normal rate.
+func NewPace() *Pace { return &Pace{wake: make(chan struct{}, 1)} }
+
+// SetFast turns fast probing on or off; turning it on takes effect at once (the next probe
+// goes FastInterval after the previous one), within the budget.
+func (p *Pace) SetFast(on bool) {
+	if p.fast.Swap(on) != on && on {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Fast reports whether fast probing is asked for.
+func (p *Pace) Fast() bool { return p.fast.Load() }
+
+// schedule times the probes: Interval, or FastInterval while the pace is fast and the budget
+// (time of fast probing, refilled at the rate that keeps the average at most twice Interval's)
+// lasts.
+type schedule struct {
+	c      Config
+	pace   *Pace
+	timer  *time.Timer
+	budget time.Duration
+	refill float64 // budget gained per unit of time
+	last   time.Time
+	fast   bool // the wait in progress is a fast one
+}
+
+func newSchedule(c Config, pace *Pace) *schedule {
+	s := &schedule{c: c, pace: pace, timer: time.NewTimer(time.Hour), budget: c.FastBudget, last: time.Now()}
+	s.timer.Stop()
+	if ratio := float64(c.Interval) / float64(c.FastInterval); ratio > 1 {
+		s.refill = 1 / (ratio - 1) // f*ratio + (1-f) = 2 for a fraction f of the time fast
+	}
+	return s
+}
+
+// wait returns after the next probe's interval, or false when ctx ends (or errc has an error,
+// returned). sent is when the previous probe went.
+func (s *schedule) wait(ctx context.Context, sent time.Time, errc <-chan error) (bool, error) {
+	now := time.Now()
+	s.budget = min(s.budget+time.Duration(s.refill*float64(now.Sub(s.last))), s.c.FastBudget)
+	s.last = now
+	d := s.c.Interval
+	s.fast = s.pace.Fast() && s.budget >= s.c.FastInterval
+	if s.fast {
+		d = s.c.FastInterval
+		s.budget -= d
+	}
+	s.timer.Reset(max(0, time.Until(sent.Add(d))))
+	for {
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case err := <-errc:
+			return false, err
+		case <-s.timer.C:
+			return true, nil
+		case <-s.pace.wake:
+			if s.fast || s.budget < s.c.FastInterval {
+				continue
+			}
+			s.fast = true
+			s.budget -= s.c.FastInterval
+			// Go >= 1.23 timers: Reset never delivers a stale expiry, no draining needed (a
+			// drain after an expired Stop would block)
+			s.timer.Reset(max(0, time.Until(sent.Add(s.c.FastInterval))))
+		}
 	}
 }
 
@@ -165,8 +275,9 @@ func (t *tracker) sent(id uint64, target string, at time.Time) {
 	}
 	p := &pending{target: target, sent: at}
 	t.out[id] = p
-	p.suspect = time.AfterFunc(t.suspectAfter(), func() { t.expire(id, false) })
-	p.lost = time.AfterFunc(t.c.Timeout, func() { t.expire(id, true) })
+	sa := t.suspectAfter()
+	p.suspect = time.AfterFunc(sa, func() { t.expire(id, false) })
+	p.lost = time.AfterFunc(min(3*sa, t.c.Timeout), func() { t.expire(id, true) })
 }
 
 // expire handles probe id's suspect deadline, or its timeout (final). A probe is always
@@ -247,7 +358,7 @@ func (t *tracker) stop() {
 // for its lifetime (prometheus-community/pro-bing#31). A one-shot Pinger lives until its answer
 // or Timeout, so a probe's cost is a socket and a round trip, and a dead transport holds at most
 // Timeout/Interval of them.
-func runICMP(ctx context.Context, c Config, t *tracker) error {
+func runICMP(ctx context.Context, c Config, t *tracker, s *schedule) error {
 	addrs := make([]*net.IPAddr, len(c.Targets))
 	for i, target := range c.Targets {
 		addrs[i] = &net.IPAddr{IP: net.ParseIP(target)} // validated by defaults
@@ -257,10 +368,9 @@ func runICMP(ctx context.Context, c Config, t *tracker) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	errc := make(chan error, 1)
-	tick := time.NewTicker(c.Interval)
-	defer tick.Stop()
 	for seq := uint64(0); ; seq++ {
 		ti := int(seq % uint64(len(c.Targets)))
+		sent := time.Now()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -271,12 +381,9 @@ func runICMP(ctx context.Context, c Config, t *tracker) error {
 				}
 			}
 		}()
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errc:
-			return err // the socket cannot be opened (say, no CAP_NET_RAW): the caller retries
-		case <-tick.C:
+		// an error: the socket cannot be opened (say, no CAP_NET_RAW): the caller retries
+		if ok, err := s.wait(ctx, sent, errc); !ok {
+			return err
 		}
 	}
 }
@@ -315,7 +422,7 @@ func icmpOnce(ctx context.Context, c Config, t *tracker, id uint64, target strin
 
 // runConnect probes with TCP connects, or HTTP GETs over connections made the same way (bound
 // to the transport, a fresh connection per probe so each one measures the path).
-func runConnect(ctx context.Context, c Config, t *tracker) error {
+func runConnect(ctx context.Context, c Config, t *tracker, s *schedule) error {
 	d := net.Dialer{Timeout: c.Timeout, Control: func(network, address string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
@@ -358,8 +465,6 @@ func runConnect(ctx context.Context, c Config, t *tracker) error {
 		}
 		return errors.Is(err, syscall.ECONNREFUSED) // a reset came back through the transport: it works
 	}
-	tick := time.NewTicker(c.Interval)
-	defer tick.Stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for seq := uint64(0); ; seq++ {
@@ -373,10 +478,8 @@ func runConnect(ctx context.Context, c Config, t *tracker) error {
 				t.answered(seq, time.Since(start))
 			}
 		}()
-		select {
-		case <-ctx.Done():
+		if ok, _ := s.wait(ctx, start, nil); !ok {
 			return nil
-		case <-tick.C:
 		}
 	}
 }

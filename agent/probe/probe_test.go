@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,17 +166,21 @@ func TestICMPThroughTransport(t *testing.T) {
 		waitFor(t, func() bool { return w.Responder.Stats().Replies >= start+15 })
 		w.Responder.Set(netlab.Impairment{Loss: 1})
 		<-done
-		var early int
+		var early, earlyLost int
 		for _, r := range rs {
 			if r.Suspect && r.At.Sub(r.Sent) < 500*time.Millisecond {
 				early++
 			}
+			// lost at 3 suspect deadlines (300 ms here), not at the 2 s timeout
+			if r.Lost && r.At.Sub(r.Sent) < time.Second {
+				earlyLost++
+			}
 		}
-		if early == 0 {
+		if early == 0 || earlyLost == 0 {
 			for _, r := range rs {
 				t.Logf("%+v", r)
 			}
-			t.Fatalf("no early suspect after the link died: %d results", len(rs))
+			t.Fatalf("after the link died: %d early suspects, %d early losses in %d results", early, earlyLost, len(rs))
 		}
 	})
 	t.Run("down-link", func(t *testing.T) {
@@ -321,5 +326,63 @@ func TestICMPInterfaceDown(t *testing.T) {
 	a, l := finals(r.rs)
 	if a < 5 || l == 0 || a+l != 30 {
 		t.Fatalf("answered %d lost %d of 30", a, l)
+	}
+}
+
+// TestPace probes a loopback TCP listener: SetFast speeds probing up at once, and the budget
+// bounds the burst (counts, with bounds loose enough for a loaded machine).
+func TestPace(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	c := Config{Method: TCP, Targets: []string{ln.Addr().String()}, Interval: 200 * time.Millisecond, Timeout: time.Second,
+		FastInterval: 10 * time.Millisecond, FastBudget: 300 * time.Millisecond}
+	var mu sync.Mutex
+	var sent []time.Time
+	pace := NewPace()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- RunPaced(ctx, c, pace, func(r Result) {
+			if !r.Suspect {
+				mu.Lock()
+				sent = append(sent, r.Sent)
+				mu.Unlock()
+			}
+		})
+	}()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(sent) }
+	waitFor(t, func() bool { return count() >= 3 })
+	before := count()
+	start := time.Now()
+	pace.SetFast(true)
+	waitFor(t, func() bool { return count() >= before+20 }) // 20 probes: 4 s at the normal rate
+	fastFor := time.Since(start)
+	time.Sleep(time.Second) // budget spent: back near the normal rate
+	pace.SetFast(false)
+	n := count()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if fastFor > 2*time.Second {
+		t.Errorf("20 probes took %v at the fast rate", fastFor)
+	}
+	// the budget allows 300 ms of 10 ms probes (30), refilled at 1/19 of the time elapsed,
+	// plus the normal rate: over about 1.5 s, fewer than 30 + 5 + 8 + slack
+	if extra := n - before; extra > 50 {
+		t.Errorf("%d probes in %v: over the budget", extra, time.Since(start))
 	}
 }

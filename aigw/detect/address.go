@@ -18,10 +18,12 @@ import (
 type addressDetector struct{}
 
 const (
-	addrScore      = 0.7
-	addrAbbrScore  = 0.65 // "St", "Rd": also abbreviations of other words
-	addrLocalBoost = 0.2  // a locality with a postal code or state follows
-	addrMaxName    = 5    // name words between number and street type
+	addrScore       = 0.7
+	addrAbbrScore   = 0.65 // "St", "Rd": also abbreviations of other words
+	addrLocalBoost  = 0.2  // a locality with a postal code or state follows
+	addrMaxName     = 5    // name words between number and street type
+	addrNoTypeScore = 0.7  // layout E: no street type, but a locality with a postal code follows
+	addrPOBoxScore  = 0.6
 )
 
 var addressContext = &contextRule{
@@ -93,13 +95,14 @@ var commaUnitWords = map[string]bool{
 	"fl": true, "floor": true, "room": true, "rm": true, "bldg": true, "building": true,
 }
 
-// usStates holds US state, territory and Canadian province codes.
+// usStates holds US state, territory, Canadian province and Australian state codes (WA, SA
+// and NT are shared).
 var usStates = map[string]bool{}
 
 func init() {
 	for _, s := range strings.Fields(`AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD
 		MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY
-		PR GU VI AS MP AB BC MB NB NL NS NT NU ON PE QC SK YT`) {
+		PR GU VI AS MP AB BC MB NB NL NS NT NU ON PE QC SK YT NSW VIC QLD TAS ACT`) {
 		usStates[s] = true
 	}
 }
@@ -110,8 +113,7 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 		switch {
 		case isDigit(c):
 			if numLeftOK(text, i) {
-				if e, score := addressNumberFirst(text, i); e > 0 {
-					e, score = addressTail(text, e, score)
+				if e, score := addressAt(text, i); e > 0 {
 					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
 					i = e
 					continue
@@ -120,6 +122,16 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 			i = digitsAt(text, i)
 		case isLetterAt(text, i) && (i == 0 || !isWordByte(text[i-1])):
 			we := wordEnd(text, i)
+			if e, score := unitFirst(text, i, we); e > 0 {
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				i = e
+				continue
+			}
+			if e, score := poBox(text, i, we); e > 0 {
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				i = e
+				continue
+			}
 			if e, score := addressNameFirst(text, i, we); e > 0 {
 				e, score = addressTail(text, e, score)
 				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
@@ -132,6 +144,89 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 		}
 	}
 	return out
+}
+
+// addressAt matches an address that starts with the house number at i (layouts A, B and E)
+// and returns its end and score, or -1.
+func addressAt(text string, i int) (int, float64) {
+	if e, score := addressNumberFirst(text, i); e > 0 {
+		return addressTail(text, e, score)
+	}
+	if e := addressNoType(text, i); e > 0 {
+		return addressTail(text, e, addrNoTypeScore)
+	}
+	return -1, 0
+}
+
+// unitFirst matches a unit written before the address: "Flat 8, 262 Kingsway, London WC2B 4NH",
+// "Apt 4B, 12 Main St".
+func unitFirst(text string, i, we int) (int, float64) {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[i:we])
+	if !ok || !unitWords[string(lw)] || !isUpper(text[i]) {
+		return -1, 0
+	}
+	k := we
+	if k < len(text) && text[k] == '.' {
+		k++
+	}
+	k = space(text, k)
+	if k < 0 {
+		return -1, 0
+	}
+	if text[k] == '#' {
+		k++
+	}
+	ue := unitID(text, k)
+	if ue < 0 || ue >= len(text) || text[ue] != ',' {
+		return -1, 0
+	}
+	n := space(text, ue+1)
+	if n < 0 || !isDigit(text[n]) {
+		return -1, 0
+	}
+	return addressAt(text, n)
+}
+
+// poBox matches a post office box: "PO Box 4674", "P.O. Box 12", "Post Office Box 9", with the
+// locality that follows when it carries a postal code or state.
+func poBox(text string, i, we int) (int, float64) {
+	j := -1
+	switch w := text[i:we]; {
+	case w == "PO" || w == "Po":
+		j = we
+	case w == "P" && strings.HasPrefix(text[we:], ".O."):
+		j = we + 3
+	case w == "Post" && strings.HasPrefix(text[we:], " Office"):
+		j = we + 7
+	case w == "Postfach" || w == "Apartado" || w == "Casilla":
+		j = we
+		if s := space(text, j); s > 0 && isDigit(text[s]) {
+			return poBoxNumber(text, s)
+		}
+		return -1, 0
+	default:
+		return -1, 0
+	}
+	if j+4 > len(text) || text[j] != ' ' || !strings.EqualFold(text[j+1:j+4], "box") {
+		return -1, 0
+	}
+	s := space(text, j+4)
+	if s < 0 || !isDigit(text[s]) {
+		return -1, 0
+	}
+	return poBoxNumber(text, s)
+}
+
+func poBoxNumber(text string, s int) (int, float64) {
+	e := digitsAt(text, s)
+	if e-s > 7 || !numRightOK(text, e) {
+		return -1, 0
+	}
+	if le := localityAfter(text, e); le > 0 {
+		return le, addrPOBoxScore + addrLocalBoost
+	}
+	return e, addrPOBoxScore
 }
 
 // streetKind returns the kinds of the street word text[s:e], and the end including a '.' that
@@ -272,6 +367,37 @@ func addressNumberFirst(text string, i int) (int, float64) {
 	return -1, 0
 }
 
+// addressNoType matches layout E at the house number at i: capitalised street words without a
+// street type, accepted only when a locality with a postal code or state follows them
+// ("4521 Broadway, New York, NY 10040", "262 Kingsway, London WC2B 4NH"). It returns the end of
+// the street words.
+func addressNoType(text string, i int) int {
+	hn := houseNumber(text, i)
+	if hn < 0 {
+		return -1
+	}
+	j := space(text, hn)
+	end := -1
+	for n := 0; n < 4 && j > 0 && j < len(text) && isLetterAt(text, j); n++ {
+		we := wordEnd(text, j)
+		w := text[j:we]
+		if !isCapWord(w) && !directionals[w] && !(n > 0 && nameParticles[w]) {
+			break
+		}
+		if isCapWord(w) || directionals[w] {
+			end = we
+		}
+		if we < len(text) && text[we] == ',' {
+			break
+		}
+		j = space(text, we)
+	}
+	if end < 0 || localityAfter(text, end) < 0 {
+		return -1
+	}
+	return end
+}
+
 // nameWords consumes " Name", " de la Name" words after position j (which ends a street type)
 // and returns the end of the last capitalised word, or -1. Particles are allowed only between
 // words when particles is true.
@@ -313,8 +439,8 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 	if !isCapWord(w) {
 		return -1, 0
 	}
-	// Layout D: "Calle de Alcalá 23", "Via Roma 10".
-	if streetKind(text, s, we)&stPrefix != 0 {
+	// Layout D: "Calle de Alcalá 23", "Via Roma 10", "Rue de Rivoli 48".
+	if streetKind(text, s, we)&(stPrefix|stFrench) != 0 {
 		e := we
 		if e < len(text) && text[e] == '.' {
 			e++
@@ -341,6 +467,11 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 			}
 		}
 	}
+	// Layout F: street words without a type, a house number and a locality with a postal code
+	// or state: "Damrak 80, 1012 LP Amsterdam", "Meir 50, 2000 Antwerpen".
+	if e := streetNoTypeFirst(text, we); e > 0 {
+		return e, addrNoTypeScore
+	}
 	// Layout C with a separate type word: "Berliner Straße 12".
 	if t := space(text, we); t > 0 && isLetterAt(text, t) {
 		te := wordEnd(text, t)
@@ -355,6 +486,29 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 		}
 	}
 	return -1, 0
+}
+
+// streetNoTypeFirst returns the end of the house number of layout F after the capitalised word
+// ending at we (and up to two more), when a locality with a postal code or state follows it.
+func streetNoTypeFirst(text string, we int) int {
+	for n := 0; n < 3; n++ {
+		if hn := numberAfterName(text, we); hn > 0 {
+			if localityAfter(text, hn) > 0 {
+				return hn
+			}
+			return -1
+		}
+		t := space(text, we)
+		if t < 0 || !isLetterAt(text, t) {
+			return -1
+		}
+		te := wordEnd(text, t)
+		if !isCapWord(text[t:te]) {
+			return -1
+		}
+		we = te
+	}
+	return -1
 }
 
 // numberAfterName returns the end of a house number after a street name: " 12", ", 274", " 5a".
@@ -401,55 +555,91 @@ func addressTail(text string, e int, score float64) (int, float64) {
 			}
 		}
 	}
-	// Locality.
+	if le := localityAfter(text, e); le > 0 {
+		return le, score + addrLocalBoost
+	}
+	return e, score
+}
+
+// localityAfter returns the end of a locality that carries a postal code or a state after the
+// street ending at e (", Springfield, IL 62704", ", London SW1A 2AA", ", 10115 Berlin",
+// ", 1016 BR Amsterdam", ", Melbourne VIC 3000"), or -1.
+func localityAfter(text string, e int) int {
 	if e+1 >= len(text) || text[e] != ',' {
-		return e, score
+		return -1
 	}
-	j = space(text, e+1)
+	j := space(text, e+1)
 	if j < 0 {
-		return e, score
+		return -1
 	}
-	// "10115 Berlin", "75002 Paris", "1010 Wien"
 	if isDigit(text[j]) {
-		pe := digitsAt(text, j)
-		if pe-j >= 4 && pe-j <= 5 {
-			if ce := postalCity(text, pe); ce > 0 {
-				return ce, score + addrLocalBoost
-			}
-		}
-		return e, score
+		return postalFirst(text, j)
 	}
 	ce := cityWords(text, j-1)
 	if ce < 0 {
-		return e, score
+		return -1
 	}
-	// "City, ST 12345", "City, ST", "City ST 12345", "City SW1A 2AA", "City, ON M5V 2T6"
+	// "City, ST 12345", "City, ST", "City ST 12345", "City SW1A 2AA", "City, ON M5V 2T6",
+	// "City VIC 3000", "City 2000"
 	k := ce
 	if k < len(text) && text[k] == ',' {
 		k++
 	}
 	k = space(text, k)
 	if k < 0 {
-		return e, score
+		return -1
 	}
-	if k+2 <= len(text) && usStates[text[k:k+2]] && (k+2 == len(text) || !isWordByte(text[k+2])) {
-		end := k + 2
+	if se := stateAt(text, k); se > 0 {
+		end := se
 		if z := space(text, end); z > 0 {
 			if ze := zipAt(text, z); ze > 0 {
 				end = ze
 			} else if pe := postcodeAt(text, z); pe > 0 {
 				end = pe
+			} else if d := digitsAt(text, z); d-z == 4 && numRightOK(text, d) {
+				end = d // Australia: "VIC 3000"
 			}
 		}
-		return end, score + addrLocalBoost
+		return end
 	}
 	if ze := zipAt(text, k); ze > 0 {
-		return ze, score + addrLocalBoost
+		return ze
 	}
 	if pe := postcodeAt(text, k); pe > 0 {
-		return pe, score + addrLocalBoost
+		return pe
 	}
-	return e, score
+	return -1
+}
+
+// postalFirst returns the end of "postal code City" at j: "10115 Berlin", "75003 Paris",
+// "1010 Wien", "1016 BR Amsterdam", "01310-100 São Paulo", "00-950 Warszawa", "114 55 Stockholm",
+// "1100-148 Lisboa", or -1.
+func postalFirst(text string, j int) int {
+	pe := digitsAt(text, j)
+	n := pe - j
+	switch {
+	case n == 4 && pe+3 < len(text) && text[pe] == ' ' && isUpper(text[pe+1]) && isUpper(text[pe+2]) && !isWordByte(text[pe+3]):
+		pe += 3 // Netherlands
+	case n == 5 && pe+4 < len(text) && text[pe] == '-' && digitsAt(text, pe+1) == pe+4:
+		pe += 4 // Brazil
+	case (n == 2 && digitsAt(text, pe+1) == pe+4 || n == 4 && digitsAt(text, pe+1) == pe+4) && pe+4 < len(text) && text[pe] == '-':
+		pe += 4 // Poland, Portugal
+	case n == 3 && pe+3 < len(text) && text[pe] == ' ' && digitsAt(text, pe+1) == pe+3:
+		pe += 3 // Sweden
+	case n != 4 && n != 5:
+		return -1
+	}
+	return postalCity(text, pe)
+}
+
+// stateAt returns the end of a US state, Canadian province or Australian state code at k, or -1.
+func stateAt(text string, k int) int {
+	for _, n := range [2]int{3, 2} {
+		if k+n <= len(text) && usStates[text[k:k+n]] && (k+n == len(text) || !isWordByte(text[k+n])) {
+			return k + n
+		}
+	}
+	return -1
 }
 
 // unitID returns the end of a unit identifier ("4B", "200", "12-A") at j, or -1.
@@ -468,7 +658,10 @@ func unitID(text string, j int) int {
 var cityPrefixes = map[string]bool{
 	"Bad": true, "San": true, "Santa": true, "Saint": true, "St": true, "Sankt": true, "Den": true,
 	"La": true, "Le": true, "Les": true, "Los": true, "Las": true, "El": true, "New": true, "Port": true,
-	"Fort": true, "Mont": true, "Villa": true, "Castel": true,
+	"Fort": true, "Mont": true, "Villa": true, "Castel": true, "São": true, "Rio": true, "Santo": true,
+	"Belo": true, "Porto": true, "Ciudad": true, "Puerto": true, "Nueva": true, "Nuevo": true,
+	"Buenos": true, "Hong": true, "Kuala": true, "Tel": true, "Abu": true, "Addis": true, "Cape": true,
+	"Costa": true, "Ho": true, "Santiago": true, "Baton": true, "Salt": true, "Palm": true,
 }
 
 // postalCity returns the end of " City" after a postal code ("10115 Berlin", "60311 Frankfurt am
@@ -484,6 +677,12 @@ func postalCity(text string, j int) int {
 		return -1
 	}
 	end := we
+	// A second capitalised word that ends the locality: "São Paulo", "Den Haag".
+	if t := space(text, we); t > 0 && isLetterAt(text, t) {
+		if te := wordEnd(text, t); isCapWord(text[t:te]) && (te == len(text) || strings.IndexByte(".,;)\n\r\"'", text[te]) >= 0) {
+			return te
+		}
+	}
 	if cityPrefixes[text[s:we]] {
 		if t := space(text, we); t > 0 && isLetterAt(text, t) {
 			if te := wordEnd(text, t); isCapWord(text[t:te]) {

@@ -1,7 +1,8 @@
 package detect
 
-// cardDetector finds payment card numbers: 13 to 19 digits, optionally grouped by single spaces
-// or hyphens, that pass the Luhn check and start with a known brand prefix (IIN range) of a
+// cardDetector finds payment card numbers: 13 to 19 digits, optionally grouped by one or two
+// spaces, a hyphen or a dot used consistently ("4111.1111.1111.1111", "3787  805886  09884"),
+// that pass the Luhn check and start with a known brand prefix (IIN range) of a
 // length that brand issues.
 type cardDetector struct{}
 
@@ -88,9 +89,15 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 			continue
 		}
 		// The run: digit groups joined by one separator, used consistently.
-		var sep byte
-		if e := digitsAt(text, i); e+1 < len(text) && (text[e] == ' ' || text[e] == '-') && isDigit(text[e+1]) {
-			sep = text[e]
+		var sep cardSep
+		if e := digitsAt(text, i); e+1 < len(text) && (text[e] == ' ' || text[e] == '-' || text[e] == '.') {
+			sep = cardSep{text[e], 1}
+			if text[e] == ' ' && e+2 < len(text) && text[e+1] == ' ' {
+				sep.n = 2
+			}
+			if !sep.at(text, e) {
+				sep = cardSep{}
+			}
 		}
 		list := restDigits(text, i, sep) > 19 // long enough to hold more than one number
 		// Windows start at the run start, or at any group of a list. Each spans at most 19
@@ -108,10 +115,10 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				nd += copy(digits[nd:], text[h:e])
 				glen[ng] = e - h
 				ng++
-				more := sep != 0 && e+1 < len(text) && text[e] == sep && isDigit(text[e+1])
+				more := sep.at(text, e)
 				// A window ends the run, or is followed by a long enough rest (a list of cards):
 				// "5451 6996 2862 3133" is one number, not the card "6996 2862 3133".
-				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+1, sep) >= 12
+				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+sep.n, sep) >= 12
 				if nd >= 12 && ends && luhn(digits[:nd]) {
 					if b := cardBrand(digits[:nd]); b != "" {
 						best, bestGroups, bestBrand = e, ng, b
@@ -120,7 +127,7 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				if !more {
 					break
 				}
-				h = e + 1
+				h = e + sep.n
 			}
 			if best >= 0 {
 				score := cardOddGroupsScore
@@ -132,14 +139,14 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				break
 			}
 			e := digitsAt(text, g)
-			more := sep != 0 && e+1 < len(text) && text[e] == sep && isDigit(text[e+1])
+			more := sep.at(text, e)
 			if more && list {
-				g = e + 1
+				g = e + sep.n
 				continue
 			}
 			for more { // skip the rest of the run
-				e = digitsAt(text, e+1)
-				more = e+1 < len(text) && text[e] == sep && isDigit(text[e+1])
+				e = digitsAt(text, e+sep.n)
+				more = sep.at(text, e)
 			}
 			i = e
 			break
@@ -165,15 +172,34 @@ func standardCardGroups(gl []int) bool {
 	return gl[len(gl)-1] <= 4
 }
 
-// restDigits counts the digits of the run that continues at j with separator sep (0: none),
-// stopping past 20.
-func restDigits(text string, j int, sep byte) int {
+// cardSep is the separator between the digit groups of a card number: n copies of c (n 0: none).
+type cardSep struct {
+	c byte
+	n int
+}
+
+// at reports whether the separator starts at e and a digit follows it.
+func (s cardSep) at(text string, e int) bool {
+	if s.n == 0 || e+s.n >= len(text) {
+		return false
+	}
+	for k := 0; k < s.n; k++ {
+		if text[e+k] != s.c {
+			return false
+		}
+	}
+	return isDigit(text[e+s.n])
+}
+
+// restDigits counts the digits of the run that continues at j with separator sep, stopping
+// past 20.
+func restDigits(text string, j int, sep cardSep) int {
 	n := 0
 	for n <= 20 {
 		e := digitsAt(text, j)
 		n += e - j
-		if sep != 0 && e+1 < len(text) && text[e] == sep && isDigit(text[e+1]) {
-			j = e + 1
+		if sep.at(text, e) {
+			j = e + sep.n
 			continue
 		}
 		break

@@ -204,8 +204,8 @@ func dayBefore(text string, ws int) (int, int) {
 		if n == 0 {
 			return -1, 0
 		}
-		if j >= 3 && text[j-2:j] == "de" && text[j-3] == ' ' {
-			j -= 3
+		if j >= 3 && (text[j-2:j] == "de" || text[j-2:j] == "of") && text[j-3] == ' ' {
+			j -= 3 // "12 de marzo", "11th of Nov"
 		}
 		if j > 0 && text[j-1] == '.' {
 			j--

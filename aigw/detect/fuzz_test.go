@@ -16,6 +16,12 @@ var fuzzSeeds = []string{
 	"Best regards,\nZoltán Kovács\n",
 	"\xff\xfe\x80 M\xfcller @ :: 1.2.3.4.5 +1 (",
 	"www.WWW.w.ww. http://[::1]:80/ eyJ.eyJ. Bearer Basic",
+	"Owner: Anahera Virtanen; my name is keoni quispe; The Lincoln Park branch; Thandiwe Mbeki said",
+	"card 4111.1111.1111.1111, 3787  805886  09884; SSN 739.02.0225; born 11th of Nov 1990",
+	"+1-617-908-8342 ext. 487; Flat 8, 262 Kingsway, London WC2B 4NH; PO Box 4674, Anchorage, AK 99547",
+	"Rue de Rivoli 48, 75003 Paris; Damrak 80, 1012 LP Amsterdam; 4521 Broadway, New York, NY 10040",
+	"name;dob;ssn\nKalani Kahale;1991-02-03;575 21 4430\n\"A B\",\"a@b.co\"|x|\t",
+	"[09:15] Atieno: hi\nuser: hi, i'm ngozi adeyemi\nname=\"Ana Lima\" Ana Lima <ana@",
 }
 
 // FuzzScan checks the engine's invariants on arbitrary input: no panic, entities within bounds,

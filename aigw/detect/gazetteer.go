@@ -4,8 +4,8 @@ import (
 	"embed"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
 )
 
 // The name lists are written for this package (no external source): common given names and
@@ -15,12 +15,36 @@ import (
 //go:embed gazetteer/*.txt
 var gazetteerFS embed.FS
 
+// namemodelBin is the name model written by internal/genmodel.
+//
+//go:embed namemodel.bin
+var namemodelBin []byte
+
+var (
+	nameModelOnce sync.Once
+	nameModelDef  *namemodel.Model
+)
+
+// defaultNameModel returns the embedded name model.
+func defaultNameModel() *namemodel.Model {
+	nameModelOnce.Do(func() {
+		m, err := namemodel.Unmarshal(namemodelBin)
+		if err != nil {
+			panic("detect: embedded name model: " + err.Error()) // build-time invariant
+		}
+		nameModelDef = m
+	})
+	return nameModelDef
+}
+
 // Gazetteer flags.
 const (
 	gzFirst     = 1 << iota // given name
 	gzLast                  // family name
 	gzNotName               // capitalised word that is not a name ("Monday", "Street", "Google")
 	gzAmbiguous             // a name that is also a common word ("Will", "May", "Grace")
+	gzProbable              // not in the gazetteer, but the name model says it looks like a name
+	gzWord                  // not in the gazetteer, and an ordinary word of the model's word set
 )
 
 var (
@@ -63,7 +87,7 @@ func loadGazetteer() {
 		for _, f := range []struct {
 			file string
 			flag uint8
-		}{{"first_names.txt", gzFirst}, {"last_names.txt", gzLast}, {"not_names.txt", gzNotName}} {
+		}{{"first_names.txt", gzFirst}, {"last_names.txt", gzLast}, {"not_names.txt", gzNotName}, {"places.txt", gzNotName}} {
 			b, err := gazetteerFS.ReadFile("gazetteer/" + f.file)
 			if err != nil {
 				panic("detect: embedded gazetteer missing: " + err.Error()) // build-time invariant
@@ -96,84 +120,4 @@ func lookupName(w string) uint8 {
 
 // foldInto appends the folded form of s to buf: lower case, Latin diacritics removed,
 // apostrophes and hyphens dropped. ok is false when it does not fit in buf's capacity.
-func foldInto(buf []byte, s string) ([]byte, bool) {
-	b := buf[:0]
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			i++
-			if c == '\'' || c == '-' || c == '.' {
-				continue
-			}
-			if len(b) == cap(b) {
-				return b, false
-			}
-			b = append(b, lowerASCII(c))
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		if r == '’' {
-			continue
-		}
-		r = unicode.ToLower(r)
-		rep := foldRune(r)
-		if rep == "" {
-			if r == utf8.RuneError || len(b)+utf8.RuneLen(r) > cap(b) {
-				return b, false
-			}
-			b = utf8.AppendRune(b, r)
-			continue
-		}
-		if len(b)+len(rep) > cap(b) {
-			return b, false
-		}
-		b = append(b, rep...)
-	}
-	return b, true
-}
-
-// foldRune maps a lower-case Latin letter with a diacritic to its ASCII base, or returns "".
-func foldRune(r rune) string {
-	switch r {
-	case 'à', 'á', 'â', 'ã', 'ä', 'å', 'ā', 'ă', 'ą':
-		return "a"
-	case 'æ':
-		return "ae"
-	case 'ç', 'ć', 'č', 'ĉ':
-		return "c"
-	case 'ď', 'đ', 'ð':
-		return "d"
-	case 'è', 'é', 'ê', 'ë', 'ē', 'ė', 'ę', 'ě':
-		return "e"
-	case 'ğ', 'ĝ':
-		return "g"
-	case 'ì', 'í', 'î', 'ï', 'ī', 'ı', 'į':
-		return "i"
-	case 'ł', 'ľ', 'ĺ':
-		return "l"
-	case 'ñ', 'ń', 'ň':
-		return "n"
-	case 'ò', 'ó', 'ô', 'õ', 'ö', 'ø', 'ō', 'ő':
-		return "o"
-	case 'œ':
-		return "oe"
-	case 'ŕ', 'ř':
-		return "r"
-	case 'ś', 'š', 'ş', 'ș':
-		return "s"
-	case 'ß':
-		return "ss"
-	case 'ť', 'ţ', 'ț':
-		return "t"
-	case 'þ':
-		return "th"
-	case 'ù', 'ú', 'û', 'ü', 'ū', 'ů', 'ű', 'ų':
-		return "u"
-	case 'ý', 'ÿ':
-		return "y"
-	case 'ź', 'ż', 'ž':
-		return "z"
-	}
-	return ""
-}
+func foldInto(buf []byte, s string) ([]byte, bool) { return namemodel.Fold(buf, s) }

@@ -61,6 +61,14 @@ func TestLinearTime(t *testing.T) {
 		{"dates", "1/"},
 		{"context words", "ssn order card phone born "},
 		{"invalid utf8", "\xff\xc3"},
+		{"csv cells", "Ana Lima,1990-01-02,078 05 1121|"},
+		{"csv rows", "name,dob\nAna Lima,1990-01-02\n"},
+		{"chat speakers", "[09:15] Atieno: hi\n"},
+		{"lower-case names after cues", "my name is keoni quispe "},
+		{"labels", "Owner: Anahera Virtanen "},
+		{"po boxes", "PO Box 4674, "},
+		{"unit first", "Flat 8, 262 "},
+		{"no-type streets", "Damrak 80, 1012 "},
 	}
 	const base = 16 << 10
 	for _, tc := range tests {

@@ -1,14 +1,36 @@
 package detect
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
-// nameDetector finds person names without a statistical model. Runs of capitalised words are
-// scored from the embedded gazetteer (given name followed by a family name is strong; either
-// alone is weak) and from their context: a title ("Dr.", "Mrs", "Herr"), a phrase that
-// introduces a name ("my name is", "je m'appelle", "me llamo", "ich heiße"), a greeting ("Dear",
-// "Hi"), or a signature line after a closing ("Best regards,"). With a title or an introducing
-// phrase, names missing from the gazetteer are found too. Titles are not part of the span.
-type nameDetector struct{}
+	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
+)
+
+// nameDetector finds person names. Runs of capitalised words are scored from lexical evidence
+// and from their context. Lexical evidence per word: the embedded gazetteer (a known given name
+// followed by a known family name is strong; either alone is weak), and for words it does not
+// know, the name model (internal/namemodel): an ordinary word of its word set is no name, and a
+// word whose character n-grams look like names of many origins is a probable name. Context: a
+// title ("Dr.", "Mrs", "Herr"), a phrase that introduces a name ("my name is", "je m'appelle"),
+// a field label ("Owner:", "Assignee:"), an e-mail address right after ("Ana Lima <ana@...>"), a
+// greeting ("Dear"), a signature line after a closing ("Best regards,"), weaker words around
+// ("with", "ask", "... said"). Place and organisation cues veto a run: "the" before it, a cue
+// word in or after it ("The Lincoln Park branch", "Victoria Station"). After a title, an
+// introducing phrase or a label, lower-case names are found too ("my name is keoni quispe").
+// Titles are not part of the span.
+type nameDetector struct {
+	model *namemodel.Model
+}
+
+func newNameDetector(m *namemodel.Model) nameDetector {
+	loadGazetteer()
+	if m == nil {
+		m = defaultNameModel()
+	}
+	return nameDetector{model: m}
+}
 
 const (
 	nameFullScore      = 0.85 // known given name + known family name
@@ -24,7 +46,67 @@ const (
 	nameWeakBoost      = 0.25
 	nameMaxScore       = 0.9
 	nameMaxWords       = 4
+
+	// The name model's log-odds above which a word it does not know as an ordinary word is a
+	// probable name (the classes are weighted equally in training, so 0 is the even point).
+	nameProbableLLR = 0.0
+
+	nameFirstProbableScore = 0.75 // known given name + probable name
+	nameProbableLastScore  = 0.6  // probable name + known family name
+	nameBothProbableScore  = 0.55 // two or more probable names: "Thandiwe Mbeki"
+	nameProbableOnlyScore  = 0.25
+	nameUnknownPairScore   = 0.4 // capitalised words that are no ordinary words: a cue decides
 )
+
+// nameLabels are field labels followed by ':' and a person: "Owner: Anahera Virtanen".
+var nameLabels = []string{"owner", "assignee", "assigned to", "reporter", "reported by",
+	"requester", "requested by", "requestor", "author", "customer", "client", "contact",
+	"employee", "candidate", "applicant", "tenant", "guest", "driver", "manager", "supervisor",
+	"agent", "member", "recipient", "sender", "beneficiary", "holder", "from", "to", "cc", "bcc",
+	"attendee", "participant", "student", "teacher", "doctor", "physician", "referred by",
+	"submitted by", "approved by", "created by", "updated by", "opened by", "closed by",
+	"lead", "contact name", "customer name", "owner name", "user name", "emergency contact",
+	"next of kin", "spouse", "witness", "landlord", "passenger", "insured", "policyholder",
+	"kunde", "kundin", "mitarbeiter", "client·e", "cliente", "titular", "destinataire"}
+
+// nameVerbs after a run suggest a person: "Dawit Alemu said", "... approved it".
+var nameVerbs = []string{"said", "says", "wrote", "writes", "asked", "asks", "called", "calls",
+	"replied", "answered", "approved", "reported", "mentioned", "confirmed", "joined", "left",
+	"signed", "sent", "emailed", "thinks", "thought", "told", "agreed", "disagreed", "noted",
+	"explained", "suggested", "requested", "complained", "will", "would", "has", "had", "is",
+	"was", "and", "who", "from", "(", "'s", "’s"}
+
+// placeCues are nouns that make a capitalised run a place, an organisation or a thing rather
+// than a person when they follow it or end it: "The Lincoln Park branch", "Victoria Station".
+var placeCues = map[string]bool{
+	"branch": true, "office": true, "offices": true, "station": true, "store": true, "shop": true,
+	"campus": true, "site": true, "location": true, "hospital": true, "clinic": true,
+	"school": true, "university": true, "college": true, "academy": true, "park": true,
+	"street": true, "road": true, "avenue": true, "boulevard": true, "lane": true, "square": true,
+	"airport": true, "hotel": true, "inn": true, "restaurant": true, "cafe": true, "café": true,
+	"bar": true, "pub": true, "mall": true, "market": true, "center": true, "centre": true,
+	"building": true, "tower": true, "bridge": true, "museum": true, "library": true,
+	"church": true, "cathedral": true, "temple": true, "mosque": true, "stadium": true,
+	"arena": true, "county": true, "district": true, "city": true, "town": true, "village": true,
+	"valley": true, "lake": true, "river": true, "mountain": true, "mount": true, "island": true,
+	"beach": true, "bay": true, "heights": true, "hills": true, "springs": true, "falls": true,
+	"creek": true, "harbor": true, "harbour": true, "port": true, "pier": true, "gardens": true,
+	"zoo": true, "team": true, "cluster": true, "region": true, "warehouse": true, "depot": true,
+	"plant": true, "factory": true, "lab": true, "labs": true, "project": true, "program": true,
+	"programme": true, "platform": true, "service": true, "services": true, "app": true,
+	"server": true, "fleet": true, "club": true, "kiosk": true, "lobby": true, "exhibit": true,
+	"exhibition": true, "meetup": true, "show": true, "gala": true, "ballroom": true,
+	"theater": true, "theatre": true, "cinema": true, "hall": true, "court": true, "terminal": true,
+	"line": true, "bank": true, "group": true, "inc": true, "ltd": true, "llc": true,
+	"corp": true, "company": true, "foundation": true, "institute": true, "association": true,
+	"council": true, "ministry": true, "department": true, "agency": true, "bureau": true,
+	"embassy": true, "consulate": true, "prison": true, "base": true, "farm": true, "farms": true,
+	"ranch": true, "estate": true, "resort": true, "spa": true, "garage": true, "tunnel": true,
+	"highway": true, "freeway": true, "national": true, "international": true,
+	"edition": true, "model": true, "series": true, "pro": true, "plus": true, "max": true,
+	"mini": true, "ultra": true, "cloud": true, "engine": true, "studio": true, "suite": true,
+	"rollout": true, "migration": true, "pilot": true, "shipment": true, "account": true,
+}
 
 var nameTitles = map[string]bool{
 	"mr": true, "mrs": true, "ms": true, "miss": true, "mx": true, "dr": true, "prof": true,
@@ -97,14 +179,23 @@ type nameWord struct {
 	flags uint8
 }
 
-func (nameDetector) Detect(text string, out []Entity) []Entity {
+func (d nameDetector) Detect(text string, out []Entity) []Entity {
 	for i := 0; i < len(text); {
 		s, e := nextWord(text, i)
 		if s < 0 {
 			break
 		}
 		i = e
-		if !isCapWord(text[s:e]) || (s > 0 && (isDigit(text[s-1]) || strings.IndexByte("_@/\\#$%&=+.", text[s-1]) >= 0)) {
+		if s > 0 && (isDigit(text[s-1]) || strings.IndexByte("_@/\\#$%&=+.", text[s-1]) >= 0) {
+			continue
+		}
+		if !isCapWord(text[s:e]) {
+			if isLower(text[s]) || text[s] >= 0x80 || allCaps(text[s:e]) {
+				if end := d.lowerSpan(text, s, e); end > 0 {
+					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
+					i = end
+				}
+			}
 			continue
 		}
 		titled := false
@@ -123,7 +214,7 @@ func (nameDetector) Detect(text string, out []Entity) []Entity {
 			}
 			titled = true
 		}
-		if start, end, score := nameSpan(text, s, e, titled); end > 0 {
+		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 {
 			out = append(out, Entity{Type: TypePerson, Start: start, End: end, Score: score})
 			i = end
 		} else if titled {
@@ -163,11 +254,11 @@ func nameFlags(w string) uint8 {
 
 // nameSpan scores the run of capitalised words starting with text[s:e] and returns its span, or
 // end -1.
-func nameSpan(text string, s, e int, titled bool) (int, int, float64) {
+func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, float64) {
 	var words [nameMaxWords]nameWord
 	n := 0
 	e, stop := stripPossessive(text, s, e)
-	f := nameFlags(text[s:e])
+	f := d.flags(text[s:e])
 	if f&gzNotName != 0 {
 		return 0, -1, 0
 	}
@@ -204,7 +295,7 @@ func nameSpan(text string, s, e int, titled bool) (int, int, float64) {
 			break
 		}
 		we, stop = stripPossessive(text, p, we)
-		f := nameFlags(text[p:we])
+		f := d.flags(text[p:we])
 		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 {
 			break // "Jakob Stevenson Blocked": an unknown word after a family name starts something else
 		}
@@ -222,61 +313,436 @@ func nameSpan(text string, s, e int, titled bool) (int, int, float64) {
 	if breaker || (j+2 < len(text) && text[j:j+2] == " &") {
 		return 0, -1, 0
 	}
-	// Drop leading words before the first known given name: "Contact John Smith".
+	// Drop leading words before the first known given name: "Contact John Smith"; without
+	// one, drop leading ordinary words: "Yesterday Thandiwe Mbeki".
 	first := 0
 	for first < n && words[first].flags&gzFirst == 0 {
 		first++
 	}
-	if first == n {
-		first = 0
-	} else if first > 0 && !titled && !precededBy(text, words[0].s, nameStrong) {
+	if first == n || !titled && leadingWords(words[:first]) < first {
+		// No known given name, or unknown words before it that are not ordinary words
+		// ("Hiwot Somsak Egal"): drop only leading ordinary words.
+		first = leadingWords(words[:n-1])
+	}
+	if first > 0 && !titled && !precededBy(text, words[0].s, nameStrong) {
 		copy(words[:], words[first:n])
 		n -= first
 	}
+	// Drop trailing ordinary words: "Thandiwe Mbeki Today".
+	for n > 1 && words[n-1].flags&(gzFirst|gzLast|gzProbable) == 0 && words[n-1].flags&gzWord != 0 {
+		n--
+	}
 	start, end := words[0].s, words[n-1].e
+	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n])) {
+		return 0, -1, 0
+	}
 	fw, lw := words[0].flags, words[n-1].flags
+	isF, isL := fw&gzFirst != 0, lw&gzLast != 0
+	pF, pL := fw&gzProbable != 0, lw&gzProbable != 0
 	var score float64
 	switch {
-	case n >= 2 && fw&gzFirst != 0 && lw&gzLast != 0:
+	case n >= 2 && isF && isL:
 		score = nameFullScore
 		if fw&gzAmbiguous != 0 && lw&gzAmbiguous != 0 {
-			score = nameFirstScore
+			score = nameLastScore // "Morgan Hill": both also common words or places
 		}
-	case n >= 2 && fw&gzFirst != 0:
+	case n >= 2 && isF && pL:
+		score = nameFirstProbableScore
+		if fw&gzAmbiguous != 0 {
+			score = nameLastScore
+		}
+	case n >= 2 && isF:
 		score = nameFirstScore
 		if fw&gzAmbiguous != 0 {
 			score = nameLastScore
 		}
-	case n >= 2 && lw&gzLast != 0:
+	case n >= 2 && pF && isL:
+		score = nameProbableLastScore
+		if lw&gzAmbiguous != 0 {
+			score = nameLastScore
+		}
+	case n >= 2 && pF && pL && noWords(words[:n]):
+		score = nameBothProbableScore
+	case n >= 2 && noWords(words[:n]):
+		score = nameUnknownPairScore
+	case n >= 2 && isL:
 		score = nameLastScore
 	case n == 1 && fw&gzAmbiguous != 0:
 		score = nameAmbiguousScore
-	case n == 1 && fw&gzFirst != 0:
+	case n == 1 && isF:
 		score = nameFirstOnlyScore
 	case n == 1 && fw&gzLast != 0:
 		score = nameLastOnlyScore
+	case n == 1 && pF:
+		score = nameProbableOnlyScore
 	default:
 		score = nameUnknownScore
 	}
+	lexical := fw&(gzFirst|gzLast|gzProbable) != 0 || lw&(gzFirst|gzLast|gzProbable) != 0 || noWords(words[:n])
 	switch {
 	case titled:
 		score = max(score, nameTitledFloor) + nameContextBoost
 	case precededBy(text, start, nameStrong):
+		score = max(score, nameStrongFloor) + nameContextBoost
+	case lexical && precededByLabel(text, start):
+		score = max(score, nameStrongFloor) + nameContextBoost
+	case lexical && emailFollows(text, end):
+		score = max(score, nameStrongFloor) + nameContextBoost
+	case lexical && headerHas(columnHeader(text, start, end), nameHeaders):
+		score = max(score, nameStrongFloor) + nameContextBoost
+	case n <= 2 && (isF && fw&gzAmbiguous == 0 || pF) && speakerLabel(text, start, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case precededBy(text, start, nameGreetings) && closesGreeting(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case signatureLine(text, start, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case precededBy(text, start, nameMedium):
-		if n >= 2 || fw&gzFirst != 0 && fw&gzAmbiguous == 0 {
+		if n >= 2 || (isF || pF) && fw&gzAmbiguous == 0 {
 			score = max(score, nameTitledFloor) + nameContextBoost
 		}
-	case precededBy(text, start, nameWeak):
+	case precededBy(text, start, nameWeak) || n >= 2 && followedBy(text, end, nameVerbs):
 		if score >= nameLastOnlyScore {
 			score += nameWeakBoost
 		}
 	}
 	return start, end, min(score, nameMaxScore)
+}
+
+// flags returns the gazetteer flags of w, or for a word the gazetteer does not know, gzWord
+// (an ordinary word), gzProbable (looks like a name to the model) or 0.
+func (d nameDetector) flags(w string) uint8 {
+	if f := nameFlags(w); f != 0 {
+		return f
+	}
+	return d.modelFlags(w, nameProbableLLR)
+}
+
+func (d nameDetector) modelFlags(w string, minLLR float64) uint8 {
+	var buf [64]byte
+	k, ok := foldInto(buf[:0:len(buf)], w)
+	if !ok || len(k) < 2 {
+		return 0
+	}
+	if d.model.IsWord(k) {
+		return gzWord
+	}
+	if d.model.NameLLR(k) > minLLR {
+		return gzProbable
+	}
+	return 0
+}
+
+// leadingWords returns how many of ws, from the first, are ordinary words ("Yesterday",
+// "Contact").
+func leadingWords(ws []nameWord) int {
+	k := 0
+	for k < len(ws) && ws[k].flags&(gzFirst|gzLast|gzProbable) == 0 && ws[k].flags&gzWord != 0 {
+		k++
+	}
+	return k
+}
+
+// noWords reports whether none of the words is an ordinary word.
+func noWords(ws []nameWord) bool {
+	for _, w := range ws {
+		if w.flags&gzWord != 0 && w.flags&(gzFirst|gzLast) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// placeLike reports whether the run names a place, organisation or thing: "the" just before
+// it, a cue word right after it ("Jackson Heights station") or inside it after the first word
+// ("Lincoln Park", "Victoria Station"); a cue word that is also a family name after an
+// unambiguous given name is kept ("Jane Park").
+func (d nameDetector) placeLike(text string, ws []nameWord) bool {
+	s, e := ws[0].s, ws[len(ws)-1].e
+	if k := s - 1; k > 2 && text[k] == ' ' && (text[k-3:k] == "the" || text[k-3:k] == "The") && (k == 3 || !isWordByte(text[k-4])) {
+		return true
+	}
+	var buf [24]byte
+	for i := 1; i < len(ws); i++ {
+		lw, ok := lowerInto(buf[:0:len(buf)], text[ws[i].s:ws[i].e])
+		if !ok || !placeCues[string(lw)] {
+			continue
+		}
+		if ws[i].flags&gzLast != 0 && ws[0].flags&gzFirst != 0 && ws[0].flags&gzAmbiguous == 0 {
+			continue
+		}
+		return true
+	}
+	if t := space(text, e); t > 0 && isLetterAt(text, t) {
+		if lw, ok := lowerInto(buf[:0:len(buf)], text[t:wordEnd(text, t)]); ok && placeCues[string(lw)] {
+			return true
+		}
+	}
+	return false
+}
+
+// orgNames are organisations, brands and places named like people (folded, words joined by a
+// space): "Morgan Stanley", "Johns Hopkins".
+var orgNames = map[string]bool{}
+
+func init() {
+	for _, p := range strings.Split(`morgan stanley|goldman sachs|johns hopkins|charles schwab|wells fargo|
+merrill lynch|lehman brothers|dow jones|harley davidson|rolls royce|mercedes benz|hewlett packard|
+ernst young|walt disney|warner bros|louis vuitton|calvin klein|ralph lauren|tommy hilfiger|
+hugo boss|estee lauder|marks spencer|john lewis|aston martin|tim hortons|grafana loki|
+morgan hill|jackson hole|kaiser permanente|booz allen|jack daniels|ben jerry|dolce gabbana|
+paul smith|ted baker|william hill|victoria beckham|hilton garden|ritz carlton|marriott bonvoy|
+bank austria|john deere|sherwin williams|baker hughes|allen overy|clifford chance|
+freshfields bruckhaus|slaughter may|skadden arps|cleveland clinic|mayo clinic|
+carnegie mellon|johns hopkins university|morgan chase|jp morgan|charles river|
+florence nightingale|james webb`, "|") {
+		orgNames[strings.TrimSpace(p)] = true
+	}
+}
+
+// orgName reports whether the words form a known organisation or brand name, or its first two
+// words do ("Morgan Stanley Wealth").
+func orgName(text string, ws []nameWord) bool {
+	if len(ws) < 2 {
+		return false
+	}
+	var buf [64]byte
+	b := buf[:0]
+	for i, w := range ws[:2] {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		k, ok := foldInto(b[len(b):cap(b)], text[w.s:w.e])
+		if !ok {
+			return false
+		}
+		b = b[:len(b)+len(k)]
+	}
+	return orgNames[string(b)]
+}
+
+// speakerLabel reports whether text[s:e] names the speaker of a chat line: at the start of a
+// line (after an optional "[09:15] " time), followed by ": " and a message that starts with a
+// lower-case letter ("Atieno: can you check it?"), unlike a field label and its value
+// ("Telefon: 030 1234567").
+func speakerLabel(text string, s, e int) bool {
+	if e+2 >= len(text) || text[e] != ':' || text[e+1] != ' ' || !isLower(text[e+2]) {
+		return false
+	}
+	j := s
+	if j > 0 && text[j-1] == ' ' && j >= 2 && text[j-2] == ']' {
+		j -= 2
+		for j > 0 && text[j-1] != '[' && text[j-1] != '\n' && s-j < 24 {
+			j--
+		}
+		if j == 0 || text[j-1] != '[' {
+			return false
+		}
+		j--
+	}
+	return j == 0 || text[j-1] == '\n'
+}
+
+// precededByLabel reports whether a field label and ':' end just before s: "Owner: ".
+func precededByLabel(text string, s int) bool {
+	j := s
+	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+		j--
+	}
+	if j == 0 || text[j-1] != ':' {
+		return false
+	}
+	j--
+	for _, p := range nameLabels {
+		if j >= len(p) && matchKeyword(text, j-len(p), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// emailFollows reports whether an e-mail address in angle brackets or parentheses, or as the
+// next field of a CSV row, follows e: "Wanjiru Kamau <wkamau@...>", "Chidinma Okafor
+// (c.okafor@...)", "Obinna Eze,o.eze@...".
+func emailFollows(text string, e int) bool {
+	j := e
+	if j < len(text) && (text[j] == ' ' || text[j] == '"') {
+		j++
+	}
+	if j >= len(text) || (text[j] != '<' && text[j] != '(' && text[j] != ',' && text[j] != ';' && text[j] != '\t') {
+		return false
+	}
+	for k := j + 1; k < len(text) && k < j+65; k++ {
+		switch text[k] {
+		case '@':
+			return k > j+1
+		case '>', ')', ' ', '\n', ',', ';', '\t':
+			return false
+		}
+	}
+	return false
+}
+
+// followedBy reports whether one of the words follows e after one space: "Dawit said".
+func followedBy(text string, e int, words []string) bool {
+	j := e
+	if j < len(text) && text[j] == ' ' {
+		j++
+	}
+	for _, w := range words {
+		if j+len(w) <= len(text) && matchKeyword(text, j, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerSpan returns the end of a lower-case name starting with the word text[s:e] when a
+// title, an introducing phrase or a field label precedes it ("my name is keoni quispe"), or -1.
+// Each of its one to three words must be a known name or a word the model does not know as an
+// ordinary word and finds name-like enough.
+func (d nameDetector) lowerSpan(text string, s, e int) int {
+	if s == 0 || !lowerCueBefore(text, s) || !d.lowerWordOK(text[s:e]) {
+		return -1
+	}
+	strong := precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
+	if !strong && !precededBy(text, s, nameMedium) {
+		return -1
+	}
+	caps := allCaps(text[s:e]) // "NAME: ANAHERA VIRTANEN", as forms write it
+	end, words := -1, 0
+	for n, j := 0, s; n < 4; n++ {
+		we := wordEnd(text, j)
+		w := text[j:we]
+		if w == "" || isCapWord(w) && !(caps && we-j == 1) || caps != allCaps(w) && !(caps && we-j == 1) {
+			break
+		}
+		k := we
+		if we-j == 1 && we+1 < len(text) && text[we] == '.' && words > 0 { // initial: "a. jayasuriya"
+			k = we + 1
+		} else {
+			if !d.lowerWordOK(w) {
+				break
+			}
+			end = we
+			words++
+		}
+		k = space(text, k)
+		if k < 0 || !isLetterAt(text, k) {
+			break
+		}
+		j = k
+	}
+	if (!strong || caps) && words < 2 { // "i'm keoni quispe", not "i'm gonna"; "TBD"
+		return -1
+	}
+	return end
+}
+
+// allCaps reports whether w has two or more letters, all upper case.
+func allCaps(w string) bool {
+	if len(w) < 2 {
+		return false
+	}
+	for i := 0; i < len(w); {
+		r, n := runeAt(w, i)
+		if !unicode.IsUpper(r) && r != '\'' && r != '-' && r != '’' {
+			return false
+		}
+		i += n
+	}
+	return true
+}
+
+// lowerCueWords holds the last word of every phrase, label and title that may precede a
+// lower-case name: a cheap filter before the phrase lists are matched.
+var lowerCueWords = map[string]bool{}
+
+func init() {
+	add := func(p string) {
+		if w := prevWordBefore(p+" ", len(p)+1); w != "" {
+			lowerCueWords[w] = true
+			h := cueHash([]byte(w))
+			lowerCueBloom[h/64] |= 1 << (h % 64)
+		}
+	}
+	for _, l := range [][]string{nameStrong, nameMedium, nameLabels} {
+		for _, p := range l {
+			add(p)
+		}
+	}
+	for t := range nameTitles {
+		add(t)
+	}
+}
+
+// prevWordBefore returns the word that ends before s, skipping what precededBy, precededByLabel
+// and precededByTitle skip (blanks, one ':', ',', '=', '="' or '.'), or "".
+func prevWordBefore(text string, s int) string {
+	j := s
+	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+		j--
+	}
+	if j > 1 && text[j-1] == '"' && text[j-2] == '=' {
+		j--
+	}
+	if j > 0 && strings.IndexByte(":,=.", text[j-1]) >= 0 {
+		j--
+		for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+			j--
+		}
+	}
+	k := j
+	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] == '\'' || text[k-1] >= utf8.RuneSelf) {
+		k--
+	}
+	return text[k:j]
+}
+
+// lowerCueBefore reports whether the word before s may end a cue for a lower-case name.
+func lowerCueBefore(text string, s int) bool {
+	var buf [32]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], prevWordBefore(text, s))
+	if !ok || len(lw) == 0 {
+		return false
+	}
+	h := cueHash(lw)
+	return lowerCueBloom[h/64]&(1<<(h%64)) != 0 && lowerCueWords[string(lw)]
+}
+
+// lowerCueBloom is a one-hash Bloom filter over lowerCueWords: most words are rejected
+// without a map lookup.
+var lowerCueBloom [64]uint64
+
+func cueHash(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h % 4096
+}
+
+// lowerWordOK reports whether the lower-case word w can be part of a name after a strong cue:
+// a known name, or a word of two letters or more that is neither an ordinary word nor a known
+// non-name (the cue is the evidence; the model's score is not needed).
+func (d nameDetector) lowerWordOK(w string) bool {
+	f := nameFlags(w)
+	return f&gzNotName == 0 && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, -1e9) == gzProbable)
+}
+
+// precededByTitle reports whether a title ("dr", "mrs.") ends just before s.
+func precededByTitle(text string, s int) bool {
+	j := s - 1
+	if j < 1 || text[j] != ' ' {
+		return false
+	}
+	if text[j-1] == '.' {
+		j--
+	}
+	k := j
+	for k > 0 && isAlpha(text[k-1]) {
+		k--
+	}
+	return k < j && (k == 0 || !isWordByte(text[k-1])) && isTitle(text[k:j])
 }
 
 // closesGreeting reports whether a greeting's name ends at e: followed by ',', '!', ':' or a
@@ -292,10 +758,13 @@ func precededBy(text string, s int, phrases []string) bool {
 	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
 	}
-	if j == s {
+	if j == s && !(j > 1 && (text[j-1] == '=' || text[j-1] == '"' && text[j-2] == '=')) {
 		return false
 	}
-	if j > 0 && (text[j-1] == ':' || text[j-1] == ',') {
+	if j == s && j > 1 && text[j-1] == '"' && text[j-2] == '=' { // name="Ana Lima"
+		j--
+	}
+	if j > 0 && (text[j-1] == ':' || text[j-1] == ',' || text[j-1] == '=') {
 		j--
 		for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
 			j--

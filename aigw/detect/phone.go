@@ -1,6 +1,8 @@
 package detect
 
 import (
+	"strings"
+
 	"github.com/nyaruka/phonenumbers"
 )
 
@@ -121,6 +123,7 @@ func (d phoneDetector) Detect(text string, out []Entity) []Entity {
 			e := groups[last].end
 			attempts++
 			if score, ok := d.validate(text, i, e, last+1, nd); ok {
+				e = extensionEnd(text, e)
 				out = append(out, Entity{Type: TypePhone, Start: i, End: e, Score: score})
 				i = e
 				found = true
@@ -132,6 +135,39 @@ func (d phoneDetector) Detect(text string, out []Entity) []Entity {
 		}
 	}
 	return out
+}
+
+// extensionEnd returns the end of an extension written after a phone number ending at e
+// (" ext. 487", " x487", " extension 12", ", ext 9"), or e.
+func extensionEnd(text string, e int) int {
+	j := e
+	if j < len(text) && text[j] == ',' {
+		j++
+	}
+	if j >= len(text) || text[j] != ' ' {
+		return e
+	}
+	j++
+	k := j
+	for k < len(text) && isAlpha(text[k]) && k-j < 9 {
+		k++
+	}
+	switch strings.ToLower(text[j:k]) {
+	case "ext", "extn", "extension", "x", "durchwahl", "poste", "int", "anexo":
+	default:
+		return e
+	}
+	if k < len(text) && text[k] == '.' {
+		k++
+	}
+	if k < len(text) && text[k] == ' ' {
+		k++
+	}
+	d := digitsAt(text, k)
+	if d == k || d-k > 6 || !numRightOK(text, d) {
+		return e
+	}
+	return d
 }
 
 // skipNumber returns the end of the digits (after an optional '+' or '(') at i.

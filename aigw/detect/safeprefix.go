@@ -120,21 +120,32 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	}
 	r, _ := runeAt(core, 0)
 	if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
-		return true
+		// A lower-case name may follow a title, an introducing phrase or a label.
+		return !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) || precededBy(text, cs, nameMedium) ||
+			precededByLabel(text, cs) || precededByTitle(text, cs))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
 	if isTitle(core) || streetStart(core) {
 		return false
 	}
 	if !isCapWord(core) {
-		return true // all capitals ("API"): neither a name nor a street starts there
+		// All capitals ("API"): no street starts there, and a name only after a cue
+		// ("NAME: ANAHERA VIRTANEN").
+		return !allCaps(core) || !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) ||
+			precededBy(text, cs, nameMedium) || precededByLabel(text, cs) || precededByTitle(text, cs))
+	}
+	if numberMayFollow(text, ce) {
+		return false // "Damrak 80, 1012 LP Amsterdam": an address without a street type
+	}
+	if lookupName(core)&gzNotName != 0 {
+		return true // the name rules never start a run at a non-name ("Here", "Monday")
 	}
 	if !capRunClosed(text, ce) {
 		return false
 	}
 	titled := titleBefore(text, cs)
 	for _, tt := range [2]bool{false, titled} {
-		if _, end, score := nameSpan(text, cs, ce, tt); end > 0 && score >= e.minScore {
+		if _, end, score := e.names.nameSpan(text, cs, ce, tt); end > 0 && score >= e.minScore {
 			return false
 		}
 	}
@@ -247,8 +258,14 @@ func noDigitAfter(text string, j int) bool {
 // compound street name ("Hauptstraße", "Keizersgracht").
 func streetStart(w string) bool {
 	var buf [16]byte
-	if lw, ok := lowerInto(buf[:0:len(buf)], w); ok && streetWords[string(lw)]&(stPrefix|stGerman) != 0 {
-		return true
+	if lw, ok := lowerInto(buf[:0:len(buf)], w); ok {
+		if streetWords[string(lw)]&(stPrefix|stGerman|stFrench) != 0 || unitWords[string(lw)] {
+			return true // "Calle ...", "Rue ...", "Flat 8, 262 Kingsway"
+		}
+		switch string(lw) {
+		case "po", "p", "post", "postfach", "apartado", "casilla":
+			return true // "PO Box 4674"
+		}
 	}
 	for _, suf := range germanSuffixes {
 		if suf = strings.TrimSuffix(suf, "."); len(w) > len(suf)+2 && hasSuffixFold(w, suf) {
@@ -268,6 +285,12 @@ func capRunClosed(text string, we int) bool {
 		if we >= len(text) {
 			return false
 		}
+		if c := text[we]; c == ',' || c == ';' || c == '\t' {
+			return emailDecided(text, we) // "Obinna Eze,o.eze@..." (a CSV row)
+		}
+		if text[we] == ':' {
+			return we+2 < len(text) // "Atieno: hi" (a chat speaker) needs ": " and a letter
+		}
 		if text[we] != ' ' {
 			return knownAfterBlanks(text, we)
 		}
@@ -281,6 +304,9 @@ func capRunClosed(text string, we int) bool {
 		if !utf8.FullRuneInString(text[k:]) {
 			return false
 		}
+		if text[k] == '<' || text[k] == '(' {
+			return emailDecided(text, k) // "Ana Lima <ana@...>" makes the run a name
+		}
 		if !isLetterAt(text, k) {
 			return true // "&", a digit, a quote: not a word of the run
 		}
@@ -289,7 +315,7 @@ func capRunClosed(text string, we int) bool {
 		r, _ := runeAt(text, k)
 		if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
 			if !done {
-				return !particlePrefix(text[k:ne])
+				return false // a particle, or a verb such as "said" that raises the score
 			}
 			return !nameParticlesLower[text[k:ne]]
 		}
@@ -299,6 +325,58 @@ func capRunClosed(text string, we int) bool {
 		we = ne
 	}
 	return false
+}
+
+// numberMayFollow reports whether a number follows the word ending at we after at most two more
+// capitalised words (so that layout F of the address rules may start at the word), or the text
+// ends before that is known.
+func numberMayFollow(text string, we int) bool {
+	for n := 0; n < 3; n++ {
+		j := we
+		comma := j < len(text) && text[j] == ','
+		if comma {
+			j++
+		}
+		if j+1 >= len(text) {
+			return true
+		}
+		if text[j] != ' ' {
+			return false
+		}
+		j++
+		if isDigit(text[j]) {
+			return true
+		}
+		if comma {
+			return false // only the house number may follow a comma: "Rua Augusta, 274"
+		}
+		if !isLetterAt(text, j) {
+			return false
+		}
+		if r, _ := runeAt(text, j); !unicode.IsUpper(r) {
+			return false
+		}
+		te := wordEnd(text, j)
+		if te >= len(text) {
+			return true
+		}
+		if !isCapWord(text[j:te]) {
+			return false
+		}
+		we = te
+	}
+	return false
+}
+
+// emailDecided reports whether emailFollows can already tell, for the '<' or '(' at k, whether an
+// e-mail address follows.
+func emailDecided(text string, k int) bool {
+	for j := k + 1; j < len(text) && j < k+65; j++ {
+		if strings.IndexByte("@>) \n,;\t", text[j]) >= 0 {
+			return true
+		}
+	}
+	return len(text) >= k+65
 }
 
 // knownAfterBlanks reports whether a byte other than a space or tab follows j in text.
@@ -319,16 +397,6 @@ func wordDone(text string, ne int) bool {
 		return true
 	}
 	return ne+8 <= len(text)
-}
-
-// particlePrefix reports whether w is, or begins, a name particle ("van", "de la").
-func particlePrefix(w string) bool {
-	for p := range nameParticlesLower {
-		if strings.HasPrefix(p, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // titleBefore reports whether a title ("Dr.", "Mrs") and one space come just before s, so that

@@ -18,7 +18,13 @@ func TestSafePrefix(t *testing.T) {
 		{"plain words", "the model writes this answer ", 0, "the model writes this answer "},
 		{"up to the last word", "the model writes", 0, "the model "},
 		{"capital closed by a lower-case word", "The model writes", 0, "The model "},
-		{"capital waits for the next word", "The ", 0, ""},
+		{"capital waits for the next word", "Anna ", 0, ""},
+		{"a capitalised non-name waits for a possible number", "The ", 0, ""},
+		{"a capitalised non-name passes", "The end", 0, "The "},
+		{"lower-case word after a name cue waits", "my name is keoni ", 0, "my name is "},
+		{"ordinary word after a name cue passes", "my name is on the ", 0, "my name is on the "},
+		{"run waits for a verb that may follow", "Xavi Smith sa", 0, ""},
+		{"run waits for an e-mail in brackets", "Ana Lima <ana.l", 0, ""},
 		{"capital closed by punctuation", "Sure! Here is", 0, "Sure! Here "},
 		{"lower-case prefix of a particle", "Anna de", 0, ""},
 		{"particle", "Anna van Beethoven", 0, ""},
@@ -91,10 +97,13 @@ func TestSafePrefixProperty(t *testing.T) {
 	e := newEngine(t, Options{})
 	rng := rand.New(rand.NewPCG(3, 5))
 	var texts []string
-	for _, f := range []string{"testdata/corpus.jsonl", "testdata/corpus_holdout.jsonl"} {
+	for _, f := range []string{"testdata/corpus.jsonl", "testdata/corpus_holdout.jsonl", "testdata/corpus_generalise_dev.jsonl", "testdata/corpus_generalise.jsonl"} {
 		for _, s := range loadCorpus(t, f) {
 			texts = append(texts, s.Text)
 		}
+	}
+	for _, s := range loadAnnotated(t, "testdata/realistic_holdout.txt") {
+		texts = append(texts, s.Text)
 	}
 	texts = append(texts, fuzzSeeds...)
 	checked := 0

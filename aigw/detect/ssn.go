@@ -1,13 +1,13 @@
 package detect
 
-// ssnDetector finds US Social Security numbers written AAA-GG-SSSS, AAA GG SSSS or as nine
-// digits. Numbers the SSA never issues are rejected: area 000, 666 or 900-999, group 00, serial
+// ssnDetector finds US Social Security numbers written AAA-GG-SSSS, AAA GG SSSS, AAA.GG.SSSS
+// or as nine digits. Numbers the SSA never issues are rejected: area 000, 666 or 900-999, group 00, serial
 // 0000, and a few numbers published as examples.
 type ssnDetector struct{}
 
 const (
 	ssnDashScore  = 0.85 // 123-45-6789: the canonical layout
-	ssnSpaceScore = 0.45 // 123 45 6789: needs a context word
+	ssnSpaceScore = 0.45 // 123 45 6789, 123.45.6789: needs a context word
 	ssnPlainScore = 0.3  // 123456789: needs a context word
 )
 
@@ -50,7 +50,7 @@ func (ssnDetector) Detect(text string, out []Entity) []Entity {
 			if ssnValid(atoi(text[i:i+3]), atoi(text[i+3:i+5]), atoi(text[i+5:i+9])) {
 				out = append(out, Entity{Type: TypeSSN, Start: i, End: run, Score: ssnPlainScore})
 			}
-		case run-i == 3 && run+8 <= len(text) && (text[run] == '-' || text[run] == ' '):
+		case run-i == 3 && run+8 <= len(text) && (text[run] == '-' || text[run] == ' ' || text[run] == '.'):
 			sep := text[run]
 			g := run + 1
 			if digitsAt(text, g) != g+2 || text[g+2] != sep {
@@ -65,7 +65,7 @@ func (ssnDetector) Detect(text string, out []Entity) []Entity {
 				break
 			}
 			score := ssnDashScore
-			if sep == ' ' {
+			if sep != '-' {
 				score = ssnSpaceScore
 			}
 			out = append(out, Entity{Type: TypeSSN, Start: i, End: end, Score: score})

@@ -47,6 +47,9 @@ const (
 	kJitter
 	kStdDev
 	kDown
+	kJitterN
+	kJitterMean
+	kJitterSD
 )
 
 // jsonScanner walks a payload. Every method reports false when the input leaves the subset
@@ -345,6 +348,15 @@ func (s *jsonScanner) transports(r *telemetry.Report, prev *[4]string) bool {
 				case "down":
 					bit = kDown
 					t.Down, ok = s.bool()
+				case "jitter_n":
+					bit = kJitterN
+					t.JitterN, ok = s.int()
+				case "jitter_mean_ms":
+					bit = kJitterMean
+					t.JitterMeanMs, ok = s.float()
+				case "jitter_sd_ms":
+					bit = kJitterSD
+					t.JitterSDMs, ok = s.float()
 				default:
 					return false
 				}

@@ -46,6 +46,7 @@ func TestDecodeReportFastPath(t *testing.T) {
 		fast    bool // whether the fast path takes it (else encoding/json does)
 	}{
 		{"agent's payload", validPayload, true},
+		{"with the jitter samples", strings.Replace(validPayload, `"down":false}`, `"down":false,"jitter_n":8,"jitter_mean_ms":2.25,"jitter_sd_ms":1.5}`, 1), true},
 		{"whitespace everywhere", " {\n\t\"v\" : 1 , \"site\":\"s1\",\"device\":\"d1\",\"seq\":1,\"ts\":\"2026-03-01T12:00:00+02:00\",\"window_ms\":1000,\"transports\" : [ {\"name\":\"inet\",\"sent\":0,\"lost\":0} ] }\r\n", true},
 		{"exponent", strings.Replace(validPayload, `"latency_ms":21.5`, `"latency_ms":2.15E1`, 1), true},
 		{"negative zero", strings.Replace(validPayload, `"min_ms":19`, `"min_ms":-0`, 1), true},

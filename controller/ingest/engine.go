@@ -58,6 +58,14 @@ type Options struct {
 	// once per 10 minutes per site), e.g. to open a SOC case; it must not block.
 	MaxPast, MaxFuture time.Duration
 	OnClockSkew        func(ClockSkew)
+	// Owner, with several controllers (docs/scale-out.md), says which sites this engine may
+	// evaluate, publish decisions for and raise events about right now. nil: all of them.
+	Owner Owner
+}
+
+// Owner tells whether this controller owns a site at the moment (controller/cluster.Member).
+type Owner interface {
+	Owns(siteID string) bool
 }
 
 // Engine runs the loop. Create it with New, then Run.
@@ -94,6 +102,7 @@ type site struct {
 	paths      map[string]string // last decisions published
 	scratch    []steering.Decision
 	dirty      bool
+	owned      bool // with an Owner: owned at the last check (owner.go)
 }
 
 type transport struct {
@@ -278,27 +287,8 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) error {
 	return e.publishDecisions(st, true)
 }
 
-// steeringClasses turns the site's steering policy into steering classes; without one, a
-// single class "default" with no SLA prefers the transports by cost.
-func steeringClasses(as []*sdwan.Assignment, ts []*sdwan.Transport) []steering.Class {
-	for _, a := range as {
-		if a.Type != sdwan.TypeSteering {
-			continue
-		}
-		var c sdwan.SteeringContent
-		if err := json.Unmarshal(a.Content, &c); err != nil {
-			break
-		}
-		return steering.ClassesOf(&c)
-	}
-	byCost := slices.Clone(ts)
-	slices.SortStableFunc(byCost, func(a, b *sdwan.Transport) int { return a.Cost - b.Cost })
-	pref := make([]string, len(byCost))
-	for i, t := range byCost {
-		pref[i] = t.Name
-	}
-	return []steering.Class{{Name: steering.DefaultClass, Preferred: pref}}
-}
+// steeringClasses are the classes the site steers by (shared with the what-if replay).
+var steeringClasses = sdwan.SteeringClasses
 
 func (e *Engine) site(id string) *site {
 	e.mu.RLock()
@@ -379,6 +369,9 @@ func sameClass(a, b steering.Class) bool {
 
 // publishDecisions publishes the site's current path per class when it changed (or always).
 func (e *Engine) publishDecisions(st *site, always bool) error {
+	if !e.owns(st) {
+		return nil // its owner publishes
+	}
 	st.mu.Lock()
 	paths := make(map[string]string, len(st.classes))
 	for _, c := range st.classes {
@@ -405,8 +398,15 @@ func (e *Engine) publishDecisions(st *site, always bool) error {
 func (e *Engine) onTelemetry(topic string, payload []byte) {
 	siteID, _, ok := telemetry.ParseTopic(topic)
 	st := e.site(siteID)
+	if ok && st == nil {
+		st = e.adopt(siteID)
+	}
 	if !ok || st == nil {
 		e.m.rejected.WithLabelValues("unknown_site").Inc()
+		return
+	}
+	if !e.owns(st) {
+		e.m.rejected.WithLabelValues("not_owner").Inc()
 		return
 	}
 	r := e.reports.get()
@@ -435,14 +435,14 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 	e.roll.AddReport(now, r)
 	for i := range r.Transport {
 		tw := &r.Transport[i]
-		m := steering.Metrics{LatencyMs: tw.LatencyMs, LossPct: tw.LossPct(), JitterMs: tw.JitterMs, Down: tw.Down}
+		m := steering.WindowMetrics(tw)
 		if !st.steer.Observe(now, tw.Name, m) {
 			e.m.rejected.WithLabelValues("unknown_transport").Inc()
 			continue
 		}
 		for _, t := range st.transports {
 			if t.name == tw.Name {
-				t.latencyMs, t.lossPct, t.jitterMs, t.at, t.dirty = m.LatencyMs, m.LossPct, m.JitterMs, now, true
+				t.latencyMs, t.lossPct, t.jitterMs, t.at, t.dirty = m.LatencyMs, m.LossPct, tw.JitterMs, now, true
 			}
 		}
 	}
@@ -487,13 +487,17 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 // siteStatus derives a reporting site's status from its transports and classes. Called with
 // st.mu held.
 func (e *Engine) siteStatus(st *site) string {
+	// Every transport's status first: returning at the first bad one left the others with the
+	// status they had before their first window (unknown next to live figures).
+	degraded := false
 	for _, t := range st.transports {
 		if s, ok := st.steer.Status(t.name); ok && !t.at.IsZero() {
 			t.status = statusName(s)
 		}
-		if t.status == sdwan.TransportDown || t.status == sdwan.TransportDegraded {
-			return sdwan.SiteDegraded
-		}
+		degraded = degraded || t.status == sdwan.TransportDown || t.status == sdwan.TransportDegraded
+	}
+	if degraded {
+		return sdwan.SiteDegraded
 	}
 	for _, c := range st.classes {
 		if !st.steer.SLAMet(c.Name) {
@@ -566,6 +570,9 @@ func (e *Engine) checkLiveness() {
 	}
 	e.mu.RUnlock()
 	for _, st := range stale {
+		if !e.owns(st) {
+			continue
+		}
 		st.mu.Lock()
 		if (st.status != sdwan.SiteUp && st.status != sdwan.SiteDegraded) || now.Sub(st.lastSeen) < e.o.OfflineAfter {
 			st.mu.Unlock()
@@ -626,8 +633,11 @@ func (e *Engine) onAck(topic string, payload []byte) {
 	st := e.site(siteID)
 	var a telemetry.PolicyAck
 	if !ok || st == nil || len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &a) != nil || a.Site != siteID ||
-		(a.Status != sdwan.RolloutApplied && a.Status != sdwan.RolloutFailed) || len(a.Reason) > 2000 {
+		(a.Status != sdwan.RolloutApplied && a.Status != sdwan.RolloutFailed) || len(a.Reason) > 2000 || a.Version < 1 {
 		e.m.rejected.WithLabelValues("invalid_ack").Inc()
+		return
+	}
+	if e.skewed(st, a.Time) { // dated like reports and events: within the window, or refused
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -668,7 +678,8 @@ func (e *Engine) onStatus(topic string, payload []byte) {
 	siteID, _, ok := telemetry.ParseTopic(topic)
 	st := e.site(siteID)
 	var s telemetry.Status
-	if !ok || st == nil || len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &s) != nil {
+	if !ok || st == nil || len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &s) != nil ||
+		(s.State != "online" && s.State != "offline") {
 		e.m.rejected.WithLabelValues("invalid_status").Inc()
 		return
 	}

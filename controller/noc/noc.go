@@ -19,12 +19,16 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Paths are the routes Register serves (all GET); they are not part of the API.
-var Paths = []string{"/noc", "/noc/noc.js", "/noc/noc.css"}
+var Paths = []string{"/noc", "/noc/noc.js", "/noc/noc.css", "/noc/vendor/uPlot.iife.min.js", "/noc/vendor/uPlot.min.css"}
 
 var files = map[string]struct{ name, contentType string }{
 	"/noc":         {"static/index.html", "text/html; charset=utf-8"},
 	"/noc/noc.js":  {"static/noc.js", "text/javascript; charset=utf-8"},
 	"/noc/noc.css": {"static/noc.css", "text/css; charset=utf-8"},
+	// uPlot 1.6.32 (MIT, static/vendor/uPlot.LICENSE), from `npm pack uplot`: dist/uPlot.iife.min.js
+	// and dist/uPlot.min.css as published. Served from the binary, never fetched at run time.
+	"/noc/vendor/uPlot.iife.min.js": {"static/vendor/uPlot.iife.min.js", "text/javascript; charset=utf-8"},
+	"/noc/vendor/uPlot.min.css":     {"static/vendor/uPlot.min.css", "text/css; charset=utf-8"},
 }
 
 // Register mounts the page's routes on r.

@@ -1,12 +1,15 @@
 package sdwan
 
 import (
+	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/auth"
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/page"
@@ -29,11 +32,19 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec) {
 	g.GET("/sites/:id/health", r, h.health)
 	g.GET("/sites/:id/series", r, h.series)
 	g.GET("/events", r, h.listEvents)
+	g.GET("/overview", r, h.overview)
+	g.GET("/stream", r, h.stream)
 	g.GET("/policies", r, h.listPolicies)
 	g.POST("/policies", w, h.createPolicy)
 	g.GET("/policies/:id", r, h.getPolicy)
 	g.POST("/policies/:id/versions", w, h.addVersion)
+	g.PATCH("/policies/:id", w, h.updatePolicy)
 	g.POST("/policies/:id/publish", w, h.publish)
+	// Simulating changes nothing in the network, but it replays the fleet's history and can
+	// unlock a publish: a write, as every POST.
+	g.POST("/policies/:id/versions/:v/simulate", w, h.simulate)
+	g.GET("/policies/:id/versions/:v/simulation", r, h.latestSimulation)
+	g.GET("/policies/:id/simulations/:sim", r, h.getSimulation)
 	g.GET("/changes", r, h.listChanges)
 }
 
@@ -190,6 +201,72 @@ func windowParam(c *gin.Context, def string) (time.Duration, string, bool) {
 	return window, text, true
 }
 
+// overview answers GET /overview: q, status, sort, offset, limit, each at most once.
+func (h *handlers) overview(c *gin.Context) {
+	q := c.Request.URL.Query()
+	var sq SiteQuery
+	for k, vs := range q {
+		if len(vs) > 1 {
+			rest.Fail(c, apierr.BadRequest("query parameter %q given twice", k))
+			return
+		}
+		v := vs[0]
+		var err error
+		switch k {
+		case "q":
+			sq.Search = v
+		case "status":
+			sq.Status = v
+		case "sort":
+			sq.Sort = v
+		case "offset":
+			sq.Offset, err = strconv.Atoi(v)
+		case "limit":
+			sq.Limit, err = strconv.Atoi(v)
+			if err == nil && sq.Limit == 0 {
+				sq.Limit = -1 // refused below, not taken for the default
+			}
+		default:
+			rest.Fail(c, apierr.BadRequest("unknown query parameter %q; the overview accepts q, status, sort, offset and limit", k))
+			return
+		}
+		if err != nil {
+			rest.Fail(c, apierr.BadRequest("%s %q is not a number", k, v))
+			return
+		}
+	}
+	p, err := h.s.SitesOverview(c.Request.Context(), sq)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+// stream answers GET /stream with server-sent events until the client goes.
+func (h *handlers) stream(c *gin.Context) {
+	q := c.Request.URL.Query()
+	for k, vs := range q {
+		if k != "sites" || len(vs) > 1 {
+			rest.Fail(c, apierr.BadRequest("query parameter %q unknown or repeated; the stream accepts sites, once", k))
+			return
+		}
+	}
+	ids, err := ParseStreamSites(q.Get("sites"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	hd := c.Writer.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	if err := h.s.Stream(c.Request.Context(), StreamRequest{Sites: ids}, c.Writer, c.Writer.Flush); err != nil {
+		slog.Warn("sdwan: stream ended", "err", err)
+	}
+}
+
 func (h *handlers) listEvents(c *gin.Context) {
 	rest.List(c, h.pages, []string{"type", "site"}, func(p page.Params, q url.Values) ([]*event.Envelope, error) {
 		return h.s.ListEvents(c.Request.Context(), p, q.Get("type"), q.Get("site"))
@@ -238,6 +315,76 @@ func (h *handlers) addVersion(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusCreated, v)
+}
+
+func (h *handlers) updatePolicy(c *gin.Context) {
+	var req UpdatePolicyRequest
+	if err := rest.DecodePatch(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	p, err := h.s.UpdatePolicy(c.Request.Context(), c.Param("id"), req)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+// versionParam reads the {v} of a versions route, or answers 400 and reports false.
+func versionParam(c *gin.Context) (int, bool) {
+	v, err := strconv.Atoi(c.Param("v"))
+	if err != nil || v < 1 {
+		rest.Fail(c, apierr.BadRequest("version %q is not a version number", c.Param("v")))
+		return 0, false
+	}
+	return v, true
+}
+
+// simulate streams the simulation: the status and headers go out before the replay starts,
+// so an error after that ends the body with "complete": false (see SimulationRun.Stream).
+func (h *handlers) simulate(c *gin.Context) {
+	var req SimulateRequest
+	if err := rest.Decode(c, &req, 0); err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	v, ok := versionParam(c)
+	if !ok {
+		return
+	}
+	run, err := h.s.Simulate(c.Request.Context(), c.Param("id"), v, req, actor(c))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.Header("Content-Type", "application/json; charset=utf-8")
+	c.Status(http.StatusOK)
+	if err := run.Stream(c.Request.Context(), c.Writer, c.Writer.Flush); err != nil {
+		slog.Warn("sdwan: simulation ended early", "simulation", run.Simulation().ID, "err", err)
+	}
+}
+
+func (h *handlers) latestSimulation(c *gin.Context) {
+	v, ok := versionParam(c)
+	if !ok {
+		return
+	}
+	sim, err := h.s.LatestSimulation(c.Request.Context(), c.Param("id"), v)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, sim)
+}
+
+func (h *handlers) getSimulation(c *gin.Context) {
+	sim, err := h.s.GetSimulation(c.Request.Context(), c.Param("id"), c.Param("sim"))
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, sim)
 }
 
 func (h *handlers) publish(c *gin.Context) {

@@ -40,15 +40,18 @@ const (
 
 // Policy is a steering or QoS policy with its versions.
 type Policy struct {
-	ID               string     `json:"id"`
-	Name             string     `json:"name"`
-	Type             string     `json:"type"`
-	Description      string     `json:"description"`
-	PublishedVersion int        `json:"published_version"` // 0: never published
-	Versions         []*Version `json:"versions"`
-	Rollout          []*Rollout `json:"rollout"` // sites running a version of this policy
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	Type             string `json:"type"`
+	Description      string `json:"description"`
+	PublishedVersion int    `json:"published_version"` // 0: never published
+	// RequireSimulationMinutes > 0: a version is published only with a simulation of it at
+	// most this many minutes old (POST .../versions/{v}/simulate); the change record links it.
+	RequireSimulationMinutes int        `json:"require_simulation_minutes"`
+	Versions                 []*Version `json:"versions"`
+	Rollout                  []*Rollout `json:"rollout"` // sites running a version of this policy
+	CreatedAt                time.Time  `json:"created_at"`
+	UpdatedAt                time.Time  `json:"updated_at"`
 }
 
 // Version is one version of a policy's content.
@@ -77,6 +80,7 @@ type Change struct {
 	Sites       []string  `json:"sites"`
 	Diff        []string  `json:"diff"`
 	Comment     string    `json:"comment,omitempty"`
+	Simulation  string    `json:"simulation,omitempty"` // the latest simulation of the version, if any
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 }

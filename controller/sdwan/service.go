@@ -7,10 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/edgewan/edgewan/controller/mqtt"
@@ -68,6 +70,15 @@ type Store interface {
 	SetRollout(ctx context.Context, siteID, policyID string, version int, state, reason string, at time.Time) (bool, error)
 	InsertEvent(ctx context.Context, ev *event.Envelope) (int, error)
 	ListEvents(ctx context.Context, p page.Params, f EventFilter) ([]*event.Envelope, error)
+
+	// SearchSites is one page of live sites for SitesOverview, with their transports.
+	SearchSites(ctx context.Context, q SiteQuery) (*SitePage, error)
+	// SetPolicySettings stores a policy's settings (RequireSimulationMinutes).
+	SetPolicySettings(ctx context.Context, p *Policy) error
+	InsertSimulation(ctx context.Context, sim *Simulation) error
+	GetSimulation(ctx context.Context, id string) (*Simulation, error)
+	// LatestSimulation is the newest simulation of a policy version; 404 if none.
+	LatestSimulation(ctx context.Context, policyID string, version int) (*Simulation, error)
 }
 
 // Pusher sends a site's desired state (its policies) to its agent.
@@ -90,10 +101,13 @@ type Live interface {
 
 // MQTTAccess is how a claimed agent reaches the broker.
 type MQTTAccess struct {
-	URL      string `json:"url"`
-	Username string `json:"username"`
-	Password string `json:"password"`
-	CAPEM    string `json:"ca_pem,omitempty"` // the controller's CA, when it made its own
+	URL string `json:"url"`
+	// URLs lists every broker node when there are several (scaled-out mode): URL first, then
+	// the others; the agent fails over between them. Absent with one broker.
+	URLs     []string `json:"urls,omitempty"`
+	Username string   `json:"username"`
+	Password string   `json:"password"`
+	CAPEM    string   `json:"ca_pem,omitempty"` // the controller's CA, when it made its own
 }
 
 // Options configure the service.
@@ -116,6 +130,13 @@ type Service struct {
 	live   Live
 	notify func()
 	now    func() time.Time
+
+	history  History
+	simOpts  SimulationOptions
+	simSlots chan struct{} // one token per running simulation
+
+	streamsDone chan struct{} // closed by CloseStreams: open streams end
+	closeOnce   sync.Once
 }
 
 // NewService returns a Service; push and live may be set later with Attach (the ingest
@@ -131,7 +152,8 @@ func NewService(st Store, o Options, notify func()) *Service {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Service{store: st, o: o, notify: notify, now: func() time.Time { return clock().UTC().Truncate(time.Microsecond) }}
+	return &Service{store: st, o: o, notify: notify, now: func() time.Time { return clock().UTC().Truncate(time.Microsecond) },
+		streamsDone: make(chan struct{})}
 }
 
 func (s *Service) brokerURL() string {
@@ -453,8 +475,19 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	if err != nil {
 		return nil, err
 	}
-	return &ClaimResult{Site: site, Device: dev.ID,
-		MQTT: MQTTAccess{URL: s.brokerURL(), Username: dev.ID, Password: password, CAPEM: s.o.CAPEM}}, nil
+	access := MQTTAccess{Username: dev.ID, Password: password, CAPEM: s.o.CAPEM}
+	for _, u := range strings.Split(s.brokerURL(), ",") { // several nodes: --mqtt-public-url a,b,c
+		if u = strings.TrimSpace(u); u != "" {
+			access.URLs = append(access.URLs, u)
+		}
+	}
+	if len(access.URLs) > 0 {
+		access.URL = access.URLs[0]
+	}
+	if len(access.URLs) < 2 {
+		access.URLs = nil
+	}
+	return &ClaimResult{Site: site, Device: dev.ID, MQTT: access}, nil
 }
 
 // CreatePolicyRequest is the body of POST /policies.
@@ -464,6 +497,14 @@ type CreatePolicyRequest struct {
 	Description string          `json:"description"`
 	Content     json.RawMessage `json:"content"` // optional: the first draft version
 	Comment     string          `json:"comment"`
+	// RequireSimulationMinutes > 0: publishing a version needs a simulation of it at most
+	// this many minutes old.
+	RequireSimulationMinutes int `json:"require_simulation_minutes"`
+}
+
+// UpdatePolicyRequest is the body of PATCH /policies/{id}; absent fields stay.
+type UpdatePolicyRequest struct {
+	RequireSimulationMinutes *int `json:"require_simulation_minutes"`
 }
 
 // AddVersionRequest is the body of POST /policies/{id}/versions.
@@ -478,6 +519,9 @@ type PublishRequest struct {
 	Sites   []string `json:"sites"` // default: the sites already running this policy
 	Comment string   `json:"comment"`
 }
+
+// CodeSimulationRequired: the policy requires a recent simulation of the version first.
+const CodeSimulationRequired = "simulation_required"
 
 // PublishResult answers a publish.
 type PublishResult struct {
@@ -497,8 +541,11 @@ func (s *Service) CreatePolicy(ctx context.Context, req CreatePolicyRequest, act
 		return nil, apierr.BadRequest("description and comment are limited to 2000 characters")
 	}
 	now := s.now()
+	if err := checkRequireSimulation(req.Type, req.RequireSimulationMinutes); err != nil {
+		return nil, err
+	}
 	p := &Policy{ID: ids.New("pol"), Name: strings.TrimSpace(req.Name), Type: req.Type, Description: req.Description,
-		CreatedAt: now, UpdatedAt: now}
+		RequireSimulationMinutes: req.RequireSimulationMinutes, CreatedAt: now, UpdatedAt: now}
 	var v *Version
 	if len(req.Content) > 0 && string(req.Content) != "null" {
 		content, _, err := ValidateContent(req.Type, req.Content)
@@ -511,6 +558,38 @@ func (s *Service) CreatePolicy(ctx context.Context, req CreatePolicyRequest, act
 		return nil, err
 	}
 	return s.store.GetPolicy(ctx, p.ID)
+}
+
+// maxRequireSimulation is the longest a policy may accept a simulation for: a week.
+const maxRequireSimulation = 7 * 24 * 60
+
+func checkRequireSimulation(typ string, minutes int) error {
+	if minutes < 0 || minutes > maxRequireSimulation {
+		return apierr.BadRequest("require_simulation_minutes must be 0 (off) to %d; got %d", maxRequireSimulation, minutes)
+	}
+	if minutes > 0 && typ != TypeSteering {
+		return apierr.BadRequest("require_simulation_minutes: only steering policies can be simulated")
+	}
+	return nil
+}
+
+// UpdatePolicy changes a policy's settings.
+func (s *Service) UpdatePolicy(ctx context.Context, id string, req UpdatePolicyRequest) (*Policy, error) {
+	if req.RequireSimulationMinutes == nil {
+		return nil, apierr.BadRequest("nothing to change: give require_simulation_minutes")
+	}
+	p, err := s.store.GetPolicy(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRequireSimulation(p.Type, *req.RequireSimulationMinutes); err != nil {
+		return nil, err
+	}
+	p.RequireSimulationMinutes, p.UpdatedAt = *req.RequireSimulationMinutes, s.now()
+	if err := s.store.SetPolicySettings(ctx, p); err != nil {
+		return nil, err
+	}
+	return s.store.GetPolicy(ctx, id)
 }
 
 // AddVersion adds a draft version to a policy.
@@ -615,9 +694,20 @@ func (s *Service) Publish(ctx context.Context, policyID string, req PublishReque
 		}
 	}
 	now := s.now()
+	sim, err := s.store.LatestSimulation(ctx, policyID, v.Version)
+	if err != nil && !errors.Is(err, apierr.ErrNotFound) {
+		return nil, err
+	}
+	if n := p.RequireSimulationMinutes; n > 0 && (sim == nil || now.Sub(sim.CreatedAt) > time.Duration(n)*time.Minute) {
+		return nil, apierr.New(409, CodeSimulationRequired, "policy %s requires a simulation of version %d at most %d minutes old before it is published: POST /sd-wan/v1/policies/%s/versions/%d/simulate",
+			policyID, v.Version, n, policyID, v.Version)
+	}
 	var prevContent json.RawMessage
 	c := &Change{ID: ids.New("chg"), Kind: "policy.published", Actor: actor, Target: policyID, Version: v.Version,
 		Sites: sites, Comment: req.Comment, CreatedAt: now, UpdatedAt: now}
+	if sim != nil {
+		c.Simulation = sim.ID
+	}
 	if prev != nil {
 		c.FromVersion, prevContent = prev.Version, prev.Content
 	}

@@ -2,12 +2,14 @@ package sdwan_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/store/storetest"
 	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/telemetry/sink"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -91,4 +93,58 @@ func FuzzValidateContent(f *testing.F) {
 			t.Fatalf("canonical form %s does not round-trip: %s, %v", canonical, again, err)
 		}
 	})
+}
+
+// TestSimulationsBounded: at most Concurrent simulations run at once; the next is a 429 until
+// one ends, and a run's slot is released once however often Release is called.
+func TestSimulationsBounded(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.SQLite(t)
+	svc := sdwan.NewService(st, sdwan.Options{}, nil)
+	es, err := sink.NewEmbedded(sink.EmbeddedOptions{DataDir: t.TempDir(), PruneInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	svc.SetHistory(es, sdwan.SimulationOptions{Concurrent: 2})
+	site, err := svc.CreateSite(ctx, sdwan.CreateSiteRequest{Name: "b", Transports: []sdwan.CreateTransportRequest{{Name: "inet", Interface: "eth0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.CreatePolicy(ctx, sdwan.CreatePolicyRequest{Name: "p", Type: sdwan.TypeSteering,
+		Content: []byte(`{"classes":[{"name":"voice","max_latency_ms":100}],"paths":{"voice":["inet"]}}`)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := sdwan.SimulateRequest{Window: "1h", Sites: []string{site.ID}}
+	a, err := svc.Simulate(ctx, p.ID, 1, req, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := svc.Simulate(ctx, p.ID, 1, req, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Simulate(ctx, p.ID, 1, req, ""); apierr.From(err).Status != 429 {
+		t.Fatalf("a third simulation at once: %v; want 429", err)
+	}
+	a.Release()
+	a.Release() // once only: b still holds its slot
+	var out strings.Builder
+	if err := b.Stream(ctx, &out, nil); err != nil || !strings.HasSuffix(out.String(), `"complete":true}`) {
+		t.Fatalf("stream: %v: %s", err, out.String())
+	}
+	c, err := svc.Simulate(ctx, p.ID, 1, req, "")
+	if err != nil {
+		t.Fatalf("after the others ended: %v", err)
+	}
+	d, err := svc.Simulate(ctx, p.ID, 1, req, "")
+	if err != nil {
+		t.Fatalf("second slot: %v", err)
+	}
+	if _, err := svc.Simulate(ctx, p.ID, 1, req, ""); apierr.From(err).Status != 429 {
+		t.Fatalf("a third simulation at once: %v; want 429", err)
+	}
+	c.Release()
+	d.Release()
 }

@@ -62,6 +62,8 @@ func TestPatchNull(t *testing.T) {
 	rw := s.Key("sdwan:read", "sdwan:write")
 	var site sdwan.Site
 	s.Do("POST", "/sd-wan/v1/sites", rw, branchSite).JSON(t, &site)
+	var pol sdwan.Policy
+	s.Do("POST", "/sd-wan/v1/policies", rw, `{"name":"p","type":"steering"}`).JSON(t, &pol)
 	_, admin, err := auth.Create(context.Background(), s.Store, "aigw admin", []string{auth.ScopeAIGWAdmin}, "proj1")
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +76,7 @@ func TestPatchNull(t *testing.T) {
 		{"/sd-wan/v1/sites/" + site.ID, rw, `{"name": null}`, "name"},
 		{"/sd-wan/v1/sites/" + site.ID, rw, `{"location": {"city": null}}`, "location.city"},
 		{"/sd-wan/v1/sites/" + site.ID, rw, `{"segments": ["a", null]}`, "segments[1]"},
+		{"/sd-wan/v1/policies/" + pol.ID, rw, `{"require_simulation_minutes": null}`, "require_simulation_minutes"},
 		{"/ai-gateway/v1/projects/proj1", admin, `{"store_raw_input": null}`, "store_raw_input"},
 	} {
 		r := s.Do("PATCH", tc.path, tc.token, tc.body)

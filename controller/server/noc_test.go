@@ -1,7 +1,7 @@
 package server_test
 
 // The NOC page (controller/noc) in a real headless Chromium against a real controller fed by
-// simulated agents: sign-in, sites and statuses, sparklines, SLA, events and path switches, a
+// simulated agents: sign-in, sites and statuses, charts, SLA, events and path switches, what-if, a
 // live update, the Content-Security-Policy, and a screenshot kept as a test artifact.
 
 import (
@@ -230,7 +230,7 @@ func TestNOCPage(t *testing.T) {
 			}
 		}
 	}()
-	if err := chromedp.Do(b, chromedp.Navigate(s.URL+"/noc?refresh=1"), chromedp.WaitVisible(chromedp.CSS("#key"))); err != nil {
+	if err := chromedp.Do(b, chromedp.EmulateViewport(1280, 1000), chromedp.Navigate(s.URL+"/noc?refresh=1"), chromedp.WaitVisible(chromedp.CSS("#key"))); err != nil {
 		t.Fatalf("opening the NOC page: %v", err)
 	}
 
@@ -267,20 +267,22 @@ func TestNOCPage(t *testing.T) {
 	if !strings.Contains(summary, "1\nup") && !strings.Contains(summary, "1 up") {
 		t.Logf("summary: %q", summary)
 	}
-	card := waitText(t, b, `#details .card[data-site="`+paris.ID+`"]`, "voice → inet")
-	for _, want := range []string{"mpls", "inet", "down", "SLA"} {
-		if !strings.Contains(card, want) {
-			t.Errorf("Paris card: got %q; want it to contain %q", card, want)
+	detail := waitText(t, b, `#detail[data-site="`+paris.ID+`"]`, "voice → inet")
+	for _, want := range []string{"mpls", "inet", "down", "SLA", "std v1", "voice mpls → inet"} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("Paris detail: got %q; want it to contain %q", detail, want)
 		}
 	}
-	counts, err := chromedp.Run(b, chromedp.Evaluate[[]int](`[document.querySelectorAll('#details svg.spark').length,
-		document.querySelectorAll('#details svg.spark-latency polyline').length]`))
+	// Three uPlot charts (latency, loss, jitter), one series per transport, the voice SLA drawn
+	// on latency (150 ms) and loss (2 %), the switch marked.
+	charts, err := chromedp.Run(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#detail .chart')].map(c =>
+		c.dataset.chart + ':' + c.querySelectorAll('canvas').length + ':' + c.dataset.thresholds + ':' + (c.dataset.marks > 0) + ':' +
+		[...c.querySelectorAll('.u-legend .u-label')].map(l => l.innerText).join('/'))`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sparks, lines := counts[0], counts[1]
-	if sparks != 12 || lines < 3 { // 2 sites x 2 transports x 3 figures; latency drawn for inet x2 and Lyon's lte at least
-		t.Errorf("sparklines: %d svg, %d latency polylines; want 12 and at least 3", sparks, lines)
+	if got := strings.Join(charts, " "); got != "latency_ms:1:150:true:Time/inet/mpls loss_pct:1:2:true:Time/inet/mpls jitter_ms:1::true:Time/inet/mpls" {
+		t.Errorf("charts: %s", got)
 	}
 	waitText(t, b, "#switches", "Paris HQ: voice mpls → inet (down, by controller)")
 	waitText(t, b, "#events", "Paris HQ: mpls down")
@@ -290,6 +292,34 @@ func TestNOCPage(t *testing.T) {
 	waitText(t, b, "#events", "Lyon Branch: inet down")
 	waitText(t, b, "#switches", "Lyon Branch: default inet → lte")
 	waitText(t, b, `#sites tbody tr[data-site="`+lyon.ID+`"]`, "degraded")
+
+	// What-if: a draft of Paris's policy is offered, and simulated for Paris over the window.
+	wantStatus(t, s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/versions", rw, `{"content":{"classes":[{"name":"voice","max_latency_ms":100,"max_loss_pct":2}],"paths":{"voice":["mpls","inet"]}}}`), 201)
+	waitText(t, b, "#detail .whatif", "Simulate v2 here")
+	if err := chromedp.Do(b, chromedp.Click(chromedp.CSS("#detail .whatif button.simulate"))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, b, "#detail .whatif", "needs a key with sdwan:write") // the page's key only reads
+	if _, err := chromedp.Run(b, chromedp.Evaluate[any](fmt.Sprintf(`sessionStorage.setItem('edgewan.noc.key', %q)`, rw))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(b, chromedp.Click(chromedp.CSS("#detail .whatif button.simulate"))); err != nil {
+		t.Fatal(err)
+	}
+	sim := waitText(t, b, "#detail .whatif table.sim", "voice")
+	for _, want := range []string{"draft v2", "published v1", "mpls"} {
+		if !strings.Contains(sim, want) {
+			t.Errorf("what-if table: got %q; want it to contain %q", sim, want)
+		}
+	}
+	// No horizontal scrolling at 1280 px.
+	wide, err := chromedp.Run(b, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, document.documentElement.clientWidth]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wide[0] > wide[1] {
+		t.Errorf("the page scrolls horizontally at 1280 px: %d px of content in %d", wide[0], wide[1])
+	}
 
 	png, err := chromedp.Run(b, chromedp.FullScreenshot(100))
 	if err != nil {

@@ -247,11 +247,36 @@ func TestOpenAPIScopes(t *testing.T) {
 			if r := s.Do(method, path, admin, nil); r.Status != http.StatusForbidden || r.Err(t).Error.Code != "invalid_scope" {
 				t.Errorf("%s with an AI gateway key carrying aigw:admin: %d %s; want 403 invalid_scope", name, r.Status, r.Body)
 			}
+			if stream, _ := o.Extensions["x-stream"].(bool); stream {
+				if st, _ := oaOpenStream(t, s, path, s.Key(scope)); st == http.StatusUnauthorized || st == http.StatusForbidden {
+					t.Errorf("%s with only %s: %d; the document says that scope is enough", name, scope, st)
+				}
+				continue
+			}
 			if r := s.Do(method, path, s.Key(scope), nil); r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden {
 				t.Errorf("%s with only %s: %d %s; the document says that scope is enough", name, scope, r.Status, r.Body)
 			}
 		}
 	}
+}
+
+// oaOpenStream opens a streaming operation (x-stream), reads its status and content type and
+// closes it: its body never ends.
+func oaOpenStream(t *testing.T, s *servertest.Server, path, key string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", s.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Content-Type")
 }
 
 // oaChecker checks responses against the document.
@@ -1102,6 +1127,49 @@ func (c *oaChecker) sdwanFamily(all string) {
 	}
 	c.want(c.do("GET", chDoc, "/sd-wan/v1/changes?order=asc&limit=1", read, nil), 200)
 	c.want(c.do("GET", chDoc, "/sd-wan/v1/changes?policy="+pol.ID, read, nil), 400)
+
+	// Overview and stream.
+	ovDoc, stDoc := "/sd-wan/v1/overview", "/sd-wan/v1/stream"
+	r = c.do("GET", ovDoc, ovDoc+"?q=branch&sort=-name&limit=5", read, nil)
+	c.want(r, 200)
+	c.want(c.do("GET", ovDoc, ovDoc+"?status=gone", read, nil), 400)
+	if st, ct := oaOpenStream(t, s, stDoc+"?sites="+site.ID, read); st != 200 || ct != "text/event-stream" {
+		t.Errorf("GET %s: %d %s; want 200 text/event-stream", stDoc, st, ct)
+	} else {
+		c.mu.Lock()
+		c.covered["GET "+stDoc+" 200"] = true
+		c.mu.Unlock()
+	}
+	c.want(c.do("GET", stDoc, stDoc+"?sites=x,y", read, nil), 400)
+
+	// What-if: simulate version 1 (the site has no history yet: 0 minutes), the latest and
+	// a stored simulation; the requirement to simulate before publishing; settings.
+	simDoc, latestDoc, storedDoc := "/sd-wan/v1/policies/{id}/versions/{v}/simulate", "/sd-wan/v1/policies/{id}/versions/{v}/simulation", "/sd-wan/v1/policies/{id}/simulations/{sim}"
+	r = c.do("POST", simDoc, polPath+"/versions/1/simulate", write, map[string]any{"window": "1h"})
+	c.want(r, 200)
+	var simRes struct {
+		Simulation sdwan.Simulation
+		Complete   bool
+	}
+	r.JSON(t, &simRes)
+	if !simRes.Complete {
+		t.Errorf("simulation: %s", r.Body)
+	}
+	c.want(c.do("POST", simDoc, polPath+"/versions/1/simulate", write, map[string]any{"window": "31d"}), 400)
+	c.want(c.do("POST", simDoc, polPath+"/versions/9/simulate", write, map[string]any{}), 404)
+	c.want(c.do("POST", simDoc, "/sd-wan/v1/policies/"+qpol.ID+"/versions/1/simulate", write, map[string]any{}), 422)
+	c.want(c.do("GET", latestDoc, polPath+"/versions/1/simulation", read, nil), 200)
+	c.want(c.do("GET", latestDoc, polPath+"/versions/2/simulation", read, nil), 404)
+	c.want(c.do("GET", latestDoc, polPath+"/versions/zero/simulation", read, nil), 400)
+	c.want(c.do("GET", storedDoc, polPath+"/simulations/"+simRes.Simulation.ID, read, nil), 200)
+	c.want(c.do("GET", storedDoc, polPath+"/simulations/sim_nope", read, nil), 404)
+	c.want(c.do("PATCH", polDoc, polPath, write, map[string]any{"require_simulation_minutes": 60}), 200)
+	c.want(c.do("PATCH", polDoc, polPath, write, map[string]any{"require_simulation_minutes": -1}), 400)
+	c.want(c.do("PATCH", polDoc, "/sd-wan/v1/policies/pol_nope", write, map[string]any{"require_simulation_minutes": 1}), 404)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 2}), 409)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 1}), 202) // simulated above
+	c.want(c.do("PATCH", polDoc, polPath, write, map[string]any{"require_simulation_minutes": 0}), 200)
+	c.want(c.do("POST", pubDoc, pubPath, write, map[string]any{"version": 2}), 202)
 
 	// Request schemas agree with the handlers: a body the schema refuses is a 400, and one it
 	// accepts is not.

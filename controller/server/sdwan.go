@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/coreapi/ratelimit"
 	"github.com/edgewan/edgewan/coreapi/soc"
 	"github.com/edgewan/edgewan/steering"
@@ -99,6 +100,9 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 		},
 	})
 	s.SDWAN.Attach(s.Engine, s.Engine)
+	if h, ok := s.sink.(sdwan.History); ok {
+		s.SDWAN.SetHistory(h, sdwan.SimulationOptions{Steering: steer})
+	}
 	if err := s.Engine.Start(ctx); err != nil {
 		return err
 	}

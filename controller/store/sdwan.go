@@ -383,12 +383,12 @@ func (s *Store) LiveSites(ctx context.Context) ([]*sdwan.Site, error) {
 	return sites, nil
 }
 
-const policyCols = "id, name, type, description, published_version, created_at, updated_at"
+const policyCols = "id, name, type, description, published_version, require_simulation_minutes, created_at, updated_at"
 
 func scanPolicy(sc interface{ Scan(...any) error }) (*sdwan.Policy, error) {
 	var p sdwan.Policy
 	var c, u int64
-	if err := sc.Scan(&p.ID, &p.Name, &p.Type, &p.Description, &p.PublishedVersion, &c, &u); err != nil {
+	if err := sc.Scan(&p.ID, &p.Name, &p.Type, &p.Description, &p.PublishedVersion, &p.RequireSimulationMinutes, &c, &u); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = fromMicros(c), fromMicros(u)
@@ -398,8 +398,8 @@ func scanPolicy(sc interface{ Scan(...any) error }) (*sdwan.Policy, error) {
 // CreatePolicy stores a policy and, if v is not nil, its first version.
 func (s *Store) CreatePolicy(ctx context.Context, p *sdwan.Policy, v *sdwan.Version) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, s.q("INSERT INTO policies ("+policyCols+") VALUES (?, ?, ?, ?, ?, ?, ?)"),
-			p.ID, p.Name, p.Type, p.Description, p.PublishedVersion, micros(p.CreatedAt), micros(p.UpdatedAt))
+		_, err := tx.ExecContext(ctx, s.q("INSERT INTO policies ("+policyCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+			p.ID, p.Name, p.Type, p.Description, p.PublishedVersion, p.RequireSimulationMinutes, micros(p.CreatedAt), micros(p.UpdatedAt))
 		if isUnique(err) {
 			return apierr.Conflict("a policy named %q exists already", p.Name)
 		}
@@ -502,8 +502,8 @@ func (s *Store) PublishPolicy(ctx context.Context, policyID string, version int,
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, s.q("INSERT INTO changes (id, kind, actor, target, version, from_version, sites, diff, comment, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-			c.ID, c.Kind, c.Actor, c.Target, c.Version, c.FromVersion, jsonText(c.Sites), jsonText(c.Diff), c.Comment, at, at)
+		_, err := tx.ExecContext(ctx, s.q("INSERT INTO changes (id, kind, actor, target, version, from_version, sites, diff, comment, simulation_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+			c.ID, c.Kind, c.Actor, c.Target, c.Version, c.FromVersion, jsonText(c.Sites), jsonText(c.Diff), c.Comment, c.Simulation, at, at)
 		return err
 	})
 	if err != nil {
@@ -514,7 +514,7 @@ func (s *Store) PublishPolicy(ctx context.Context, policyID string, version int,
 
 // ListChanges lists change records, optionally for one target.
 func (s *Store) ListChanges(ctx context.Context, p page.Params, target string) ([]*sdwan.Change, error) {
-	l := listQuery{cols: "id, kind, actor, target, version, from_version, sites, diff, comment, created_at, updated_at", from: "changes", params: p}
+	l := listQuery{cols: "id, kind, actor, target, version, from_version, sites, diff, comment, simulation_id, created_at, updated_at", from: "changes", params: p}
 	l.filter("kind", "policy.published") // the SD-WAN family's changes only
 	l.filter("target", target)
 	query, args := l.sql()
@@ -523,7 +523,7 @@ func (s *Store) ListChanges(ctx context.Context, p page.Params, target string) (
 		var c sdwan.Change
 		var sites, diff string
 		var cr, up int64
-		if err := r.Scan(&c.ID, &c.Kind, &c.Actor, &c.Target, &c.Version, &c.FromVersion, &sites, &diff, &c.Comment, &cr, &up); err != nil {
+		if err := r.Scan(&c.ID, &c.Kind, &c.Actor, &c.Target, &c.Version, &c.FromVersion, &sites, &diff, &c.Comment, &c.Simulation, &cr, &up); err != nil {
 			return err
 		}
 		_ = json.Unmarshal([]byte(sites), &c.Sites)

@@ -241,6 +241,14 @@ func DecodeBytes(body []byte, dst any) error {
 	if hasNULEscape(body) {
 		return apierr.BadRequest("strings in the request body must not contain NUL characters (\\u0000)")
 	}
+	// encoding/json keeps the last of two equal keys: a proxy or audit log reading the first
+	// would see another request than the one served.
+	if k, ok := duplicateKey(body); ok {
+		return apierr.BadRequest("field %q is given twice in one object", k)
+	}
+	if f, ok := nullField(body, reflect.TypeOf(dst)); ok {
+		return apierr.BadRequest("field %q must not be null; leave it out instead", f)
+	}
 	return nil
 }
 

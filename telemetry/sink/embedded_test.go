@@ -532,3 +532,51 @@ func TestEmbeddedDuplicateRows(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddedMinutes: Minutes gives History's minute rollups (bar the extremes and the
+// standard deviation), appended to the buffer given, for every transport.
+func TestEmbeddedMinutes(t *testing.T) {
+	s, err := NewEmbedded(EmbeddedOptions{DataDir: t.TempDir(), FlushInterval: time.Hour, PruneInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	for m := range 5 {
+		for k := range 3 { // three windows a minute, the second one down on lte in minute 2
+			r := telemetry.Report{Site: "s1", Device: "d", Time: base.Add(time.Duration(m)*time.Minute + time.Duration(10+k*15)*time.Second),
+				Transport: []telemetry.TransportWindow{
+					{Name: "mpls", Sent: 10, Lost: k, LatencyMs: 20 + float64(m), P95Ms: 30, JitterMs: 2},
+					{Name: "lte", Sent: 10, Lost: map[bool]int{true: 10, false: 0}[m == 2 && k == 1], LatencyMs: 60, P95Ms: 80, JitterMs: 9, Down: m == 2 && k == 1},
+				}}
+			if err := s.Write(ctx, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := s.History(ctx, "s1", "", base.Add(30*time.Second), base.Add(4*time.Minute), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := []Rollup{{Transport: "kept"}}
+	got, err := s.Minutes(ctx, "s1", base.Add(30*time.Second), base.Add(4*time.Minute), buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 6 || len(got) != 7 || got[0].Transport != "kept" { // minutes 1..3 of 2 transports
+		t.Fatalf("History %d rows, Minutes %d (with the 1 given); want 6 and 7", len(hist), len(got))
+	}
+	for i, h := range hist {
+		h.Site, h.MinMs, h.MaxMs, h.StdDevMs = "", 0, 0, 0
+		if got[i+1] != h {
+			t.Errorf("row %d: Minutes %+v; History %+v", i, got[i+1], h)
+		}
+	}
+	if got[1].Transport != "lte" || got[2].DownWindows != 1 || got[2].LossPct != 100*10/30.0 {
+		t.Errorf("lte's minute 2: %+v; want 1 Down window and 10 of 30 probes lost", got[2])
+	}
+}

@@ -26,6 +26,8 @@ const (
 	DefaultInfluxBatchSize     = 5000
 	DefaultInfluxFlushInterval = time.Second
 	DefaultInfluxMaxBuffered   = 1_000_000
+	DefaultInfluxWriters       = 4
+	DefaultInfluxOverflowWait  = 5 * time.Second
 	DefaultInfluxRetryMin      = 200 * time.Millisecond
 	DefaultInfluxRetryMax      = 30 * time.Second
 	DefaultInfluxTimeout       = 10 * time.Second
@@ -41,9 +43,14 @@ type InfluxOptions struct {
 
 	BatchSize     int           // points per write request; 0 means DefaultInfluxBatchSize
 	FlushInterval time.Duration // longest a point waits for its batch to fill; 0 means DefaultInfluxFlushInterval
-	// MaxBuffered bounds the points held while InfluxDB is slow or unreachable; past it Write
-	// fails with ErrOverflow (and counts the drop). 0 means DefaultInfluxMaxBuffered.
+	// Writers is how many batches may be in flight at once. Points are partitioned among the
+	// writers by site, so each series is still written in order. 0 means DefaultInfluxWriters.
+	Writers int
+	// MaxBuffered bounds the points held while InfluxDB is slow or unreachable. When it is
+	// reached Write waits for room (back-pressure) for up to OverflowWait; past that it fails
+	// with ErrOverflow (and counts the drop). 0 means DefaultInfluxMaxBuffered.
 	MaxBuffered  int
+	OverflowWait time.Duration // 0 means DefaultInfluxOverflowWait
 	RetryMin     time.Duration // first wait after a failed write, doubling up to RetryMax; 0 means default
 	RetryMax     time.Duration // 0 means DefaultInfluxRetryMax
 	Timeout      time.Duration // of one HTTP request; 0 means DefaultInfluxTimeout
@@ -57,47 +64,61 @@ type InfluxStats struct {
 	Accepted int64 // points accepted by Write
 	Written  int64 // points InfluxDB acknowledged
 	Pending  int64 // points accepted and not yet written (buffered or in flight)
-	Dropped  int64 // points refused by Write because the buffer was full (ErrOverflow)
+	Dropped  int64 // points refused by Write because the buffer stayed full (ErrOverflow)
 	Rejected int64 // points InfluxDB refused for good (HTTP 400/413/422: bad data); not retried
 	Retries  int64 // failed write attempts that were retried
+	Waits    int64 // Writes that had to wait for room (back-pressure)
 }
 
 // InfluxSink writes transport windows to InfluxDB as points of measurement "transport" with
 // tags site, device and transport and fields latency_ms, p95_ms, loss_pct, jitter_ms,
 // stddev_ms, sent, lost and down, timestamped with the report's time.
 //
-// Write only buffers; one goroutine sends batches in order with the blocking write API and
-// retries a failed batch with exponential backoff until it succeeds (or InfluxDB refuses its
-// data for good), so an outage loses nothing while the buffer (MaxBuffered points) lasts.
-// Past that, Write fails with ErrOverflow; drops and rejections are counted (Stats) and logged.
+// Write only buffers. Writers goroutines ("lanes") each own the sites that hash to them and
+// send their batches in order with the blocking write API, one request in flight per lane, so
+// several requests are in flight at once while each series stays in order. A failed batch is
+// retried with exponential backoff until it succeeds (or InfluxDB refuses its data for good),
+// holding back the later batches of its lane only, so an outage loses nothing while the buffer
+// (MaxBuffered points) lasts; when it is full Write waits for room for up to OverflowWait, then
+// fails with ErrOverflow. Drops and rejections are counted (Stats) and logged.
 type InfluxSink struct {
 	opts   InfluxOptions
 	log    *slog.Logger
 	client influxdb2.Client
 	write  api.WriteAPIBlocking
 	query  api.QueryAPI
+	lanes  []*influxLane
+
+	pending atomic.Int64 // points accepted and not yet resolved, over all lanes
+	closed  atomic.Bool
+
+	roomMu sync.Mutex
+	room   chan struct{} // closed (and replaced) whenever points are resolved
 
 	mu        sync.Mutex
-	cur       []byte   // lines of the batch being filled
-	curN      int      // points in cur
-	queue     []batch  // sealed batches, oldest first
-	free      [][]byte // spent batch buffers, for reuse
-	accepted  int64    // points accepted, ever; a point's sequence number is its count
-	resolved  int64    // points written or rejected, in order
-	pending   int64    // accepted - resolved
-	progress  chan struct{}
 	lastErr   error // of the last failed attempt; nil after a success
 	rejectErr error // first rejection since the last Flush
-	closed    bool
-	dropLog   time.Time // last overflow log
+	dropLog   time.Time
 
-	written, dropped, rejected, retries atomic.Int64
+	written, dropped, rejected, retries, waits atomic.Int64
 
-	kick     chan struct{} // wakes the sender
-	stop     chan struct{} // closed by Close: the sender exits when idle or, after abort, at once
+	stop     chan struct{} // closed by Close: the lanes exit when idle or, after abort, at once
 	abortCtx context.Context
-	abort    context.CancelFunc // cancels an in-flight request at Close's deadline
-	done     chan struct{}      // closed when the sender has exited
+	abort    context.CancelFunc // cancels in-flight requests at Close's deadline
+}
+
+// influxLane is one writer: the batches of the sites that hash to it, sent in order.
+type influxLane struct {
+	mu       sync.Mutex
+	cur      []byte   // lines of the batch being filled
+	curN     int      // points in cur
+	queue    []batch  // sealed batches, oldest first
+	free     [][]byte // spent batch buffers, for reuse
+	accepted int64    // points accepted, ever; a point's sequence number in its lane is its count
+	resolved int64    // points written or rejected, in order
+	progress chan struct{}
+	kick     chan struct{} // wakes the sender
+	done     chan struct{} // closed when the sender has exited
 }
 
 type batch struct {
@@ -105,7 +126,7 @@ type batch struct {
 	n     int
 }
 
-// NewInflux checks opts and starts the sink's sender. It does not contact InfluxDB (which may
+// NewInflux checks opts and starts the sink's writers. It does not contact InfluxDB (which may
 // come up later); Ping does.
 func NewInflux(opts InfluxOptions) (*InfluxSink, error) {
 	u, err := url.Parse(opts.URL)
@@ -118,9 +139,11 @@ func NewInflux(opts InfluxOptions) (*InfluxSink, error) {
 		return nil, fmt.Errorf("sink.NewInflux: bad URL %q: want http://host:port or https://host:port", opts.URL)
 	case opts.Bucket == "":
 		return nil, errors.New(`sink.NewInflux: no bucket (for InfluxDB 1.8: "database/retention-policy", e.g. "telemetry/autogen")`)
-	case opts.BatchSize < 0 || opts.MaxBuffered < 0 || opts.FlushInterval < 0 || opts.RetryMin < 0 ||
-		opts.RetryMax < 0 || opts.Timeout < 0 || opts.CloseTimeout < 0:
+	case opts.BatchSize < 0 || opts.MaxBuffered < 0 || opts.Writers < 0 || opts.FlushInterval < 0 || opts.RetryMin < 0 ||
+		opts.RetryMax < 0 || opts.Timeout < 0 || opts.CloseTimeout < 0 || opts.OverflowWait < 0:
 		return nil, errors.New("sink.NewInflux: negative size or duration in options")
+	case opts.Writers > 64:
+		return nil, fmt.Errorf("sink.NewInflux: %d writers: want at most 64", opts.Writers)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -133,7 +156,11 @@ func NewInflux(opts InfluxOptions) (*InfluxSink, error) {
 	if opts.MaxBuffered == 0 {
 		opts.MaxBuffered = DefaultInfluxMaxBuffered
 	}
+	if opts.Writers == 0 {
+		opts.Writers = DefaultInfluxWriters
+	}
 	def(&opts.FlushInterval, DefaultInfluxFlushInterval)
+	def(&opts.OverflowWait, DefaultInfluxOverflowWait)
 	def(&opts.RetryMin, DefaultInfluxRetryMin)
 	def(&opts.RetryMax, DefaultInfluxRetryMax)
 	def(&opts.Timeout, DefaultInfluxTimeout)
@@ -147,18 +174,20 @@ func NewInflux(opts InfluxOptions) (*InfluxSink, error) {
 		SetPrecision(time.Nanosecond)
 	client := influxdb2.NewClientWithOptions(strings.TrimRight(opts.URL, "/"), opts.Token, co)
 	s := &InfluxSink{
-		opts:     opts,
-		log:      opts.Logger.With("sink", "influx", "url", u.Redacted(), "bucket", opts.Bucket),
-		client:   client,
-		write:    client.WriteAPIBlocking(opts.Org, opts.Bucket),
-		query:    client.QueryAPI(opts.Org),
-		progress: make(chan struct{}),
-		kick:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		opts:   opts,
+		log:    opts.Logger.With("sink", "influx", "url", u.Redacted(), "bucket", opts.Bucket),
+		client: client,
+		write:  client.WriteAPIBlocking(opts.Org, opts.Bucket),
+		query:  client.QueryAPI(opts.Org),
+		room:   make(chan struct{}),
+		stop:   make(chan struct{}),
 	}
 	s.abortCtx, s.abort = context.WithCancel(context.Background())
-	go s.run()
+	for range opts.Writers {
+		l := &influxLane{progress: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
+		s.lanes = append(s.lanes, l)
+		go s.run(l)
+	}
 	return s, nil
 }
 
@@ -174,8 +203,19 @@ func (s *InfluxSink) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Write buffers r's transport windows as points. It fails with ErrOverflow when the buffer
-// is full, ErrClosed after Close, and telemetry.ErrInvalid for a figure that is not finite.
+// laneOf returns the lane of site: FNV-1a of its id, so a site's series always share a lane.
+func (s *InfluxSink) laneOf(site string) *influxLane {
+	h := uint32(2166136261)
+	for i := 0; i < len(site); i++ {
+		h ^= uint32(site[i])
+		h *= 16777619
+	}
+	return s.lanes[h%uint32(len(s.lanes))]
+}
+
+// Write buffers r's transport windows as points. When the buffer is full it waits for room
+// for up to OverflowWait (or until ctx is done), then fails with ErrOverflow. It fails with
+// ErrClosed after Close, and telemetry.ErrInvalid for a figure that is not finite.
 func (s *InfluxSink) Write(ctx context.Context, r *telemetry.Report) error {
 	for i := range r.Transport {
 		t := &r.Transport[i]
@@ -185,45 +225,97 @@ func (s *InfluxSink) Write(ctx context.Context, r *telemetry.Report) error {
 			}
 		}
 	}
-	n := len(r.Transport)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	n := int64(len(r.Transport))
+	if s.closed.Load() {
 		return fmt.Errorf("sink.InfluxSink.Write: %w", ErrClosed)
 	}
-	if s.pending+int64(n) > int64(s.opts.MaxBuffered) {
-		d := s.dropped.Add(int64(n))
-		if now := time.Now(); now.Sub(s.dropLog) >= 30*time.Second {
-			s.dropLog = now
-			s.log.Error("InfluxDB buffer full: dropping telemetry", "buffered", s.pending, "dropped_total", d, "last_error", s.lastErr)
-		}
-		return fmt.Errorf("sink.InfluxSink.Write: %w (%d points buffered; InfluxDB: %v)", ErrOverflow, s.pending, s.lastErr)
+	if err := s.reserve(ctx, n); err != nil {
+		return err
+	}
+	l := s.laneOf(r.Site)
+	l.mu.Lock()
+	if s.closed.Load() {
+		l.mu.Unlock()
+		s.release(n)
+		return fmt.Errorf("sink.InfluxSink.Write: %w", ErrClosed)
 	}
 	ts := r.Time.UnixNano()
 	for i := range r.Transport {
-		s.cur = appendLine(s.cur, r.Site, r.Device, &r.Transport[i], ts)
-		s.curN++
-		if s.curN >= s.opts.BatchSize {
-			s.seal()
+		l.cur = appendLine(l.cur, r.Site, r.Device, &r.Transport[i], ts)
+		l.curN++
+		if l.curN >= s.opts.BatchSize {
+			l.seal()
 		}
 	}
-	s.accepted += int64(n)
-	s.pending += int64(n)
+	l.accepted += n
+	l.mu.Unlock()
 	return nil
 }
 
-// seal moves the batch being filled to the queue and wakes the sender. Called with mu held.
-func (s *InfluxSink) seal() {
-	if s.curN == 0 {
+// reserve takes room for n points in the buffer, waiting for it (back-pressure) for up to
+// OverflowWait or until ctx is done.
+func (s *InfluxSink) reserve(ctx context.Context, n int64) error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		s.roomMu.Lock()
+		room := s.room
+		s.roomMu.Unlock()
+		p := s.pending.Load()
+		if p+n <= int64(s.opts.MaxBuffered) || p == 0 {
+			if s.pending.CompareAndSwap(p, p+n) {
+				return nil
+			}
+			continue
+		}
+		if timer == nil {
+			s.waits.Add(1)
+			timer = time.NewTimer(s.opts.OverflowWait)
+		}
+		select {
+		case <-room:
+			continue
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-s.stop:
+		}
+		d := s.dropped.Add(n)
+		s.mu.Lock()
+		last := s.lastErr
+		if now := time.Now(); now.Sub(s.dropLog) >= 30*time.Second {
+			s.dropLog = now
+			s.log.Error("InfluxDB buffer full: dropping telemetry", "buffered", p, "dropped_total", d, "last_error", last)
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("sink.InfluxSink.Write: %w (%d points buffered; InfluxDB: %v)", ErrOverflow, p, last)
+	}
+}
+
+// release gives back room for n points and wakes writers waiting for it.
+func (s *InfluxSink) release(n int64) {
+	s.pending.Add(-n)
+	s.roomMu.Lock()
+	close(s.room)
+	s.room = make(chan struct{})
+	s.roomMu.Unlock()
+}
+
+// seal moves the batch being filled to the queue and wakes the sender. Called with l.mu held.
+func (l *influxLane) seal() {
+	if l.curN == 0 {
 		return
 	}
-	s.queue = append(s.queue, batch{lines: s.cur, n: s.curN})
-	s.cur, s.curN = nil, 0
-	if k := len(s.free); k > 0 {
-		s.cur, s.free = s.free[k-1][:0], s.free[:k-1]
+	l.queue = append(l.queue, batch{lines: l.cur, n: l.curN})
+	l.cur, l.curN = nil, 0
+	if k := len(l.free); k > 0 {
+		l.cur, l.free = l.free[k-1][:0], l.free[:k-1]
 	}
 	select {
-	case s.kick <- struct{}{}:
+	case l.kick <- struct{}{}:
 	default:
 	}
 }
@@ -231,34 +323,19 @@ func (s *InfluxSink) seal() {
 // Flush returns once every point accepted before it was called is written (or rejected by
 // InfluxDB: then it returns that error), or with ctx's error and how many points are pending.
 func (s *InfluxSink) Flush(ctx context.Context) error {
-	s.mu.Lock()
-	s.seal()
-	target := s.accepted
-	for s.resolved < target {
-		ch := s.progress
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-s.done:
-			s.mu.Lock()
-			if s.resolved < target {
-				n := s.pending
-				s.mu.Unlock()
-				return fmt.Errorf("sink.InfluxSink.Flush: %w with %d points not written", ErrClosed, n)
-			}
-			s.mu.Unlock()
-			return nil
-		case <-ctx.Done():
-			s.mu.Lock()
-			n, last := s.pending, s.lastErr
-			s.mu.Unlock()
-			if last != nil {
-				return fmt.Errorf("sink.InfluxSink.Flush: %d points not yet written to %s (last error: %v): %w", n, s.opts.URL, last, ctx.Err())
-			}
-			return fmt.Errorf("sink.InfluxSink.Flush: %d points not yet written to %s: %w", n, s.opts.URL, ctx.Err())
-		}
-		s.mu.Lock()
+	targets := make([]int64, len(s.lanes))
+	for i, l := range s.lanes {
+		l.mu.Lock()
+		l.seal()
+		targets[i] = l.accepted
+		l.mu.Unlock()
 	}
+	for i, l := range s.lanes {
+		if err := s.flushLane(ctx, l, targets[i]); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
 	err := s.rejectErr
 	s.rejectErr = nil
 	s.mu.Unlock()
@@ -268,23 +345,56 @@ func (s *InfluxSink) Flush(ctx context.Context) error {
 	return nil
 }
 
+// flushLane waits until l has resolved its first target points.
+func (s *InfluxSink) flushLane(ctx context.Context, l *influxLane, target int64) error {
+	for {
+		l.mu.Lock()
+		ch, resolved := l.progress, l.resolved
+		l.mu.Unlock()
+		if resolved >= target {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-l.done:
+			l.mu.Lock()
+			resolved = l.resolved
+			l.mu.Unlock()
+			if resolved < target {
+				return fmt.Errorf("sink.InfluxSink.Flush: %w with %d points not written", ErrClosed, s.pending.Load())
+			}
+			return nil
+		case <-ctx.Done():
+			n := s.pending.Load()
+			s.mu.Lock()
+			last := s.lastErr
+			s.mu.Unlock()
+			if last != nil {
+				return fmt.Errorf("sink.InfluxSink.Flush: %d points not yet written to %s (last error: %v): %w", n, s.opts.URL, last, ctx.Err())
+			}
+			return fmt.Errorf("sink.InfluxSink.Flush: %d points not yet written to %s: %w", n, s.opts.URL, ctx.Err())
+		}
+	}
+}
+
 // Close stops accepting points, keeps trying to write those buffered for up to CloseTimeout,
 // then stops. It reports the points it could not write.
 func (s *InfluxSink) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
-
+	for _, l := range s.lanes { // a Write that saw closed false has finished appending
+		l.mu.Lock()
+		l.mu.Unlock() //nolint:staticcheck // barrier
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CloseTimeout)
 	err := s.Flush(ctx)
 	cancel()
 	close(s.stop)
 	s.abort()
-	<-s.done
+	for _, l := range s.lanes {
+		<-l.done
+	}
 	s.client.Close()
 	if err != nil {
 		return fmt.Errorf("sink.InfluxSink.Close: %w", err)
@@ -294,43 +404,48 @@ func (s *InfluxSink) Close() error {
 
 // Stats returns the sink's counters.
 func (s *InfluxSink) Stats() InfluxStats {
-	s.mu.Lock()
-	accepted, pending := s.accepted, s.pending
-	s.mu.Unlock()
+	var accepted int64
+	for _, l := range s.lanes {
+		l.mu.Lock()
+		accepted += l.accepted
+		l.mu.Unlock()
+	}
 	return InfluxStats{
 		Accepted: accepted,
 		Written:  s.written.Load(),
-		Pending:  pending,
+		Pending:  s.pending.Load(),
 		Dropped:  s.dropped.Load(),
 		Rejected: s.rejected.Load(),
 		Retries:  s.retries.Load(),
+		Waits:    s.waits.Load(),
 	}
 }
 
-// run is the sender: it seals the filling batch every FlushInterval and sends batches in order.
-func (s *InfluxSink) run() {
-	defer close(s.done)
+// run is lane l's sender: it seals the filling batch every FlushInterval and sends batches in
+// order.
+func (s *InfluxSink) run(l *influxLane) {
+	defer close(l.done)
 	tick := time.NewTicker(s.opts.FlushInterval)
 	defer tick.Stop()
 	for {
-		s.mu.Lock()
+		l.mu.Lock()
 		var b batch
-		if len(s.queue) > 0 {
-			b = s.queue[0]
-			s.queue[0] = batch{}
-			s.queue = s.queue[1:]
+		if len(l.queue) > 0 {
+			b = l.queue[0]
+			l.queue[0] = batch{}
+			l.queue = l.queue[1:]
 		}
-		s.mu.Unlock()
+		l.mu.Unlock()
 		if b.n > 0 {
-			s.send(b)
+			s.send(l, b)
 			continue
 		}
 		select {
-		case <-s.kick:
+		case <-l.kick:
 		case <-tick.C:
-			s.mu.Lock()
-			s.seal()
-			s.mu.Unlock()
+			l.mu.Lock()
+			l.seal()
+			l.mu.Unlock()
 		case <-s.stop:
 			return // Close flushed already (or gave up)
 		}
@@ -339,7 +454,7 @@ func (s *InfluxSink) run() {
 
 // send writes b, retrying with backoff until it succeeds, InfluxDB refuses it for good, or
 // Close gives up.
-func (s *InfluxSink) send(b batch) {
+func (s *InfluxSink) send(l *influxLane, b batch) {
 	wait := s.opts.RetryMin
 	var failingSince time.Time
 	var lastLog time.Time
@@ -351,13 +466,13 @@ func (s *InfluxSink) send(b batch) {
 			if !failingSince.IsZero() {
 				s.log.Info("InfluxDB writes recovered", "failed_attempts", attempt-1, "outage", time.Since(failingSince).Round(time.Millisecond))
 			}
-			s.resolve(b, nil)
+			s.resolve(l, b, nil)
 			return
 		}
 		if permanent(err) {
 			s.rejected.Add(int64(b.n))
 			s.log.Error("InfluxDB refused a batch of telemetry; dropped", "points", b.n, "err", err)
-			s.resolve(b, fmt.Errorf("InfluxDB refused %d points: %w", b.n, err))
+			s.resolve(l, b, fmt.Errorf("InfluxDB refused %d points: %w", b.n, err))
 			return
 		}
 		s.retries.Add(1)
@@ -383,20 +498,22 @@ func (s *InfluxSink) send(b batch) {
 }
 
 // resolve records b as done (written, or rejected with err) and recycles its buffer.
-func (s *InfluxSink) resolve(b batch, err error) {
+func (s *InfluxSink) resolve(l *influxLane, b batch, err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.resolved += int64(b.n)
-	s.pending -= int64(b.n)
 	s.lastErr = nil
 	if err != nil && s.rejectErr == nil {
 		s.rejectErr = err
 	}
-	if len(s.free) < 4 {
-		s.free = append(s.free, b.lines[:0])
+	s.mu.Unlock()
+	l.mu.Lock()
+	l.resolved += int64(b.n)
+	if len(l.free) < 4 {
+		l.free = append(l.free, b.lines[:0])
 	}
-	close(s.progress)
-	s.progress = make(chan struct{})
+	close(l.progress)
+	l.progress = make(chan struct{})
+	l.mu.Unlock()
+	s.release(int64(b.n))
 }
 
 // permanent reports whether err means InfluxDB will never take the batch: malformed or

@@ -9,6 +9,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -332,8 +334,8 @@ func TestInfluxBadOptions(t *testing.T) {
 func TestInfluxUnreachable(t *testing.T) {
 	ctx := context.Background()
 	u := "http://" + closedAddr(t)
-	s := openInflux(t, InfluxOptions{URL: u, Bucket: "db/autogen", MaxBuffered: 4, CloseTimeout: 50 * time.Millisecond,
-		RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond})
+	s := openInflux(t, InfluxOptions{URL: u, Bucket: "db/autogen", MaxBuffered: 4, OverflowWait: 20 * time.Millisecond,
+		CloseTimeout: 50 * time.Millisecond, RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond})
 	r := report("site-a", "edge-1", time.Now(), win("wan1", 10, 1, 20, 30, 10, 40, 2, 3, false), win("lte", 1, 0, 1, 1, 1, 1, 0, 0, false))
 
 	tests := []struct {
@@ -378,6 +380,84 @@ func TestInfluxUnreachable(t *testing.T) {
 	}
 	if st := s.Stats(); st.Dropped != 2 || st.Accepted != 4 || st.Written != 0 {
 		t.Errorf("Stats: got %+v; want 2 dropped, 4 accepted, 0 written", st)
+	}
+}
+
+// TestInfluxParallelOrder: with many requests in flight at once (one point per batch, 8
+// writers), each series is still written in order: rewriting one point of a series 40 times
+// leaves the last value in InfluxDB (the last write of a series and time wins), for every site.
+func TestInfluxParallelOrder(t *testing.T) {
+	ctx := context.Background()
+	db := influxtest.NewDatabase(t)
+	s := openInflux(t, InfluxOptions{URL: db.URL, Bucket: db.Bucket, BatchSize: 1, Writers: 8})
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	const sites, rewrites = 24, 40
+	for k := range rewrites {
+		for i := range sites {
+			r := report(fmt.Sprintf("site-%02d", i), "edge-1", t0, win("wan1", k+1, 0, float64(k), 1, 1, 1, 0, 0, false))
+			if err := s.Write(ctx, r); err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+		}
+	}
+	flush(t, s, 2*time.Minute)
+	got, err := s.Query(ctx, "", t0.Add(-time.Minute), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("Query: %v", err)
+	}
+	if len(got) != sites {
+		t.Fatalf("got %d samples; want %d (one per site)", len(got), sites)
+	}
+	for _, sm := range got {
+		if sm.Sent != rewrites {
+			t.Errorf("site %s: got sent=%d; want %d (the last write): writes of a series were reordered", sm.Site, sm.Sent, rewrites)
+		}
+	}
+	if st := s.Stats(); st.Accepted != sites*rewrites || st.Written != sites*rewrites || st.Dropped != 0 {
+		t.Errorf("Stats: got %+v; want %d accepted and written, none dropped", st, sites*rewrites)
+	}
+}
+
+// TestInfluxBackPressure: a buffer far smaller than the stream makes Write wait for room
+// instead of dropping: every point of 4 concurrent writers arrives, and the waits are counted.
+func TestInfluxBackPressure(t *testing.T) {
+	ctx := context.Background()
+	db := influxtest.NewDatabase(t)
+	s := openInflux(t, InfluxOptions{URL: db.URL, Bucket: db.Bucket, BatchSize: 3, MaxBuffered: 6, Writers: 2,
+		OverflowWait: time.Minute, FlushInterval: 10 * time.Millisecond})
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	const goroutines, perG = 4, 50
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		go func() {
+			for k := range perG {
+				r := report(fmt.Sprintf("site-%d", g), "edge-1", t0.Add(time.Duration(k)*time.Second),
+					win("wan1", 1, 0, 1, 1, 1, 1, 0, 0, false), win("wan2", 1, 0, 2, 2, 2, 2, 0, 0, false), win("lte", 1, 0, 3, 3, 3, 3, 0, 0, false))
+				if err := s.Write(ctx, r); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		if err := <-errs; err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+	}
+	flush(t, s, 2*time.Minute)
+	got, err := s.Query(ctx, "", t0.Add(-time.Minute), t0.Add(time.Hour))
+	if err != nil {
+		t.Fatalf("Query: %v", err)
+	}
+	const want = goroutines * perG * 3
+	st := s.Stats()
+	if len(got) != want || st.Written != want || st.Dropped != 0 {
+		t.Errorf("got %d samples, stats %+v; want %d written, none dropped", len(got), st, want)
+	}
+	if st.Waits == 0 {
+		t.Errorf("Stats: got %+v; want Writes that waited for room", st)
 	}
 }
 
@@ -430,7 +510,7 @@ func TestInfluxWriteAllocs(t *testing.T) {
 func BenchmarkInfluxWrite(b *testing.B) {
 	ctx := context.Background()
 	db := influxtest.NewDatabase(b)
-	s := openInflux(b, InfluxOptions{URL: db.URL, Bucket: db.Bucket})
+	s := openInflux(b, InfluxOptions{URL: db.URL, Bucket: db.Bucket, Writers: benchWriters()})
 	r := report("", "edge-1", time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
 		win("wan1", 10, 0, 20, 25, 18, 30, 1, 2, false),
 		win("wan2", 10, 1, 35, 45, 30, 50, 3, 4, false),
@@ -452,4 +532,144 @@ func BenchmarkInfluxWrite(b *testing.B) {
 	}
 	flush(b, s, 10*time.Minute)
 	b.ReportMetric(float64(3*i)/time.Since(start).Seconds(), "windows/s")
+}
+
+// benchWriters is InfluxOptions.Writers for the benchmarks: EDGEWAN_BENCH_INFLUX_WRITERS, or
+// 0 (the default).
+func benchWriters() int {
+	n, _ := strconv.Atoi(os.Getenv("EDGEWAN_BENCH_INFLUX_WRITERS"))
+	return n
+}
+
+// BenchmarkInfluxSustained offers InfluxDB the fleet's rate, paced on the wall clock: each op
+// is one second of 10,000 sites x 3 transports (30,000 windows, written in 100 slices of
+// 10 ms). It reports the rate InfluxDB took (windows/s, the final Flush included), the most
+// points ever pending, the Writes that waited for room, and "lost": windows offered that
+// InfluxDB does not hold afterwards (counted there with InfluxQL). Writers comes from
+// benchWriters. Run with -benchtime 60x.
+func BenchmarkInfluxSustained(b *testing.B) {
+	ctx := context.Background()
+	db := influxtest.NewDatabase(b)
+	s := openInflux(b, InfluxOptions{URL: db.URL, Bucket: db.Bucket, Writers: benchWriters()})
+	const sites, slices = 10_000, 100
+	r := report("", "edge-1", time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
+		win("wan1", 10, 0, 20, 25, 18, 30, 1, 2, false),
+		win("wan2", 10, 1, 35, 45, 30, 50, 3, 4, false),
+		win("lte", 10, 2, 60, 90, 50, 120, 8, 9, false))
+	names := make([]string, sites)
+	for i := range names {
+		names[i] = fmt.Sprintf("site-%05d", i)
+	}
+	t0 := r.Time
+	var offered, maxPending int64
+	start := time.Now()
+	sec := 0
+	for b.Loop() {
+		for k := range slices {
+			due := start.Add(time.Duration(sec)*time.Second + time.Duration(k)*time.Second/slices)
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d) // pacing the offered load, not synchronisation
+			}
+			for i := k * sites / slices; i < (k+1)*sites/slices; i++ {
+				r.Site, r.Time = names[i], t0.Add(time.Duration(sec)*time.Second)
+				if err := s.Write(ctx, r); err != nil {
+					b.Fatal(err)
+				}
+				offered += 3
+			}
+			maxPending = max(maxPending, s.Stats().Pending)
+		}
+		sec++
+	}
+	flush(b, s, 10*time.Minute)
+	elapsed := time.Since(start)
+	n, err := influxtest.Count(db, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := s.Stats()
+	b.ReportMetric(float64(offered)/elapsed.Seconds(), "windows/s")
+	b.ReportMetric(float64(offered-n), "lost")
+	b.ReportMetric(float64(maxPending), "max-pending")
+	b.ReportMetric(float64(st.Waits), "waits")
+	if n != offered || st.Dropped != 0 {
+		b.Errorf("offered %d windows; InfluxDB holds %d; stats %+v", offered, n, st)
+	}
+}
+
+// BenchmarkInfluxMinutes is one site-hour of 1-second windows (3 transports: 10,800 points)
+// aggregated to minutes by InfluxDB (Minutes, Flux aggregateWindow): the what-if's read per site
+// and hour with this sink (a day is 24 times as many points).
+func BenchmarkInfluxMinutes(b *testing.B) {
+	ctx := context.Background()
+	db := influxtest.NewDatabase(b)
+	s := openInflux(b, InfluxOptions{URL: db.URL, Bucket: db.Bucket})
+	t0 := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	for sec := range 3600 {
+		r := report("site-1", "edge-1", t0.Add(time.Duration(sec)*time.Second),
+			win("wan1", 5, 0, 20, 25, 18, 30, 1, 2, false),
+			win("wan2", 5, 1, 35, 45, 30, 50, 3, 4, false),
+			win("lte", 5, 0, 60, 90, 50, 120, 8, 9, sec%600 == 0))
+		if err := s.Write(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	flush(b, s, 2*time.Minute)
+	var rows []Rollup
+	for b.Loop() {
+		var err error
+		rows, err = s.Minutes(ctx, "site-1", t0, t0.Add(time.Hour), rows[:0])
+		if err != nil || len(rows) != 180 {
+			b.Fatalf("%d rows, %v", len(rows), err)
+		}
+	}
+}
+
+// TestInfluxMinutes: InfluxQL's minutes (Minutes on InfluxDB 1.x) and Flux's (History) agree,
+// two devices of one site merged, Down windows counted, and the buffer given is appended to.
+func TestInfluxMinutes(t *testing.T) {
+	ctx := context.Background()
+	db := influxtest.NewDatabase(t)
+	s := openInflux(t, InfluxOptions{URL: db.URL, Bucket: db.Bucket})
+	t0 := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	for sec := 0; sec < 180; sec += 10 { // 3 minutes of 10-second windows; a second device from minute 1
+		at := t0.Add(time.Duration(sec) * time.Second)
+		if err := s.Write(ctx, report("site-1", "edge-1", at, win("wan1", 10, sec/60, 20+float64(sec/60), 30, 18, 40, 2, 1, false),
+			win("lte", 10, 0, 60, 80, 50, 90, 8, 2, sec == 70))); err != nil {
+			t.Fatal(err)
+		}
+		if sec >= 60 {
+			if err := s.Write(ctx, report("site-1", "edge-2", at.Add(time.Second), win("wan1", 10, 0, 40, 50, 38, 60, 4, 1, false))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flush(t, s, time.Minute)
+	flux, err := s.History(ctx, "site-1", "", t0, t0.Add(3*time.Minute), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ql, err := s.Minutes(ctx, "site-1", t0, t0.Add(3*time.Minute), []Rollup{{Transport: "kept"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flux) != 6 || len(ql) != 7 || ql[0].Transport != "kept" {
+		t.Fatalf("Flux %d rows, InfluxQL %d (with the 1 given); want 6 and 7", len(flux), len(ql))
+	}
+	for i, f := range flux {
+		q := ql[i+1]
+		f.Site = ""
+		if f.Transport != q.Transport || !f.Time.Equal(q.Time) || f.Windows != q.Windows || f.Sent != q.Sent || f.Lost != q.Lost ||
+			f.DownWindows != q.DownWindows || math.Abs(f.LatencyMs-q.LatencyMs) > 1e-9 || math.Abs(f.P95Ms-q.P95Ms) > 1e-9 ||
+			math.Abs(f.JitterMs-q.JitterMs) > 1e-9 || math.Abs(f.LossPct-q.LossPct) > 1e-9 {
+			t.Errorf("row %d: InfluxQL %+v; Flux %+v", i, q, f)
+		}
+	}
+	// wan1's minute 1: 6 windows of edge-1 at 21 ms and 6 of edge-2 at 40 ms; 6 of 120 probes lost.
+	if w := ql[5]; w.Transport != "wan1" || w.Windows != 12 || w.LatencyMs != 30.5 || w.Lost != 6 || w.Sent != 120 {
+		t.Errorf("wan1 minute 1: %+v", w)
+	}
+	if l := ql[2]; l.Transport != "lte" || l.DownWindows != 1 {
+		t.Errorf("lte minute 1: %+v; want 1 Down window", l)
+	}
 }

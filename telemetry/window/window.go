@@ -18,6 +18,9 @@
 //     is the previous ANSWERED probe: lost probes in between are skipped, not counted as a
 //     difference. J starts at 0 and is carried across windows (it is a smoothed estimate, not a
 //     per-window figure); a window reports J as it stands at the window's end;
+//   - JitterN, JitterMeanMs, JitterSDMs: the count, mean and population standard deviation of
+//     this window's own |D| samples (the same differences, not smoothed, not carried over):
+//     the evidence the SLA detector in steering weighs, where J is a slow running estimate;
 //   - Down: whether the transport is down at the window's end (see below).
 //
 // Down detection: Options.DownAfter consecutive losses flip the transport to down at once: the
@@ -96,6 +99,8 @@ type Window struct {
 	mean, m2   float64 // Welford
 	min, max   float64
 	samples    []float64 // len = kept RTTs, cap = MaxSamples; never grown
+	jn         int       // |D| samples in this window
+	jmean, jm2 float64   // Welford over them
 	rng        uint64    // xorshift64* state for the reservoir
 
 	// carried across windows
@@ -150,7 +155,12 @@ func (w *Window) AddRTT(rtt time.Duration) Change {
 	}
 
 	if w.havePrev {
-		w.jitter += (math.Abs(ms-w.prev) - w.jitter) / 16
+		ad := math.Abs(ms - w.prev)
+		w.jitter += (ad - w.jitter) / 16
+		w.jn++
+		dj := ad - w.jmean
+		w.jmean += dj / float64(w.jn)
+		w.jm2 += dj * (ad - w.jmean)
 	}
 	w.prev, w.havePrev = ms, true
 
@@ -196,6 +206,10 @@ func (w *Window) Flush() telemetry.TransportWindow {
 		tw.P50Ms = percentile(w.samples, 0.50)
 		tw.P95Ms = percentile(w.samples, 0.95)
 	}
+	if w.jn > 0 {
+		tw.JitterN, tw.JitterMeanMs, tw.JitterSDMs = w.jn, w.jmean, math.Sqrt(w.jm2/float64(w.jn))
+	}
+	w.jn, w.jmean, w.jm2 = 0, 0, 0
 	w.sent, w.lost, w.n = 0, 0, 0
 	w.mean, w.m2, w.min, w.max = 0, 0, 0, 0
 	w.samples = w.samples[:0]

@@ -68,28 +68,30 @@ func TestFlush(t *testing.T) {
 			windows: [][]probe{{ms(40), ms(10), loss, ms(30), ms(20)}},
 			want: telemetry.TransportWindow{Name: "wan1", Method: "icmp", Sent: 5, Lost: 1,
 				LatencyMs: 25, P50Ms: 25, P95Ms: 30 + 0.85*10, MinMs: 10, MaxMs: 40,
-				StdDevMs: math.Sqrt(125), JitterMs: jitterOf(40, 10, 30, 20)},
+				StdDevMs: math.Sqrt(125), JitterMs: jitterOf(40, 10, 30, 20),
+				JitterN: 3, JitterMeanMs: 20, JitterSDMs: math.Sqrt(200.0 / 3)},
 		},
 		{
 			name:    "percentiles interpolate",
 			windows: [][]probe{{ms(1), ms(2), ms(3), ms(4), ms(5), ms(6), ms(7), ms(8), ms(9), ms(10), ms(11)}},
 			want: telemetry.TransportWindow{Name: "wan1", Method: "icmp", Sent: 11,
 				LatencyMs: 6, P50Ms: 6, P95Ms: 10.5, MinMs: 1, MaxMs: 11,
-				StdDevMs: math.Sqrt(10), JitterMs: jitterOf(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)},
+				StdDevMs: math.Sqrt(10), JitterMs: jitterOf(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11),
+				JitterN: 10, JitterMeanMs: 1},
 		},
 		{
 			name:    "jitter skips losses",
 			windows: [][]probe{{ms(10), loss, loss, ms(26)}},
 			want: telemetry.TransportWindow{Name: "wan1", Method: "icmp", Sent: 4, Lost: 2,
 				LatencyMs: 18, P50Ms: 18, P95Ms: 10 + 0.95*16, MinMs: 10, MaxMs: 26, StdDevMs: 8,
-				JitterMs: 1},
+				JitterMs: 1, JitterN: 1, JitterMeanMs: 16},
 		},
 		{
 			name:    "jitter carries across windows, the rest does not",
 			windows: [][]probe{{ms(10), ms(42)}, {ms(10)}},
 			want: telemetry.TransportWindow{Name: "wan1", Method: "icmp", Sent: 1,
 				LatencyMs: 10, P50Ms: 10, P95Ms: 10, MinMs: 10, MaxMs: 10,
-				JitterMs: jitterOf(10, 42, 10)},
+				JitterMs: jitterOf(10, 42, 10), JitterN: 1, JitterMeanMs: 32}, // the difference 42 -> 10 is the second window's
 		},
 		{
 			name:    "jitter reported in an all-lost window",
@@ -113,7 +115,7 @@ func TestFlush(t *testing.T) {
 			windows: [][]probe{{ms(-5), ms(1e9)}},
 			want: telemetry.TransportWindow{Name: "wan1", Method: "icmp", Sent: 2,
 				LatencyMs: 300_000, P50Ms: 300_000, P95Ms: 570_000, MinMs: 0, MaxMs: 600_000,
-				StdDevMs: 300_000, JitterMs: 600_000.0 / 16},
+				StdDevMs: 300_000, JitterMs: 600_000.0 / 16, JitterN: 1, JitterMeanMs: 600_000},
 		},
 	}
 	for _, tt := range tests {
@@ -137,9 +139,9 @@ func TestFlush(t *testing.T) {
 func checkWindow(t *testing.T, got, want telemetry.TransportWindow) {
 	t.Helper()
 	if got.Name != want.Name || got.Method != want.Method || got.Sent != want.Sent ||
-		got.Lost != want.Lost || got.Down != want.Down {
-		t.Errorf("got name=%q method=%q sent=%d lost=%d down=%v; want name=%q method=%q sent=%d lost=%d down=%v",
-			got.Name, got.Method, got.Sent, got.Lost, got.Down, want.Name, want.Method, want.Sent, want.Lost, want.Down)
+		got.Lost != want.Lost || got.Down != want.Down || got.JitterN != want.JitterN {
+		t.Errorf("got name=%q method=%q sent=%d lost=%d down=%v jitter_n=%d; want name=%q method=%q sent=%d lost=%d down=%v jitter_n=%d",
+			got.Name, got.Method, got.Sent, got.Lost, got.Down, got.JitterN, want.Name, want.Method, want.Sent, want.Lost, want.Down, want.JitterN)
 	}
 	for _, f := range []struct {
 		name      string
@@ -152,6 +154,8 @@ func checkWindow(t *testing.T, got, want telemetry.TransportWindow) {
 		{"MaxMs", got.MaxMs, want.MaxMs},
 		{"JitterMs", got.JitterMs, want.JitterMs},
 		{"StdDevMs", got.StdDevMs, want.StdDevMs},
+		{"JitterMeanMs", got.JitterMeanMs, want.JitterMeanMs},
+		{"JitterSDMs", got.JitterSDMs, want.JitterSDMs},
 	} {
 		if !near(f.got, f.want) {
 			t.Errorf("%s: got %v; want %v", f.name, f.got, f.want)

@@ -11,6 +11,7 @@ import (
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/server/servertest"
+	"github.com/edgewan/edgewan/controller/whatif/whatiftest"
 	"github.com/edgewan/edgewan/telemetry/sink"
 	"github.com/edgewan/edgewan/telemetry/sink/influxtest"
 )
@@ -92,4 +93,14 @@ func TestTelemetryToInflux(t *testing.T) {
 	if len(mpls) != n || mpls[0].LatencyMs != 20 || mpls[n-1].LatencyMs != 20+n-1 {
 		t.Fatalf("mpls points: %d, first %+v", len(mpls), mpls[0])
 	}
+}
+
+// TestSimulateOnInflux runs the policy simulation's hand-computed scenario with the history in
+// InfluxDB (minutes aggregated by Flux). SQLite only: this binary's TestMain serves InfluxDB,
+// and controller/server runs the same scenario on PostgreSQL with the embedded store.
+func TestSimulateOnInflux(t *testing.T) {
+	db := influxtest.NewDatabase(t)
+	whatiftest.Run(t, servertest.Start(t, servertest.Options{Config: func(c *config.Config) {
+		c.InfluxURL, c.InfluxBucket = db.URL, db.Bucket
+	}}))
 }

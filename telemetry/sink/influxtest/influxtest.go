@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -360,3 +361,56 @@ func randHex(n int) string {
 }
 
 func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// Count returns the number of points of measurement "transport" in db (InfluxQL
+// SELECT count(sent)), optionally restricted by an InfluxQL condition such as
+// "site = 'site-1'" ("" for none).
+func Count(db Database, where string) (int64, error) {
+	q := "SELECT count(sent) FROM transport"
+	if where != "" {
+		q += " WHERE " + where
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	u := db.URL + "/query?" + url.Values{"db": {db.Name}, "q": {q}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, fmt.Errorf("influxtest.Count: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("influxtest.Count: %w", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Results []struct {
+			Error  string `json:"error"`
+			Series []struct {
+				Values [][]any `json:"values"`
+			} `json:"series"`
+		} `json:"results"`
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		return 0, fmt.Errorf("influxtest.Count: %s: %w", resp.Status, err)
+	}
+	if len(out.Results) != 1 {
+		return 0, fmt.Errorf("influxtest.Count: %d results", len(out.Results))
+	}
+	if e := out.Results[0].Error; e != "" {
+		return 0, fmt.Errorf("influxtest.Count: %s", e)
+	}
+	if len(out.Results[0].Series) == 0 {
+		return 0, nil // no points
+	}
+	v := out.Results[0].Series[0].Values
+	if len(v) != 1 || len(v[0]) != 2 {
+		return 0, fmt.Errorf("influxtest.Count: unexpected answer %v", v)
+	}
+	c, ok := v[0][1].(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("influxtest.Count: unexpected answer %v", v)
+	}
+	return c.Int64()
+}

@@ -81,3 +81,88 @@ func Holdout(gz Gazetteer) Config {
 			"uni-wien.ac.at", "startup.ai", "kantoor.nl", "hotmail.fr", "dept.gov.example"},
 	}
 }
+
+// Generalise returns the configuration of the generalisation corpus, split from the tuned
+// corpora by kind rather than by seed: templates C (realistic e-mails, tickets, chat, CSV rows,
+// logs and forms, written after the detectors were tuned), names only from the name origins
+// that aigw/detect's generalisation test leaves out of the name model's training (and not in the
+// gazetteer), addresses only from countries the tuned corpora never had, and card, SSN, date
+// and phone-extension forms the tuned corpora never had.
+//
+// dev selects the development split, which tuning may look at: the other half of templates C,
+// namemodel.DevOrigins and other countries. The held-out split is only ever scored.
+func Generalise(gz Gazetteer, first, last []string, dev bool) Config {
+	keep := func(ws []string) []string {
+		var out []string
+		for _, w := range ws {
+			if !gz.Folded[fold(w)] {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	name, seed := "generalise", uint64(91011)
+	if dev {
+		name, seed = "generalise-dev", 5150
+	}
+	return Config{
+		Name: name, Seed: seed, Samples: 1200,
+		Templates: devTemplates(splitTemplates(templatesC, dev), dev), Weights: weightsC,
+		First: keep(first), Last: keep(last),
+		Intl:           splitCountries(dev),
+		PlaceNegatives: splitList(placeNegatives, dev),
+		Streets:        strings.Fields(`Birch Aspen Magnolia`), Cities: []string{"Boise|ID"},
+		Domains: []string{"savanna-ag.ke", "andeslink.pe", "steppe.mn", "fjord.no", "mail.example.nz",
+			"kaimana.example", "umoya.co.za", "helsinki-tech.fi"},
+	}
+}
+
+// splitTemplates returns every other template of each category: the even ones for the
+// development split, the odd ones for the held-out split.
+func splitTemplates(ts map[string][]string, dev bool) map[string][]string {
+	out := map[string][]string{}
+	for c, list := range ts {
+		for i, t := range list {
+			if (i%2 == 0) == dev {
+				out[c] = append(out[c], t)
+			}
+		}
+	}
+	return out
+}
+
+// splitCountries returns the address countries of a split.
+func splitCountries(dev bool) []intlAddress {
+	var out []intlAddress
+	for _, a := range intlAddresses {
+		if devCountries[a.country] == dev {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// devCountries are the address countries of the development split; the held-out split has
+// the others (PL, BE, CH, AT, DK, IE).
+var devCountries = map[string]bool{"NL": true, "AU": true, "CA": true, "BR": true, "SE": true, "PT": true}
+
+// splitList returns the even elements for the development split, the odd ones otherwise.
+func splitList(l []string, dev bool) []string {
+	var out []string
+	for i, x := range l {
+		if (i%2 == 0) == dev {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// devTemplates adds templatesDevExtra to the development split.
+func devTemplates(ts map[string][]string, dev bool) map[string][]string {
+	if dev {
+		for c, list := range templatesDevExtra {
+			ts[c] = append(ts[c], list...)
+		}
+	}
+	return ts
+}

@@ -1,7 +1,11 @@
-// Command gencorpus writes the labelled corpora that aigw/detect's TestQuality scores the
-// detectors against: testdata/corpus.jsonl (the main set, templates A, gazetteer names) and
-// testdata/corpus_holdout.jsonl (a different seed, different templates, street and city names,
-// and person names that are not in the gazetteer).
+// Command gencorpus writes the labelled corpora that aigw/detect's TestQuality and
+// TestGeneralisation score the detectors against: testdata/corpus.jsonl (the main set,
+// templates A, gazetteer names), testdata/corpus_holdout.jsonl (a different seed, different
+// templates, street and city names, and person names that are not in the gazetteer), and the
+// generalisation splits by kind, testdata/corpus_generalise_dev.jsonl (tuning may read it) and
+// testdata/corpus_generalise.jsonl (only scored): each has its own half of templates C, its own
+// name origins (namemodel.DevOrigins, namemodel.HeldOutOrigins), address countries and
+// place/product negatives.
 //
 // Every sample is built from templates whose placeholders are filled with generated values
 // whose spans are recorded as they are written, so the labels are exact by construction.
@@ -25,6 +29,8 @@ import (
 	"strings"
 
 	"github.com/nyaruka/phonenumbers"
+
+	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
 )
 
 // Sample is one labelled text.
@@ -52,18 +58,48 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gencorpus:", err)
 		os.Exit(1)
 	}
+	gen, err := GeneraliseConfig(gz, false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gencorpus:", err)
+		os.Exit(1)
+	}
+	dev, err := GeneraliseConfig(gz, true)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gencorpus:", err)
+		os.Exit(1)
+	}
 	for _, c := range []struct {
 		file string
 		cfg  Config
 	}{
 		{"corpus.jsonl", Main(gz)},
 		{"corpus_holdout.jsonl", Holdout(gz)},
+		{"corpus_generalise.jsonl", gen},
+		{"corpus_generalise_dev.jsonl", dev},
 	} {
 		if err := write(filepath.Join(*dir, c.file), Generate(c.cfg)); err != nil {
 			fmt.Fprintln(os.Stderr, "gencorpus:", err)
 			os.Exit(1)
 		}
 	}
+}
+
+// GeneraliseConfig returns Generalise with the names of namemodel.HeldOutOrigins, or of
+// namemodel.DevOrigins for the development split.
+func GeneraliseConfig(gz Gazetteer, dev bool) (Config, error) {
+	origins := namemodel.HeldOutOrigins
+	if dev {
+		origins = namemodel.DevOrigins
+	}
+	var first, last []string
+	for _, o := range origins {
+		g, f, err := namemodel.OriginNames(o)
+		if err != nil {
+			return Config{}, err
+		}
+		first, last = append(first, g...), append(last, f...)
+	}
+	return Generalise(gz, first, last, dev), nil
 }
 
 // Gazetteer holds the detector's name lists.
@@ -143,6 +179,9 @@ type Config struct {
 	ESStreets []string
 	ITStreets []string
 	Domains   []string
+	Intl      []intlAddress // countries of address_intl
+
+	PlaceNegatives []string // unlabelled place, product and organisation names
 }
 
 // Generate returns cfg.Samples samples.
@@ -373,8 +412,30 @@ func (g *gen) fill(b *builder, kind string) {
 	case "person_lower":
 		b.entity("person", strings.ToLower(g.person()))
 	case "phone_ext":
-		b.entity("phone", g.phoneUS())
-		b.text(g.pick([]string{" ext. ", " x", " ext "}) + g.digits(3))
+		// The extension is part of the number (it is dialled).
+		b.entity("phone", g.phoneUS()+g.pick([]string{" ext. ", " x", " ext "})+g.digits(3))
+	// Generalisation corpus (templates C): unseen separators, countries and cue-less names.
+	case "card_sep":
+		d := g.cardDigits(g.pick([]string{"visa", "mastercard", "amex", "discover"}))
+		sep := g.pick([]string{".", "  ", ".", "  ", " - "[1:2]})
+		if len(d) == 15 {
+			b.entity("credit_card", d[:4]+sep+d[4:10]+sep+d[10:])
+		} else {
+			b.entity("credit_card", d[:4]+sep+d[4:8]+sep+d[8:12]+sep+d[12:])
+		}
+	case "ssn_dots":
+		b.entity("ssn", g.ssn(g.pick([]string{".", "-", " "})))
+	case "dob_of":
+		y := g.birthYear()
+		m := g.pick([]string{"Jan", "Feb", "March", "Apr", "June", "July", "Aug", "Sept", "Oct", "Nov", "December"})
+		d := 1 + g.r.IntN(28)
+		b.entity("date_of_birth", fmt.Sprintf("%d%s of %s %d", d, ordinalSuffix(d), m, y))
+	case "address_intl":
+		b.entity("street_address", g.addressIntl())
+	case "place_neg":
+		b.text(g.pick(g.cfg.PlaceNegatives))
+	case "label":
+		b.text(g.pick([]string{"Owner", "Assignee", "Reporter", "Requester", "Customer", "Contact", "Employee", "Candidate", "Tenant", "Driver"}))
 	case "first":
 		b.entity("person", g.pick(g.cfg.First))
 	case "last":
@@ -910,6 +971,80 @@ func (g *gen) person() string {
 		return f + " " + g.pick(g.cfg.First) + " " + l
 	}
 	return f + " " + l
+}
+
+func ordinalSuffix(d int) string {
+	switch {
+	case d%10 == 1 && d != 11:
+		return "st"
+	case d%10 == 2 && d != 12:
+		return "nd"
+	case d%10 == 3 && d != 13:
+		return "rd"
+	}
+	return "th"
+}
+
+// placeNegatives are place, product and organisation names that contain or look like personal
+// names; they are written unlabelled.
+var placeNegatives = []string{"the Lincoln Park branch", "Victoria Station", "Jackson Heights",
+	"Johns Hopkins Hospital", "Morgan Stanley", "the Ford Transit van", "Grafana Loki",
+	"Kuala Lumpur", "Addis Ababa", "the Santa Monica Pier", "Mount Kilimanjaro", "Lake Tahoe",
+	"the Mercedes-Benz Sprinter", "Walnut Creek", "Morgan Hill", "the Hilton Garden Inn",
+	"Saint Petersburg", "the Golden Gate Bridge", "Buenos Aires", "Tesla Model Y",
+	"the Kennedy Center", "Charlotte Douglas Airport", "the Austin office", "Salt Lake City",
+	"Jordan Valley Farms", "the Madison Square Garden show", "Toyota Corolla", "Apache Kafka",
+	"the Washington Monument", "Florence Cathedral", "the Lincoln Memorial", "Victoria Falls"}
+
+// intlAddress builds an address of a country the tuned corpora never had.
+type intlAddress struct {
+	country string
+	streets []string
+	format  func(g *gen, street string) string
+}
+
+var intlAddresses = []intlAddress{
+	{"NL", []string{"Herengracht", "Prinsengracht", "Kalverstraat", "Damrak", "Oudegracht", "Coolsingel"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s %d, %04d %s%s %s", st, 1+g.r.IntN(400), 1000+g.r.IntN(8999), string(rune('A'+g.r.IntN(26))), string(rune('A'+g.r.IntN(26))), g.pick([]string{"Amsterdam", "Utrecht", "Rotterdam", "Den Haag"}))
+	}},
+	{"AU", []string{"Collins Street", "George St", "Queen Street", "Flinders Lane", "Hay Street"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%d %s, %s %d", 1+g.r.IntN(500), st, g.pick([]string{"Melbourne VIC", "Sydney NSW", "Brisbane QLD", "Hobart TAS", "Canberra ACT"}), 2000+g.r.IntN(5000))
+	}},
+	{"CA", []string{"Queen Street West", "Yonge Street", "Rue Sainte-Catherine", "Granville Street", "Jasper Avenue"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%d %s, %s %s%d%s %d%s%d", 1+g.r.IntN(3000), st, g.pick([]string{"Toronto, ON", "Montréal, QC", "Vancouver, BC", "Edmonton, AB"}), string(rune('A'+g.r.IntN(20))), g.r.IntN(10), string(rune('A'+g.r.IntN(26))), g.r.IntN(10), string(rune('A'+g.r.IntN(26))), g.r.IntN(10))
+	}},
+	{"BR", []string{"Avenida Paulista", "Rua Augusta", "Rua Oscar Freire", "Avenida Atlântica"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s, %d, %05d-%03d %s", st, 1+g.r.IntN(2000), 10000+g.r.IntN(89999), g.r.IntN(1000), g.pick([]string{"São Paulo", "Rio de Janeiro", "Curitiba"}))
+	}},
+	{"SE", []string{"Drottninggatan", "Kungsgatan", "Sveavägen", "Götgatan"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s %d, %03d %02d %s", st, 1+g.r.IntN(120), 100+g.r.IntN(800), g.r.IntN(100), g.pick([]string{"Stockholm", "Göteborg", "Malmö"}))
+	}},
+	{"PT", []string{"Rua Garrett", "Avenida da Liberdade", "Rua de Santa Catarina"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s %d, %04d-%03d %s", st, 1+g.r.IntN(300), 1000+g.r.IntN(8999), g.r.IntN(1000), g.pick([]string{"Lisboa", "Porto"}))
+	}},
+	{"PL", []string{"Marszałkowska", "Floriańska", "Piotrkowska", "Długa"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s %d, %02d-%03d %s", st, 1+g.r.IntN(200), 10+g.r.IntN(89), g.r.IntN(1000), g.pick([]string{"Warszawa", "Kraków", "Łódź", "Gdańsk"}))
+	}},
+	{"BE", []string{"Rue de la Loi", "Meir", "Avenue Louise", "Korenmarkt"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s %d, %04d %s", st, 1+g.r.IntN(300), 1000+g.r.IntN(8999), g.pick([]string{"Bruxelles", "Antwerpen", "Gent", "Liège"}))
+	}},
+	{"CH", []string{"Bahnhofstrasse", "Rue du Rhône", "Marktgasse", "Via Nassa"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s %d, %04d %s", st, 1+g.r.IntN(150), 1000+g.r.IntN(8999), g.pick([]string{"Zürich", "Genève", "Bern", "Lugano"}))
+	}},
+	{"AT", []string{"Mariahilfer Straße", "Kärntner Straße", "Getreidegasse", "Herrengasse"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s %d, %04d %s", st, 1+g.r.IntN(150), 1010+g.r.IntN(8000), g.pick([]string{"Wien", "Salzburg", "Graz", "Linz"}))
+	}},
+	{"DK", []string{"Strøget", "Nørrebrogade", "Vesterbrogade", "Østergade"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%s %d, %04d %s", st, 1+g.r.IntN(200), 1000+g.r.IntN(8999), g.pick([]string{"København", "Aarhus", "Odense"}))
+	}},
+	{"IE", []string{"Harcourt Road", "Grafton Street", "Patrick Street", "Shop Street"}, func(g *gen, st string) string {
+		return fmt.Sprintf("%d %s, %s, %s%02d %s%d%s%d", 1+g.r.IntN(200), st, g.pick([]string{"Dublin 2", "Cork", "Galway"}), string(rune('A'+g.r.IntN(20))), 1+g.r.IntN(20), string(rune('A'+g.r.IntN(26))), g.r.IntN(10), string(rune('A'+g.r.IntN(26))), 10+g.r.IntN(90))
+	}},
+}
+
+func (g *gen) addressIntl() string {
+	a := g.cfg.Intl[g.r.IntN(len(g.cfg.Intl))]
+	return a.format(g, g.pick(a.streets))
 }
 
 var usTypes = []string{"Street", "St", "Avenue", "Ave", "Road", "Rd", "Boulevard", "Blvd", "Lane", "Ln", "Drive", "Dr", "Court", "Ct", "Way", "Place", "Terrace", "Parkway", "Circle"}

@@ -16,6 +16,14 @@ func TestCorporaUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gen, err := GeneraliseConfig(gz, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := GeneraliseConfig(gz, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		file string
@@ -23,6 +31,8 @@ func TestCorporaUpToDate(t *testing.T) {
 	}{
 		{"main", "corpus.jsonl", Main(gz)},
 		{"holdout", "corpus_holdout.jsonl", Holdout(gz)},
+		{"generalise", "corpus_generalise.jsonl", gen},
+		{"generalise-dev", "corpus_generalise_dev.jsonl", dev},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,131 @@
+package detect
+
+// Column headers: in a delimited table (CSV, TSV, '|' or ';' rows), the header cell above a
+// value is its label: "name;dob;ssn" makes "Kalani Kahale;1991-02-03;575 21 4430" a name, a date
+// of birth and an SSN. The header is the first line of the block of lines that contain the
+// delimiter, at most columnMaxLines lines and columnMaxBytes bytes above the value.
+
+const (
+	columnMaxLines = 32
+	columnMaxBytes = 4096
+	columnMaxCell  = 40
+)
+
+// columnHeader returns the header cell of the column that text[start:end] fills, or "" when
+// the span is not a whole cell of a delimited row under a header line.
+func columnHeader(text string, start, end int) string {
+	s, e := start, end
+	if s > 0 && text[s-1] == '"' && e < len(text) && text[e] == '"' {
+		s, e = s-1, e+1
+	}
+	var d byte
+	switch {
+	case s > 0 && isDelimiter(text[s-1]):
+		d = text[s-1]
+	case e < len(text) && isDelimiter(text[e]):
+		d = text[e]
+	default:
+		return ""
+	}
+	if s > 0 && text[s-1] != d && text[s-1] != '\n' || e < len(text) && text[e] != d && text[e] != '\n' && text[e] != '\r' {
+		return ""
+	}
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < columnMaxBytes {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' {
+		return ""
+	}
+	col := 0
+	for i := ls; i < s; i++ {
+		if text[i] == d {
+			col++
+		}
+	}
+	// Walk up to the first line of the block whose lines all contain d.
+	hs := ls
+	for n := 0; n < columnMaxLines && hs > 0 && start-hs < columnMaxBytes; n++ {
+		p := hs - 1 // the '\n' ending the previous line
+		q := p
+		for q > 0 && text[q-1] != '\n' {
+			q--
+		}
+		if !containsByte(text[q:p], d) {
+			break
+		}
+		hs = q
+	}
+	if hs == ls {
+		return "" // no line above
+	}
+	// The header cell at index col.
+	i, c := hs, 0
+	for i < len(text) && text[i] != '\n' && c < col {
+		if text[i] == d {
+			c++
+		}
+		i++
+	}
+	if c != col {
+		return ""
+	}
+	j := i
+	for j < len(text) && text[j] != d && text[j] != '\n' && text[j] != '\r' && j-i <= columnMaxCell {
+		j++
+	}
+	if j-i > columnMaxCell {
+		return ""
+	}
+	for i < j && (text[i] == '"' || text[i] == ' ') {
+		i++
+	}
+	for j > i && (text[j-1] == '"' || text[j-1] == ' ') {
+		j--
+	}
+	return text[i:j]
+}
+
+func isDelimiter(c byte) bool { return c == ',' || c == ';' || c == '|' || c == '\t' }
+
+func containsByte(s string, c byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return true
+		}
+	}
+	return false
+}
+
+// headerHas reports whether the header cell contains one of the keywords at word bounds ('_'
+// and '-' count as bounds: "full_name", "date-of-birth").
+func headerHas(cell string, kws *keywords) bool {
+	if cell == "" || kws == nil {
+		return false
+	}
+	var buf [columnMaxCell + 1]byte
+	b := buf[:0]
+	for i := 0; i < len(cell); i++ {
+		c := cell[i]
+		if c == '_' || c == '-' {
+			c = ' '
+		}
+		b = append(b, lowerASCII(c))
+	}
+	h := string(b) // short; matchKeyword needs a string
+	for p := 0; p < len(h); p++ {
+		for _, kw := range kws.first[h[p]] {
+			if p+len(kw) <= len(h) && matchKeyword(h, p, kw) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nameHeaders label a column of person names.
+var nameHeaders = newKeywords("name", "full name", "fullname", "first name", "last name",
+	"customer", "client", "owner", "contact", "employee", "patient", "person", "holder",
+	"cardholder", "recipient", "sender", "assignee", "reporter", "requester", "author", "user name",
+	"applicant", "tenant", "guest", "passenger", "member", "student", "nombre", "nom", "nome", "vorname",
+	"nachname")

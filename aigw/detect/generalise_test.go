@@ -1,0 +1,201 @@
+package detect
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
+)
+
+// heldOutEngine returns an engine whose name model never saw the names of
+// namemodel.HeldOutOrigins (the origins every name of the generalisation corpus comes from).
+func heldOutEngine(t *testing.T, origins []string) *Engine {
+	t.Helper()
+	c, err := namemodel.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := namemodel.Build(c, "gazetteer", origins...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEngine(t, Options{nameModel: m})
+}
+
+// TestGeneralisation scores detection on text of kinds it was not tuned on: templates C,
+// names of origins the name model was trained without (and that the gazetteer does not hold),
+// addresses of countries the tuned corpora never had, and card, SSN, date and extension forms
+// they never had. The targets are the issue's: F2 >= 0.90, precision >= 0.97, card and SSN
+// recall >= 0.99.
+//
+// The development split (other templates, namemodel.DevOrigins, other countries) is the one
+// tuning may look at (-quality.errors); the held-out split is only scored.
+func TestGeneralisation(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		origins    []string
+		minF2      float64
+	}{
+		{"held-out", "testdata/corpus_generalise.jsonl", namemodel.HeldOutOrigins, 0.90},
+		{"dev", "testdata/corpus_generalise_dev.jsonl", namemodel.DevOrigins, 0.90},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := heldOutEngine(t, tc.origins)
+			samples := loadCorpus(t, tc.file)
+			if len(samples) < 1000 {
+				t.Fatalf("got %d samples; want at least 1000", len(samples))
+			}
+			if tc.name == "held-out" {
+				old := *showErrors
+				*showErrors = 0
+				defer func() { *showErrors = old }()
+			}
+			per, total := evaluate(t, e, samples)
+			t.Log(qualityTable("generalise "+tc.name, per, total))
+			checkTargets(t, per, total, tc.minF2)
+		})
+	}
+}
+
+// TestRealistic scores the shipped engine on hand-written texts (testdata/realistic_holdout.txt)
+// that were never used to tune it. Its targets guard against regressions just under the
+// measured figures (docs/benchmarks.md); the issue's targets are checked on the larger
+// generalisation corpus.
+func TestRealistic(t *testing.T) {
+	e := newEngine(t, Options{})
+	samples := loadAnnotated(t, "testdata/realistic_holdout.txt")
+	if len(samples) < 40 {
+		t.Fatalf("got %d samples; want at least 40", len(samples))
+	}
+	per, total := evaluate(t, e, samples)
+	t.Log(qualityTable("realistic (hand-written)", per, total))
+	if f2 := total.f2(); f2 < realisticMinF2 {
+		t.Errorf("overall F2 = %.3f; want >= %.2f", f2, realisticMinF2)
+	}
+	if p := total.precision(); p < realisticMinPrecision {
+		t.Errorf("overall precision = %.3f; want >= %.2f", p, realisticMinPrecision)
+	}
+}
+
+func checkTargets(t *testing.T, per map[string]*typeScore, total typeScore, minF2 float64) {
+	t.Helper()
+	if f2 := total.f2(); f2 < minF2 {
+		t.Errorf("overall F2 = %.3f; want >= %.2f", f2, minF2)
+	}
+	if p := total.precision(); p < 0.97 {
+		t.Errorf("overall precision = %.3f; want >= 0.97", p)
+	}
+	for _, typ := range []string{TypeCreditCard, TypeSSN} {
+		if r := per[typ].recall(); r < 0.99 {
+			t.Errorf("%s recall = %.3f; want >= 0.99", typ, r)
+		}
+	}
+}
+
+// Regression guards for TestRealistic (see its comment).
+const (
+	realisticMinF2        = 0.92 // measured 0.938
+	realisticMinPrecision = 0.94 // measured 0.955
+)
+
+// loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
+func loadAnnotated(t *testing.T, path string) []corpusSample {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corpusSample
+	var id string
+	var body []string
+	flush := func() {
+		if id == "" {
+			return
+		}
+		s := corpusSample{ID: id}
+		raw := strings.TrimRight(strings.Join(body, "\n"), "\n")
+		var text strings.Builder
+		for {
+			i := strings.Index(raw, "[[")
+			if i < 0 {
+				text.WriteString(raw)
+				break
+			}
+			j := strings.Index(raw[i:], "]]")
+			k := strings.IndexByte(raw[i:], ':')
+			if j < 0 || k < 0 || k > j {
+				t.Fatalf("%s: bad mark-up near %q", id, raw[i:min(len(raw), i+40)])
+			}
+			text.WriteString(raw[:i])
+			typ, val := raw[i+2:i+k], raw[i+k+1:i+j]
+			start := text.Len()
+			text.WriteString(val)
+			s.Spans = append(s.Spans, struct {
+				Type  string `json:"type"`
+				Start int    `json:"start"`
+				End   int    `json:"end"`
+			}{typ, start, text.Len()})
+			raw = raw[i+j+2:]
+		}
+		s.Text = text.String()
+		out = append(out, s)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "=== "); ok {
+			flush()
+			id, body = strings.TrimSpace(rest), nil
+			continue
+		}
+		if id == "" {
+			continue // header comments
+		}
+		body = append(body, line)
+	}
+	flush()
+	return out
+}
+
+// TestNoPlaceAsPerson checks that place, product and organisation names that contain or look
+// like personal names are not taken for people.
+func TestNoPlaceAsPerson(t *testing.T) {
+	e := newEngine(t, Options{})
+	for _, text := range []string{
+		"The Lincoln Park branch opens at 9.",
+		"Victoria Station is closed for works.",
+		"We met at Jackson Heights station.",
+		"Johns Hopkins Hospital called back.",
+		"Morgan Stanley wants a demo.",
+		"Park the Ford Transit van outside.",
+		"Deploy Grafana Loki 3.1 next week.",
+		"Flights to Kuala Lumpur and Addis Ababa are delayed.",
+		"The Santa Monica Pier pictures are great.",
+		"Mount Kilimanjaro poster, 12.00",
+		"Lake Tahoe and Walnut Creek are on the list.",
+		"The Hilton Garden Inn has rooms.",
+		"Saint Petersburg office",
+		"The Golden Gate Bridge is open.",
+		"Tesla Model Y and Toyota Corolla are in the fleet.",
+		"The Kennedy Center show was sold out.",
+		"Charlotte Douglas Airport is busy.",
+		"The Austin office moved.",
+		"Jordan Valley Farms sells eggs.",
+		"The Madison Square Garden show starts at 8.",
+		"Apache Kafka and Visual Studio Code need updates.",
+		"The Washington Monument is closed.",
+		"Florence Cathedral was stunning.",
+		"We visited the Lincoln Memorial.",
+		"Victoria Falls trip booked.",
+		"Morgan Hill and Salt Lake City next.",
+		"The Paris Hilton ballroom is booked.",
+		"Buenos Aires and Rio de Janeiro flights.",
+		"Mercedes-Benz Sprinter fleet tablets",
+		"Goldman Sachs lobby",
+	} {
+		for _, x := range e.Scan(text) {
+			if x.Type == TypePerson {
+				t.Errorf("%q: %q taken for a person (%.2f)", text, x.Text, x.Score)
+			}
+		}
+	}
+}

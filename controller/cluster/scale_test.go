@@ -1,0 +1,371 @@
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/edgewan/edgewan/controller/ingest"
+	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/controller/mqtt/natstest"
+	"github.com/edgewan/edgewan/controller/sdwan"
+	"github.com/edgewan/edgewan/coreapi/event"
+	"github.com/edgewan/edgewan/telemetry"
+)
+
+// fleet is the sites of the scale test as the engines' Store sees them: claimed sites with 3
+// transports each, in memory (the leases are in the real PostgreSQL); writes are accepted.
+type fleet struct{ sites map[string]*sdwan.Site }
+
+func newFleet(n int) *fleet {
+	f := &fleet{sites: map[string]*sdwan.Site{}}
+	for i := range n {
+		id := fmt.Sprintf("site-%03d", i)
+		s := &sdwan.Site{ID: id, Name: id, Status: sdwan.SiteOffline, Role: "branch", DeviceID: "dev-" + id, ClaimedAt: time.Now()}
+		for c, name := range []string{"mpls", "inet", "lte"} {
+			s.Transports = append(s.Transports, &sdwan.Transport{ID: fmt.Sprintf("tr-%s-%d", id, c), SiteID: id, Name: name, Cost: c})
+		}
+		f.sites[id] = s
+	}
+	return f
+}
+
+func (f *fleet) LiveSites(context.Context) ([]*sdwan.Site, error) {
+	var out []*sdwan.Site
+	for _, s := range f.sites {
+		out = append(out, s)
+	}
+	return out, nil
+}
+func (f *fleet) GetSite(_ context.Context, id string) (*sdwan.Site, error) { return f.sites[id], nil }
+func (f *fleet) Assignments(context.Context, string) ([]*sdwan.Assignment, error) {
+	return nil, nil
+}
+func (f *fleet) SetSiteStatus(context.Context, string, string, time.Time, time.Time, ...*event.Envelope) (int, error) {
+	return 0, nil
+}
+func (f *fleet) SaveFigures(context.Context, map[string]time.Time, []sdwan.TransportFigures) error {
+	return nil
+}
+func (f *fleet) SetRollout(context.Context, string, string, int, string, string, time.Time) (bool, error) {
+	return true, nil
+}
+func (f *fleet) InsertEvents(_ context.Context, evs ...*event.Envelope) (int, error) {
+	return len(evs), nil
+}
+
+// handled records which controller evaluated each site's reports, in order: the engines'
+// time-series Sink (this test checks ownership and loss, not storage).
+type handled struct {
+	mu  sync.Mutex
+	log map[string][]handling
+}
+
+type handling struct {
+	ctl string
+	seq uint64
+	at  time.Time
+}
+
+type recordingSink struct {
+	h   *handled
+	ctl string
+}
+
+func (s recordingSink) Write(ctx context.Context, r *telemetry.Report) error {
+	s.h.mu.Lock()
+	s.h.log[r.Site] = append(s.h.log[r.Site], handling{ctl: s.ctl, seq: r.Seq, at: time.Now()})
+	s.h.mu.Unlock()
+	return nil
+}
+func (s recordingSink) Flush(context.Context) error { return nil }
+
+// controller is one controller of the test: lease member, NATS bus, ingest engine.
+type controller struct {
+	id     string
+	m      *Member
+	bus    *mqtt.NATSBus
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+func startController(t *testing.T, id string, db *sql.DB, nc *natstest.Cluster, f *fleet, h *handled) *controller {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &controller{id: id, cancel: cancel}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var err error
+	c.m, err = New(ctx, Options{DB: db, ID: id, TTL: 3 * time.Second, Logger: quiet,
+		OnAcquire: func(p int, _ int64) {
+			if err := c.bus.StartPartition(ctx, p); err != nil && ctx.Err() == nil {
+				t.Errorf("%s: StartPartition %d: %v", id, p, err)
+			}
+		},
+		OnRelease: func(p int) { c.bus.StopPartition(p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.bus, err = mqtt.NewNATSBus(ctx, mqtt.NATSOptions{URLs: nc.URLs, MQTTURLs: nc.MQTTURLs, User: natstest.User,
+		Password: natstest.Password, ClientID: "ctl-" + id, AckWait: 2 * time.Second, Logger: quiet,
+		Owns: func(p int) bool { _, ok := c.m.Epoch(p); return ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ingest.New(f, c.bus, recordingSink{h: h, ctl: id}, ingest.Options{Owner: c.m, Logger: quiet})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.done.Add(2)
+	go func() { defer c.done.Done(); _ = e.Run(ctx) }()
+	go func() { defer c.done.Done(); _ = c.m.Run(ctx) }()
+	return c
+}
+
+// kill stops c as kill -9 would: its leases are not released (they expire), its bus stops
+// consuming without acknowledging what it had not handled.
+func (c *controller) kill() {
+	c.m.mu.Lock()
+	c.m.abandon = true
+	c.m.mu.Unlock()
+	c.cancel()
+	c.bus.Close()
+	c.done.Wait()
+	c.m.mu.Lock()
+	c.m.held = map[int]lease{}
+	c.m.mu.Unlock()
+}
+
+// TestScaleOut runs 3 controllers (lease member + NATS bus + ingest engine each, in this
+// process) on a real 3-node NATS cluster and PostgreSQL, with 50 MQTT agents reporting twice a
+// second. One controller is killed: its sites are evaluated again by the others (goal 10 s:
+// the time is logged; docs/benchmarks.md) and every report the broker had acknowledged is
+// evaluated. Then a NATS node is killed and every agent reports again (goal 5 s, logged). No
+// site is ever evaluated by two controllers alternately.
+func TestScaleOut(t *testing.T) {
+	const sites, perSecond = 50, 2
+	db := openDB(t)
+	nc := natstest.Start(t)
+	f := newFleet(sites)
+	h := &handled{log: map[string][]handling{}}
+	ctls := map[string]*controller{}
+	for _, id := range []string{"a", "b", "c"} {
+		ctls[id] = startController(t, id, db, nc, f, h)
+	}
+	t.Cleanup(func() {
+		for _, c := range ctls {
+			c.cancel()
+			c.bus.Close()
+			c.done.Wait()
+		}
+	})
+	waitFor(t, 30*time.Second, "3 controllers share the partitions", func() bool {
+		return balanced(&node{m: ctls["a"].m}, &node{m: ctls["b"].m}, &node{m: ctls["c"].m})
+	})
+
+	// 50 agents, each on its own MQTT connection to the nodes in turn, reporting twice a
+	// second; sent counts the reports the broker acknowledged.
+	ctx, stopAgents := context.WithCancel(context.Background())
+	var sent sync.Map // site -> uint64 last acknowledged seq
+	var agents sync.WaitGroup
+	ids := make([]string, 0, sites)
+	for id := range f.sites {
+		ids = append(ids, id)
+	}
+	for i, id := range ids {
+		o := paho.NewClientOptions().SetClientID("agent-" + id).SetUsername(natstest.User).SetPassword(natstest.Password).
+			SetCleanSession(false).SetAutoReconnect(true).SetConnectRetry(true).SetMaxReconnectInterval(time.Second)
+		for k := range 3 {
+			o.AddBroker(nc.MQTTURLs[(i+k)%3])
+		}
+		cl := paho.NewClient(o)
+		if tok := cl.Connect(); !tok.WaitTimeout(20*time.Second) || tok.Error() != nil {
+			t.Fatalf("agent %s: %v", id, tok.Error())
+		}
+		agents.Add(1)
+		go func() {
+			defer agents.Done()
+			defer cl.Disconnect(100)
+			tick := time.NewTicker(time.Second / perSecond)
+			defer tick.Stop()
+			for seq := uint64(1); ; seq++ {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				r := telemetry.Report{V: telemetry.SchemaVersion, Site: id, Device: "dev-" + id, Seq: seq, Time: time.Now().UTC(), WindowMs: 500}
+				for _, n := range []string{"mpls", "inet", "lte"} {
+					r.Transport = append(r.Transport, telemetry.TransportWindow{Name: n, Method: "icmp", Sent: 5, LatencyMs: 20, P50Ms: 20, P95Ms: 25, MinMs: 18, MaxMs: 30, JitterMs: 1, StdDevMs: 1})
+				}
+				b, _ := json.Marshal(r)
+				tok := cl.Publish(telemetry.Topic(id, telemetry.KindTelemetry), 1, false, b)
+				if !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+					continue // the spool would keep it; this test counts acknowledged reports only
+				}
+				sent.Store(id, seq)
+			}
+		}()
+	}
+	time.Sleep(5 * time.Second) // steady state under load (pacing, not synchronisation)
+
+	// kill -9 of controller c.
+	victim := ctls["c"]
+	lost := victim.m.Owned()
+	killedAt := time.Now()
+	victim.kill()
+	delete(ctls, "c")
+	var victimSites []string
+	for _, id := range ids {
+		for _, p := range lost {
+			if Partition(id, 16) == p {
+				victimSites = append(victimSites, id)
+			}
+		}
+	}
+	took := waitFor(t, 30*time.Second, "the killed controller's sites evaluated again", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, id := range victimSites {
+			l := h.log[id]
+			if len(l) == 0 || l[len(l)-1].ctl == "c" || l[len(l)-1].at.Before(killedAt) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("kill -9 of a controller owning %d partitions (%d sites): all evaluated again after %v (goal 10 s)", len(lost), len(victimSites), took)
+
+	// Nothing the broker acknowledged so far is lost across the controller's death.
+	time.Sleep(time.Second) // a little more reporting on the new owners (pacing)
+	snapshot := map[string]uint64{}
+	sent.Range(func(k, v any) bool { snapshot[k.(string)] = v.(uint64); return true })
+	var want, missing int
+	var examples []string
+	count := func(upTo map[string]uint64) bool {
+		want, missing, examples = 0, 0, nil
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for site, last := range upTo {
+			have := map[uint64]bool{}
+			for _, x := range h.log[site] {
+				have[x.seq] = true
+			}
+			for q := uint64(1); q <= last; q++ {
+				want++
+				if !have[q] {
+					missing++
+					if len(examples) < 20 {
+						examples = append(examples, fmt.Sprintf("%s#%d(p%d)", site, q, Partition(site, 16)))
+					}
+				}
+			}
+		}
+		return missing == 0
+	}
+	if !waitCond(30*time.Second, func() bool { return count(snapshot) }) {
+		t.Errorf("after a controller's kill -9: %d of %d acknowledged reports never evaluated, e.g. %v", missing, want, examples)
+		debugConsumers(t, nc)
+	}
+	t.Logf("controller kill: %d reports acknowledged, %d never evaluated", want, missing)
+
+	// kill -9 of a broker node: every agent reports again (an acknowledged report) within 5 s.
+	nc.Kill(t, 1)
+	before := map[string]uint64{} // acknowledged before the node was dead for sure
+	sent.Range(func(k, v any) bool { before[k.(string)] = v.(uint64); return true })
+	took = waitFor(t, 30*time.Second, "every agent reports again after a broker node died", func() bool {
+		n := 0
+		sent.Range(func(k, v any) bool {
+			if v.(uint64) > before[k.(string)] {
+				n++
+			}
+			return true
+		})
+		return n == sites
+	})
+	t.Logf("kill -9 of a NATS node: every agent had a report acknowledged again after %v (goal 5 s)", took)
+	time.Sleep(2 * time.Second) // keep reporting on the two nodes left (pacing)
+	stopAgents()
+	agents.Wait()
+
+	// Reports the broker acknowledged around the node's death: NATS 2.9 acknowledges an MQTT
+	// QoS 1 publish before the message is stored in the stream, so a few in flight on the dead
+	// node can be lost (seen: 0-14 of ~1,000). Only the agent keeping its records until the
+	// controller's persisted-sequence watermark (issue 10 section 2) closes that gap; until
+	// agents do, the count is reported, not asserted (docs/scale-out.md).
+	final := map[string]uint64{}
+	sent.Range(func(k, v any) bool { final[k.(string)] = v.(uint64); return true })
+	waitCond(15*time.Second, func() bool { return count(final) })
+	t.Logf("broker node kill: %d reports acknowledged in all, %d never reached a controller %v", want, missing, examples)
+	if missing > 0 {
+		debugConsumers(t, nc)
+	}
+
+	// No site was evaluated by two controllers alternately: once another controller took
+	// over, the previous one never came back.
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, l := range h.log {
+		seen := map[string]bool{}
+		cur := ""
+		for _, x := range l {
+			if x.ctl != cur {
+				if seen[x.ctl] {
+					t.Errorf("site %s: evaluated by %s again after another controller", id, x.ctl)
+					break
+				}
+				seen[x.ctl], cur = true, x.ctl
+			}
+		}
+	}
+}
+
+func debugConsumers(t *testing.T, c *natstest.Cluster) {
+	conn, err := nats.Connect(strings.Join(c.URLs, ","), nats.UserInfo(natstest.User, natstest.Password))
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer conn.Close()
+	js, _ := jetstream.New(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, mqtt.DefaultNATSStream)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	si, _ := st.Info(ctx)
+	t.Logf("stream: %+v cluster %+v", si.State, si.Cluster)
+	for p := range 16 {
+		c, err := st.Consumer(ctx, fmt.Sprintf("p%d", p))
+		if err != nil {
+			t.Logf("p%d: %v", p, err)
+			continue
+		}
+		ci, _ := c.Info(ctx)
+		t.Logf("p%d: pending %d ackpending %d waiting %d delivered %+v ackfloor %+v leader %s", p, ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.Delivered, ci.AckFloor, ci.Cluster.Leader)
+	}
+}
+
+// waitCond polls cond until it holds (true) or within passes (false).
+func waitCond(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}

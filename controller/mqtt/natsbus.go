@@ -1,0 +1,353 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/edgewan/edgewan/telemetry"
+)
+
+// Defaults of NATSOptions.
+const (
+	DefaultNATSStream   = "EDGEWAN_IN"
+	DefaultNATSReplicas = 3
+)
+
+// NATSOptions configure a NATSBus.
+type NATSOptions struct {
+	URLs     []string // nats://host:port of the cluster's nodes
+	MQTTURLs []string // the nodes' MQTT listeners (tcp:// on loopback, else mqtts://), for publishing
+	User     string
+	Password string
+	ClientID string // the MQTT client ID of this controller's publisher; unique per controller
+	// Partitions is the number of partitions of the server's subject mapping
+	// (edgewan.in.{partition}.{site}.{kind}, see scripts/nats.sh); 0 means 16.
+	Partitions int
+	Stream     string // JetStream stream of the agents' messages; "" means DefaultNATSStream
+	Replicas   int    // of the stream; 0 means DefaultNATSReplicas
+	// MaxAge is how long the stream keeps messages nobody consumed (all controllers down);
+	// 0 means 24h.
+	MaxAge  time.Duration
+	AckWait time.Duration // redelivery to the partition's next owner after a silent death; 0 means 30s
+	// Owns, if set, is asked before each message: a partition whose lease is no longer valid
+	// gets its message back (NAK, redelivered to the next owner) instead of a handler call.
+	// controller/cluster's Member.Epoch fits.
+	Owns   func(partition int) bool
+	Logger *slog.Logger
+}
+
+// NATSBus is the Bus of the scaled-out mode (docs/scale-out.md): agents speak MQTT to any node
+// of a NATS cluster; the server maps their messages to edgewan.in.{partition}.{site}.{kind}
+// into a replicated JetStream stream, and this controller consumes only the partitions it
+// owns (StartPartition/StopPartition, driven by controller/cluster), each through the durable
+// consumer of that partition, so a partition's next owner continues where the last one
+// acknowledged. A partition's messages reach the handlers one at a time, in order, and are
+// acknowledged after the handler returns. Publish goes through the cluster's MQTT listeners
+// (paho, all nodes), so retained policies and decisions are MQTT retained messages that any
+// node serves to an agent.
+type NATSBus struct {
+	o   NATSOptions
+	log *slog.Logger
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	pub paho.Client
+	d   *dispatcher // only its run: a partition's messages are handled on its own goroutine
+
+	mu     sync.Mutex
+	routes map[string]Handler // by kind
+	parts  map[int]*natsPart
+	closed bool
+}
+
+type natsPart struct {
+	mu      sync.Mutex
+	it      jetstream.MessagesContext // the current iterator; replaced when it fails
+	stopped bool
+	done    chan struct{}
+}
+
+// stop ends the partition's consumption and waits for its goroutine.
+func (np *natsPart) stop() {
+	np.mu.Lock()
+	np.stopped = true
+	it := np.it
+	np.mu.Unlock()
+	it.Stop()
+	<-np.done
+}
+
+var _ Bus = (*NATSBus)(nil)
+
+// NewNATSBus connects to the cluster, creates (or updates) the stream and connects the
+// publisher. It consumes nothing until StartPartition.
+func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
+	if len(o.URLs) == 0 || len(o.MQTTURLs) == 0 {
+		return nil, errors.New("mqtt.NewNATSBus: URLs and MQTTURLs are required")
+	}
+	if o.ClientID == "" {
+		return nil, errors.New("mqtt.NewNATSBus: ClientID is required (unique per controller)")
+	}
+	if o.Partitions <= 0 {
+		o.Partitions = 16
+	}
+	if o.Stream == "" {
+		o.Stream = DefaultNATSStream
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = DefaultNATSReplicas
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = 24 * time.Hour
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	b := &NATSBus{o: o, log: o.Logger.With("bus", "nats"), routes: map[string]Handler{}, parts: map[int]*natsPart{}}
+	b.d = &dispatcher{log: b.log}
+	nc, err := nats.Connect(strings.Join(o.URLs, ","), nats.UserInfo(o.User, o.Password),
+		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Name(o.ClientID),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("NATS disconnected", "err", err) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { b.log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }))
+	if err != nil {
+		return nil, fmt.Errorf("mqtt.NewNATSBus: connecting to %v: %w", o.URLs, err)
+	}
+	b.nc = nc
+	if b.js, err = jetstream.New(nc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("mqtt.NewNATSBus: %w", err)
+	}
+	_, err = b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: o.Stream, Subjects: []string{"edgewan.in.>"}, Storage: jetstream.FileStorage,
+		Replicas: o.Replicas, MaxAge: o.MaxAge, Discard: jetstream.DiscardOld,
+		Description: "agents' messages, partitioned by site (edgewan.in.{partition}.{site}.{kind})",
+	})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("mqtt.NewNATSBus: creating stream %s: %w", o.Stream, err)
+	}
+	po := paho.NewClientOptions().SetClientID(o.ClientID).SetUsername(o.User).SetPassword(o.Password).
+		SetCleanSession(true).SetAutoReconnect(true).SetConnectRetry(true).
+		SetMaxReconnectInterval(2 * time.Second).SetConnectTimeout(5 * time.Second).SetWriteTimeout(10 * time.Second)
+	for _, u := range o.MQTTURLs {
+		po.AddBroker(u)
+	}
+	b.pub = paho.NewClient(po)
+	tok := b.pub.Connect()
+	select {
+	case <-tok.Done():
+		if err := tok.Error(); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("mqtt.NewNATSBus: connecting the publisher to %v: %w", o.MQTTURLs, err)
+		}
+	case <-ctx.Done():
+		b.pub.Disconnect(0)
+		nc.Close()
+		return nil, fmt.Errorf("mqtt.NewNATSBus: connecting the publisher: %w", ctx.Err())
+	}
+	return b, nil
+}
+
+// Subscribe routes one kind of agent message (filter edgewan/v1/sites/+/{kind}) to handler.
+// Other filters are refused: the bus consumes the agents' partitioned stream only.
+func (b *NATSBus) Subscribe(filter string, handler Handler) error {
+	rest, ok := strings.CutPrefix(filter, telemetry.TopicRoot+"+/")
+	if !ok || rest == "" || strings.ContainsAny(rest, "/+#") {
+		return fmt.Errorf("mqtt.NATSBus.Subscribe %q: only %s+/{kind} filters are supported", filter, telemetry.TopicRoot)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	b.routes[rest] = handler
+	return nil
+}
+
+// Publish sends payload to agents over MQTT at QoS 1, retained or not.
+func (b *NATSBus) Publish(topic string, payload []byte, retain bool) error {
+	if len(payload) > telemetry.MaxPayload {
+		return fmt.Errorf("mqtt.NATSBus.Publish %s: payload of %d bytes is over %d", topic, len(payload), telemetry.MaxPayload)
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	tok := b.pub.Publish(topic, 1, retain, payload)
+	if !tok.WaitTimeout(10 * time.Second) {
+		return fmt.Errorf("mqtt.NATSBus.Publish %s: no acknowledgement within 10s", topic)
+	}
+	if err := tok.Error(); err != nil {
+		return fmt.Errorf("mqtt.NATSBus.Publish %s: %w", topic, err)
+	}
+	return nil
+}
+
+// StartPartition starts consuming partition p through its durable consumer. Starting a
+// partition already consumed does nothing.
+func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
+	if p < 0 || p >= b.o.Partitions {
+		return fmt.Errorf("mqtt.NATSBus.StartPartition: partition %d of %d", p, b.o.Partitions)
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	if b.parts[p] != nil {
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.Unlock()
+	it, err := b.iterate(ctx, p)
+	if err != nil {
+		return fmt.Errorf("mqtt.NATSBus.StartPartition %d: %w", p, err)
+	}
+	np := &natsPart{it: it, done: make(chan struct{})}
+	b.mu.Lock()
+	if b.closed || b.parts[p] != nil {
+		b.mu.Unlock()
+		it.Stop()
+		return nil
+	}
+	b.parts[p] = np
+	b.mu.Unlock()
+	go b.consume(p, np)
+	return nil
+}
+
+// iterate binds partition p's durable consumer (creating it the first time) and starts
+// pulling. Short pull expiries with heartbeats make a pull lost with a dead node noticed
+// within seconds.
+func (b *NATSBus) iterate(ctx context.Context, p int) (jetstream.MessagesContext, error) {
+	c, err := b.js.CreateOrUpdateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
+		Durable: "p" + strconv.Itoa(p), FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".>",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: b.o.AckWait, MaxAckPending: 4096,
+		DeliverPolicy: jetstream.DeliverAllPolicy, Replicas: b.o.Replicas,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(time.Second))
+}
+
+// StopPartition stops consuming p and returns once its handler is done: messages not
+// acknowledged go to the partition's next consumer.
+func (b *NATSBus) StopPartition(p int) {
+	b.mu.Lock()
+	np := b.parts[p]
+	delete(b.parts, p)
+	b.mu.Unlock()
+	if np != nil {
+		np.stop()
+	}
+}
+
+// consume runs p's messages through the handlers, in order, acknowledging each after.
+func (b *NATSBus) consume(p int, np *natsPart) {
+	defer close(np.done)
+	for {
+		np.mu.Lock()
+		it := np.it
+		np.mu.Unlock()
+		m, err := it.Next()
+		if err != nil {
+			np.mu.Lock()
+			stopped := np.stopped
+			np.mu.Unlock()
+			if stopped {
+				return
+			}
+			// A node died or the consumer's leader moved: start pulling afresh (the durable
+			// consumer keeps the position; what was delivered and not acked comes again).
+			b.log.Warn("NATS partition consumer; resubscribing", "partition", p, "err", err)
+			it.Stop()
+			time.Sleep(250 * time.Millisecond) // back off between attempts
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			nit, err := b.iterate(ctx, p)
+			cancel()
+			if err != nil {
+				continue // it (stopped) fails again at once: retried after the back-off
+			}
+			np.mu.Lock()
+			if np.stopped {
+				np.mu.Unlock()
+				nit.Stop()
+				return
+			}
+			np.it = nit
+			np.mu.Unlock()
+			continue
+		}
+		// edgewan.in.{p}.{site}.{kind} -> edgewan/v1/sites/{site}/{kind}
+		parts := strings.SplitN(m.Subject(), ".", 5)
+		if len(parts) != 5 {
+			_ = m.Term()
+			continue
+		}
+		if b.o.Owns != nil && !b.o.Owns(p) {
+			_ = m.NakWithDelay(time.Second) // not ours any more: StopPartition follows
+			continue
+		}
+		b.mu.Lock()
+		h := b.routes[parts[4]]
+		b.mu.Unlock()
+		if h != nil {
+			b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
+		}
+		if err := m.Ack(); err != nil {
+			b.log.Debug("NATS ack", "partition", p, "err", err) // redelivered: handlers tolerate duplicates
+		}
+	}
+}
+
+// Partitions lists the partitions being consumed.
+func (b *NATSBus) Partitions() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ps := make([]int, 0, len(b.parts))
+	for p := range b.parts {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// Close stops every partition, then disconnects.
+func (b *NATSBus) Close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed = true
+	ps := make([]int, 0, len(b.parts))
+	for p := range b.parts {
+		ps = append(ps, p)
+	}
+	b.mu.Unlock()
+	for _, p := range ps {
+		b.mu.Lock()
+		np := b.parts[p]
+		delete(b.parts, p)
+		b.mu.Unlock()
+		if np != nil { // else a concurrent StopPartition has it
+			np.stop()
+		}
+	}
+	b.pub.Disconnect(250)
+	b.nc.Close()
+}

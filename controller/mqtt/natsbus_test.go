@@ -1,0 +1,271 @@
+package mqtt_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/edgewan/edgewan/controller/cluster"
+	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/controller/mqtt/natstest"
+	"github.com/edgewan/edgewan/telemetry"
+)
+
+// received records, per bus, what each site's handler got, in order ("seq" payloads).
+type received struct {
+	mu     sync.Mutex
+	bySite map[string][]int
+	by     map[string]string // site -> the bus that got it
+	n      int
+	more   chan struct{}
+}
+
+func newReceived() *received {
+	return &received{bySite: map[string][]int{}, by: map[string]string{}, more: make(chan struct{}, 1)}
+}
+
+func (r *received) handler(bus string) mqtt.Handler {
+	return func(topic string, payload []byte) {
+		site, _, _ := telemetry.ParseTopic(topic)
+		seq, _ := strconv.Atoi(string(payload))
+		r.mu.Lock()
+		r.bySite[site] = append(r.bySite[site], seq)
+		if prev, ok := r.by[site]; ok && prev != bus {
+			r.by[site] = prev + "+" + bus
+		} else if !ok {
+			r.by[site] = bus
+		}
+		r.n++
+		r.mu.Unlock()
+		select {
+		case r.more <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitAll waits until every site has every seq in 1..upTo at least once.
+func (r *received) waitAll(t *testing.T, sites []string, upTo int) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		r.mu.Lock()
+		missing := ""
+		for _, s := range sites {
+			have := map[int]bool{}
+			for _, q := range r.bySite[s] {
+				have[q] = true
+			}
+			for q := 1; q <= upTo; q++ {
+				if !have[q] {
+					missing = fmt.Sprintf("site %s seq %d", s, q)
+					break
+				}
+			}
+			if missing != "" {
+				break
+			}
+		}
+		r.mu.Unlock()
+		if missing == "" {
+			return
+		}
+		select {
+		case <-r.more:
+		case <-deadline:
+			t.Fatalf("not received within %v: %s (and maybe more)", wait, missing)
+		}
+	}
+}
+
+// inOrder checks each site's messages arrived in order: every seq seen for the first time is
+// above all before it (a redelivery repeats one already seen).
+func (r *received) inOrder(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s, qs := range r.bySite {
+		seen := map[int]bool{}
+		hi := 0
+		for _, q := range qs {
+			if !seen[q] && q < hi {
+				t.Errorf("site %s: %v out of order", s, qs)
+				break
+			}
+			seen[q] = true
+			hi = max(hi, q)
+		}
+	}
+}
+
+func agentClient(t *testing.T, id string, urls []string) paho.Client {
+	t.Helper()
+	o := paho.NewClientOptions().SetClientID(id).SetUsername(natstest.User).SetPassword(natstest.Password).
+		SetCleanSession(false).SetAutoReconnect(true).SetConnectRetry(true).
+		SetConnectRetryInterval(100 * time.Millisecond).SetMaxReconnectInterval(500 * time.Millisecond).
+		SetConnectTimeout(2 * time.Second).SetKeepAlive(2 * time.Second).SetPingTimeout(time.Second)
+	for _, u := range urls {
+		o.AddBroker(u)
+	}
+	c := paho.NewClient(o)
+	if tok := c.Connect(); !tok.WaitTimeout(wait) || tok.Error() != nil {
+		t.Fatalf("agent connect: %v", tok.Error())
+	}
+	t.Cleanup(func() { c.Disconnect(100) })
+	return c
+}
+
+func publishSeqs(t *testing.T, c paho.Client, sites []string, from, to int) {
+	t.Helper()
+	for q := from; q <= to; q++ {
+		for _, s := range sites {
+			tok := c.Publish(telemetry.Topic(s, telemetry.KindTelemetry), 1, false, strconv.Itoa(q))
+			if !tok.WaitTimeout(wait) || tok.Error() != nil {
+				t.Fatalf("publish %s %d: %v", s, q, tok.Error())
+			}
+		}
+	}
+}
+
+func newNATSBus(t *testing.T, c *natstest.Cluster, id string) *mqtt.NATSBus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	b, err := mqtt.NewNATSBus(ctx, mqtt.NATSOptions{URLs: c.URLs, MQTTURLs: c.MQTTURLs, User: natstest.User,
+		Password: natstest.Password, ClientID: id, AckWait: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// TestNATSBus runs the scaled-out bus on a real 3-node NATS cluster: agents' MQTT messages
+// reach the bus owning the site's partition (the server's mapping agrees with
+// cluster.Partition), in order; a partition handed over loses nothing published meanwhile;
+// retained publishes reach an agent on another node; and kill -9 of the node an agent is on
+// loses nothing.
+func TestNATSBus(t *testing.T) {
+	c := natstest.Start(t)
+	ctx := context.Background()
+	rec := newReceived()
+	a, b := newNATSBus(t, c, "ctl-a"), newNATSBus(t, c, "ctl-b")
+	for name, bus := range map[string]*mqtt.NATSBus{"a": a, "b": b} {
+		if err := bus.Subscribe(telemetry.TopicRoot+"+/"+telemetry.KindTelemetry, rec.handler(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Subscribe(telemetry.TopicRoot+"#", rec.handler("a")); err == nil {
+		t.Errorf("Subscribe(#): got nil; want a refusal")
+	}
+	for p := range 16 {
+		bus := a
+		if p%2 == 1 {
+			bus = b
+		}
+		if err := bus.StartPartition(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sites []string
+	for i := range 12 {
+		sites = append(sites, fmt.Sprintf("site-%d", i))
+	}
+	agent := agentClient(t, "agent-1", c.MQTTURLs)
+
+	t.Run("partitioned", func(t *testing.T) {
+		publishSeqs(t, agent, sites, 1, 20)
+		rec.waitAll(t, sites, 20)
+		rec.mu.Lock()
+		for _, s := range sites {
+			want := "a"
+			if cluster.Partition(s, 16)%2 == 1 {
+				want = "b"
+			}
+			if got := rec.by[s]; got != want {
+				t.Errorf("site %s (partition %d): handled by %q; want %q", s, cluster.Partition(s, 16), got, want)
+			}
+		}
+		rec.mu.Unlock()
+		rec.inOrder(t)
+	})
+
+	t.Run("handover", func(t *testing.T) {
+		for p := 1; p < 16; p += 2 {
+			b.StopPartition(p)
+		}
+		publishSeqs(t, agent, sites, 21, 30) // the odd partitions have no consumer now
+		for p := 1; p < 16; p += 2 {
+			if err := a.StartPartition(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec.waitAll(t, sites, 30)
+		rec.inOrder(t)
+	})
+
+	t.Run("retained", func(t *testing.T) {
+		topic := telemetry.Topic("site-3", telemetry.KindPolicy)
+		if err := a.Publish(topic, []byte(`{"v":1}`), true); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 1)
+		other := agentClient(t, "agent-2", c.MQTTURLs[2:]) // another node than the publisher's first
+		tok := other.Subscribe(topic, 1, func(_ paho.Client, m paho.Message) {
+			select {
+			case got <- string(m.Payload()):
+			default:
+			}
+		})
+		if !tok.WaitTimeout(wait) || tok.Error() != nil {
+			t.Fatal(tok.Error())
+		}
+		select {
+		case p := <-got:
+			if p != `{"v":1}` {
+				t.Errorf("retained payload %q", p)
+			}
+		case <-time.After(wait):
+			t.Fatal("retained policy not delivered on another node")
+		}
+	})
+
+	t.Run("node killed", func(t *testing.T) {
+		r := agent.OptionsReader()
+		srv := r.Servers()
+		if len(srv) != 3 {
+			t.Fatalf("agent has %d servers", len(srv))
+		}
+		c.Kill(t, 1) // the agent's first server, where it is connected
+		start := time.Now()
+		publishSeqs(t, agent, sites[:1], 31, 31) // waits for the PUBACK: from another node
+		t.Logf("kill -9 of the agent's node: first report acknowledged by another node after %v", time.Since(start))
+		publishSeqs(t, agent, sites[1:], 31, 31)
+		publishSeqs(t, agent, sites, 32, 40)
+		rec.waitAll(t, sites, 40)
+		rec.inOrder(t)
+		c.Restart(t, 1)
+	})
+	if t.Failed() {
+		t.Logf("node 1 log tail: %s", tail(c.Dir+"/node1.log"))
+	}
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	s := string(b)
+	if len(s) > 3000 {
+		s = s[len(s)-3000:]
+	}
+	return strings.TrimSpace(s)
+}

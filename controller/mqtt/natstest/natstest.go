@@ -1,0 +1,147 @@
+// Package natstest runs real 3-node NATS clusters (MQTT listener, JetStream R3, the
+// partition mappings of docs/scale-out.md) on loopback for tests, with scripts/nats.sh.
+package natstest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// User and Password are the test cluster's one account.
+const (
+	User     = "edgewan"
+	Password = "edgewan-test"
+)
+
+// Cluster is a running 3-node cluster, stopped when the test ends.
+type Cluster struct {
+	Dir      string
+	URLs     []string // nats://, one per node
+	MQTTURLs []string // tcp://, one per node
+	script   string
+}
+
+// Start starts a cluster on free loopback ports, or fails t (it never skips).
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	script, err := scriptPath()
+	if err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	if _, err := run(script, 10*time.Minute, "install"); err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	dir := t.TempDir()
+	var lastErr error
+	for range 5 {
+		base, err := freeRange(23)
+		if err != nil {
+			t.Fatalf("natstest: %v", err)
+		}
+		if _, lastErr = run(script, 2*time.Minute, "start", dir, strconv.Itoa(base), User, Password); lastErr != nil {
+			_, _ = run(script, time.Minute, "stop", dir)
+			continue
+		}
+		c := &Cluster{Dir: dir, script: script}
+		for n := range 3 {
+			p := base + 10*n
+			c.URLs = append(c.URLs, fmt.Sprintf("nats://127.0.0.1:%d", p))
+			c.MQTTURLs = append(c.MQTTURLs, fmt.Sprintf("tcp://127.0.0.1:%d", p+2))
+		}
+		t.Cleanup(func() {
+			if _, err := run(script, time.Minute, "stop", dir); err != nil {
+				t.Errorf("natstest: %v", err)
+			}
+		})
+		return c
+	}
+	t.Fatalf("natstest: no cluster after 5 attempts: %v", lastErr)
+	return nil
+}
+
+// Kill kills node n (1..3) with SIGKILL.
+func (c *Cluster) Kill(t testing.TB, n int) {
+	t.Helper()
+	cmd := exec.Command("bash", c.script, "stop", c.Dir, strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), "KILL=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("natstest: kill node %d: %v: %s", n, err, out)
+	}
+}
+
+// Restart starts node n again with its data and waits until it is healthy.
+func (c *Cluster) Restart(t testing.TB, n int) {
+	t.Helper()
+	if _, err := run(c.script, 2*time.Minute, "restart", c.Dir, strconv.Itoa(n)); err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+}
+
+// freeRange returns a port p such that p..p+n look free (checked by listening on them).
+func freeRange(n int) (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if base+n > 65535 {
+			continue
+		}
+		ok := true
+		for p := base; p <= base+n && ok; p++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no range of %d free ports", n)
+}
+
+func run(script string, timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+func scriptPath() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			p := filepath.Join(d, "scripts", "nats.sh")
+			_, err := os.Stat(p)
+			return p, err
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.mod above %s, cannot find scripts/nats.sh", wd)
+		}
+		d = parent
+	}
+}

@@ -1,0 +1,492 @@
+package sdwan
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgewan/edgewan/controller/whatif"
+	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/ids"
+	"github.com/edgewan/edgewan/steering"
+	"github.com/edgewan/edgewan/telemetry/rollup"
+	"github.com/edgewan/edgewan/telemetry/sink"
+)
+
+// History is the stored telemetry a simulation replays: either time-series sink.
+type History interface {
+	Flush(ctx context.Context) error
+	// Minutes appends a site's minute rollups of every transport in [from, to) to buf.
+	Minutes(ctx context.Context, site string, from, to time.Time, buf []sink.Rollup) ([]sink.Rollup, error)
+}
+
+// rowBufs recycles the history buffers of replayed sites: a day of 3 transports is 4320 rows.
+var rowBufs = sync.Pool{New: func() any { return new([]sink.Rollup) }}
+
+// SimulationOptions configure policy simulation (Service.SetHistory).
+type SimulationOptions struct {
+	Steering   steering.Options // the live loop's; scaled to minutes (whatif.Scale)
+	LiveWindow time.Duration    // the agents' window length the live options count in; default 1s
+	MaxWindow  time.Duration    // the longest window, the retention of minute history; default 7 days
+	Workers    int              // sites replayed at once; default GOMAXPROCS
+	// Concurrent bounds the simulations running at once (each uses Workers goroutines); past
+	// it a simulation is refused with 429. Default 2.
+	Concurrent int
+}
+
+// SimulateRequest is the body of POST /policies/{id}/versions/{v}/simulate.
+type SimulateRequest struct {
+	Window      string   `json:"window"`       // how far back, "1h" .. the retention; default 24h
+	Sites       []string `json:"sites"`        // default: the sites running this policy
+	Latency     string   `json:"latency"`      // mean (default) or p95
+	ChangedOnly bool     `json:"changed_only"` // list only the sites where something changes
+}
+
+// Simulation is one run of a policy version over history: its parameters and totals. It is
+// stored, so that a publish can require a recent one and its change record can link it.
+type Simulation struct {
+	ID         string             `json:"id"`
+	Policy     string             `json:"policy"`
+	Version    int                `json:"version"`
+	Window     string             `json:"window"`
+	From       time.Time          `json:"from"`
+	To         time.Time          `json:"to"`
+	Resolution SimResolution      `json:"resolution"`
+	Sites      int                `json:"sites"`
+	Summary    *SimulationSummary `json:"summary,omitempty"` // at the end of the stream, and stored
+	CreatedBy  string             `json:"created_by"`
+	CreatedAt  time.Time          `json:"created_at"`
+}
+
+// SimResolution says how finely history was replayed, and what that cannot show.
+type SimResolution struct {
+	Step         string `json:"step"`          // 1m: the stored minute rollups
+	Latency      string `json:"latency"`       // mean or p95
+	BreachAfter  int    `json:"breach_after"`  // minutes (scaled from the live windows)
+	RecoverAfter int    `json:"recover_after"` // minutes
+	HoldDown     string `json:"hold_down"`     // as live
+	Note         string `json:"note"`
+}
+
+// SimulationSummary totals a simulation.
+type SimulationSummary struct {
+	Sites        int               `json:"sites"`         // simulated
+	SitesNoData  int               `json:"sites_no_data"` // with no history in the window
+	SitesChanged int               `json:"sites_changed"` // where a class's outcome differs
+	SitesFailed  int               `json:"sites_failed"`  // where the draft cannot run (e.g. a transport the site lacks)
+	Classes      []SimClassTotals  `json:"classes"`
+	Changes      []SimChangedClass `json:"changes"` // the sites and classes that change, first 1000
+	Truncated    bool              `json:"changes_truncated"`
+}
+
+// SimClassTotals are one class's totals over every site, under each side.
+type SimClassTotals struct {
+	Class        string   `json:"class"`
+	SitesChanged int      `json:"sites_changed"`
+	Draft        SimTotal `json:"draft"`
+	Published    SimTotal `json:"published"`
+}
+
+// SimTotal adds up outcomes.
+type SimTotal struct {
+	SLABreaches  int   `json:"sla_breaches"`
+	SLAMissedS   int64 `json:"sla_missed_s"`
+	PathSwitches int   `json:"path_switches"`
+}
+
+// SimChangedClass names a site and class whose outcome changes.
+type SimChangedClass struct {
+	Site  string `json:"site"`
+	Class string `json:"class"`
+}
+
+// SimulationSite is one site's result, streamed.
+type SimulationSite struct {
+	Site      string            `json:"site"`
+	Name      string            `json:"name"`
+	Minutes   int               `json:"minutes"`   // minutes with history replayed
+	Published *SimPolicyRef     `json:"published"` // the steering policy the site runs now; null: none (one class "default" by cost)
+	Changed   bool              `json:"changed"`
+	Error     string            `json:"error,omitempty"` // the draft cannot run on this site
+	Classes   []SimulationClass `json:"classes"`
+}
+
+// SimPolicyRef names a policy version.
+type SimPolicyRef struct {
+	Policy  string `json:"policy"`
+	Version int    `json:"version"`
+}
+
+// SimulationClass compares one class: null on a side that has no such class.
+type SimulationClass struct {
+	Class     string          `json:"class"`
+	Changed   bool            `json:"changed"`
+	Draft     *whatif.Outcome `json:"draft"`
+	Published *whatif.Outcome `json:"published"`
+}
+
+const simNote = "History is replayed from 1-minute rollups through the live steering code: each minute is judged on its loss, mean jitter and latency statistic, and is Down if any window in it was. Thresholds are judged honestly at this resolution; hysteresis counted in seconds is not: window counts are scaled to minutes (breach_after, recover_after), so a breach shorter than a minute shows as one bad minute and a spike averaged away within a minute does not show. Both sides are replayed the same way, so their difference is what the draft changes."
+
+// SetHistory lets the service simulate policies over h.
+func (s *Service) SetHistory(h History, o SimulationOptions) {
+	if o.LiveWindow <= 0 {
+		o.LiveWindow = time.Second
+	}
+	if o.MaxWindow <= 0 {
+		o.MaxWindow = sink.DefaultMinuteRetention
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Steering == (steering.Options{}) {
+		o.Steering = steering.DefaultOptions()
+	}
+	if o.Concurrent <= 0 {
+		o.Concurrent = 2
+	}
+	s.history, s.simOpts, s.simSlots = h, o, make(chan struct{}, o.Concurrent)
+}
+
+// SimulationRun is a validated simulation, ready to stream.
+type SimulationRun struct {
+	s     *Service
+	sim   *Simulation
+	draft whatif.Policy
+	sites []string
+	opts  whatif.Options
+	only  bool
+	done  sync.Once // releases the run's slot
+}
+
+// Release frees the run's slot among the concurrent simulations; Stream does it when it ends,
+// call it for a run that is not streamed. It may be called more than once.
+func (r *SimulationRun) Release() { r.done.Do(func() { <-r.s.simSlots }) }
+
+// Simulation returns the run's header (its ID, window and resolution).
+func (r *SimulationRun) Simulation() *Simulation { return r.sim }
+
+// Simulate checks a simulation request and returns the run, which Stream then replays; all
+// request errors come from here, before anything is written.
+func (s *Service) Simulate(ctx context.Context, policyID string, version int, req SimulateRequest, actor string) (*SimulationRun, error) {
+	if s.history == nil {
+		return nil, apierr.New(503, "unavailable", "policy simulation needs the telemetry history, which this controller has not opened")
+	}
+	if req.Window == "" {
+		req.Window = "24h"
+	}
+	window, err := rollup.ParseWindow(req.Window)
+	if err != nil || window%time.Minute != 0 {
+		return nil, apierr.BadRequest("window %q: use a duration from 1m to %s such as 1h, 24h or 7d", req.Window, formatStep(s.simOpts.MaxWindow))
+	}
+	if window > s.simOpts.MaxWindow {
+		return nil, apierr.BadRequest("window %q is longer than the minute history kept (%s)", req.Window, formatStep(s.simOpts.MaxWindow))
+	}
+	stat, err := whatif.ParseStatistic(req.Latency)
+	if err != nil {
+		return nil, apierr.BadRequest("%v", err)
+	}
+	p, err := s.store.GetPolicy(ctx, policyID)
+	if err != nil {
+		return nil, err
+	}
+	if p.Type != TypeSteering {
+		return nil, apierr.Invalid("only steering policies can be simulated; %s is a %s policy", policyID, p.Type)
+	}
+	i := slices.IndexFunc(p.Versions, func(v *Version) bool { return v.Version == version })
+	if i < 0 {
+		return nil, apierr.NotFound("policy %s has no version %d", policyID, version)
+	}
+	var content SteeringContent
+	if err := json.Unmarshal(p.Versions[i].Content, &content); err != nil {
+		return nil, fmt.Errorf("sdwan: version %d of %s: %w", version, policyID, err)
+	}
+	sites := slices.Clone(req.Sites)
+	if len(sites) == 0 {
+		for _, r := range p.Rollout {
+			sites = append(sites, r.SiteID)
+		}
+	}
+	if len(sites) == 0 {
+		return nil, apierr.Invalid("give the sites to simulate: this policy runs on no site yet")
+	}
+	if len(sites) > 10000 {
+		return nil, apierr.BadRequest("at most 10000 sites per simulation")
+	}
+	for _, id := range sites {
+		if !validSiteID(id) {
+			return nil, apierr.BadRequest("site %q is not a site ID", id)
+		}
+	}
+	slices.Sort(sites)
+	sites = slices.Compact(sites)
+	select {
+	case s.simSlots <- struct{}{}:
+	default:
+		return nil, apierr.New(429, "rate_limited", "%d simulations are running already; retry when one ends", cap(s.simSlots))
+	}
+	now := s.now()
+	to := now.Truncate(whatif.Step)
+	opts := whatif.Options{Steering: s.simOpts.Steering, LiveWindow: s.simOpts.LiveWindow, Latency: stat}
+	scaled := whatif.Scale(opts.Steering, opts.LiveWindow)
+	sim := &Simulation{ID: ids.New("sim"), Policy: policyID, Version: version, Window: req.Window,
+		From: to.Add(-window), To: to, Sites: len(sites), CreatedBy: actor, CreatedAt: now,
+		Resolution: SimResolution{Step: "1m", Latency: string(stat), BreachAfter: scaled.BreachAfter,
+			RecoverAfter: scaled.RecoverAfter, HoldDown: scaled.HoldDown.String(), Note: simNote}}
+	return &SimulationRun{s: s, sim: sim, draft: steering.ClassesOf(&content), sites: sites, opts: opts, only: req.ChangedOnly}, nil
+}
+
+// Stream replays the run's sites and writes the answer to w as one JSON object:
+// {"simulation": {...}, "sites": [...one per site, as they are done...], "summary": {...},
+// "complete": true}. Sites are replayed Workers at a time and written in order, so memory holds
+// a batch of sites' history, never the fleet's. flush is called after each batch. The
+// simulation is stored once complete; an error after the first byte ends the object with
+// "complete": false and "error", and nothing is stored.
+func (r *SimulationRun) Stream(ctx context.Context, w io.Writer, flush func()) error {
+	defer r.Release()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	head, _ := json.Marshal(r.sim)
+	bw.WriteString(`{"simulation":`)
+	bw.Write(head)
+	bw.WriteString(`,"sites":[`)
+	sum, err := r.replay(ctx, func(res *SimulationSite, first bool) error {
+		if !first {
+			bw.WriteByte(',')
+		}
+		return enc.Encode(res)
+	}, func() error {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if flush != nil {
+			flush()
+		}
+		return nil
+	})
+	if err == nil {
+		r.sim.Summary = sum
+		if err = r.s.store.InsertSimulation(ctx, r.sim); err != nil {
+			err = fmt.Errorf("sdwan: storing simulation: %w", err)
+		}
+	}
+	bw.WriteString(`],"summary":`)
+	enc.Encode(sum)
+	if err != nil {
+		msg, _ := json.Marshal(apierr.From(err).Message)
+		fmt.Fprintf(bw, `,"complete":false,"error":%s}`, msg)
+	} else {
+		bw.WriteString(`,"complete":true}`)
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if flush != nil {
+		flush()
+	}
+	return err
+}
+
+// replay runs the sites in batches of Workers x 4 and hands each result to emit in order.
+func (r *SimulationRun) replay(ctx context.Context, emit func(*SimulationSite, bool) error, flush func() error) (*SimulationSummary, error) {
+	if err := r.s.history.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("sdwan: flushing telemetry before a simulation: %w", err)
+	}
+	sum := &SimulationSummary{Classes: []SimClassTotals{}, Changes: []SimChangedClass{}}
+	workers := r.s.simOpts.Workers
+	batch := workers * 4
+	results := make([]*SimulationSite, batch)
+	errs := make([]error, batch)
+	first := true
+	for start := 0; start < len(r.sites); start += batch {
+		ids := r.sites[start:min(start+batch, len(r.sites))]
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range min(workers, len(ids)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					results[i], errs[i] = r.site(ctx, ids[i])
+				}
+			}()
+		}
+		for i := range ids {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for i := range ids {
+			if errs[i] != nil {
+				return sum, errs[i]
+			}
+			res := results[i]
+			results[i] = nil
+			r.total(sum, res)
+			if r.only && !res.Changed {
+				continue
+			}
+			if err := emit(res, first); err != nil {
+				return sum, err
+			}
+			first = false
+		}
+		if err := flush(); err != nil {
+			return sum, err
+		}
+		if err := ctx.Err(); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// site replays one site: its transports and current steering policy from the database, its
+// minutes from the history.
+func (r *SimulationRun) site(ctx context.Context, id string) (*SimulationSite, error) {
+	site, err := r.s.store.GetSite(ctx, id)
+	if err != nil {
+		if errors.Is(err, apierr.ErrNotFound) {
+			return &SimulationSite{Site: id, Error: "no such site", Classes: []SimulationClass{}}, nil
+		}
+		return nil, err
+	}
+	as, err := r.s.store.Assignments(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	res := &SimulationSite{Site: id, Name: site.Name, Classes: []SimulationClass{}}
+	for _, a := range as {
+		if a.Type == TypeSteering {
+			res.Published = &SimPolicyRef{Policy: a.PolicyID, Version: a.Version}
+		}
+	}
+	names := make([]string, len(site.Transports))
+	for i, t := range site.Transports {
+		names[i] = t.Name
+	}
+	if len(names) == 0 {
+		res.Error = "the site has no transports"
+		return res, nil
+	}
+	buf := rowBufs.Get().(*[]sink.Rollup)
+	defer rowBufs.Put(buf)
+	rows, err := r.s.history.Minutes(ctx, id, r.sim.From, r.sim.To, (*buf)[:0])
+	*buf = rows
+	if err != nil {
+		return nil, fmt.Errorf("sdwan: reading the history of %s: %w", id, err)
+	}
+	rp := whatif.NewSite(names, r.opts, r.draft, SteeringClasses(as, site.Transports))
+	if err := rp.Err(0); err != nil {
+		res.Error = "the draft cannot run on this site: " + strings.TrimPrefix(err.Error(), "steering.NewSite: ")
+		return res, nil
+	}
+	rp.Run(rows)
+	res.Minutes = rp.Minutes()
+	draft, pub := rp.Outcomes(0), rp.Outcomes(1)
+	dc, pc := rp.Classes(0), rp.Classes(1)
+	for i, c := range dc {
+		sc := SimulationClass{Class: c.Name, Draft: &draft[i]}
+		if j := slices.IndexFunc(pc, func(p steering.Class) bool { return p.Name == c.Name }); j >= 0 {
+			sc.Published = &pub[j]
+		}
+		sc.Changed = !sc.Draft.Same(sc.Published)
+		res.Classes = append(res.Classes, sc)
+	}
+	for j, c := range pc {
+		if !slices.ContainsFunc(dc, func(d steering.Class) bool { return d.Name == c.Name }) {
+			res.Classes = append(res.Classes, SimulationClass{Class: c.Name, Changed: true, Published: &pub[j]})
+		}
+	}
+	for _, c := range res.Classes {
+		res.Changed = res.Changed || c.Changed
+	}
+	return res, nil
+}
+
+const maxChangesListed = 1000
+
+func (r *SimulationRun) total(sum *SimulationSummary, res *SimulationSite) {
+	sum.Sites++
+	switch {
+	case res.Error != "":
+		sum.SitesFailed++
+		return
+	case res.Minutes == 0:
+		sum.SitesNoData++
+	}
+	if res.Changed {
+		sum.SitesChanged++
+	}
+	add := func(t *SimTotal, o *whatif.Outcome) {
+		if o != nil {
+			t.SLABreaches += o.SLABreaches
+			t.SLAMissedS += o.SLAMissedS
+			t.PathSwitches += o.PathSwitches
+		}
+	}
+	for _, c := range res.Classes {
+		i := slices.IndexFunc(sum.Classes, func(t SimClassTotals) bool { return t.Class == c.Class })
+		if i < 0 {
+			sum.Classes = append(sum.Classes, SimClassTotals{Class: c.Class})
+			i = len(sum.Classes) - 1
+		}
+		t := &sum.Classes[i]
+		add(&t.Draft, c.Draft)
+		add(&t.Published, c.Published)
+		if c.Changed {
+			t.SitesChanged++
+			if len(sum.Changes) < maxChangesListed {
+				sum.Changes = append(sum.Changes, SimChangedClass{Site: res.Site, Class: c.Class})
+			} else {
+				sum.Truncated = true
+			}
+		}
+	}
+}
+
+// SteeringClasses are the classes a site steers by: its steering policy's or, without one, a
+// single class "default" with no SLA preferring the transports by cost (as the live loop).
+func SteeringClasses(as []*Assignment, ts []*Transport) []steering.Class {
+	for _, a := range as {
+		if a.Type != TypeSteering {
+			continue
+		}
+		var c SteeringContent
+		if err := json.Unmarshal(a.Content, &c); err != nil {
+			break
+		}
+		return steering.ClassesOf(&c)
+	}
+	byCost := slices.Clone(ts)
+	slices.SortStableFunc(byCost, func(a, b *Transport) int { return a.Cost - b.Cost })
+	pref := make([]string, len(byCost))
+	for i, t := range byCost {
+		pref[i] = t.Name
+	}
+	return []steering.Class{{Name: steering.DefaultClass, Preferred: pref}}
+}
+
+// LatestSimulation returns the newest stored simulation of a policy version.
+func (s *Service) LatestSimulation(ctx context.Context, policyID string, version int) (*Simulation, error) {
+	return s.store.LatestSimulation(ctx, policyID, version)
+}
+
+// GetSimulation returns a stored simulation of a policy.
+func (s *Service) GetSimulation(ctx context.Context, policyID, id string) (*Simulation, error) {
+	sim, err := s.store.GetSimulation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sim.Policy != policyID {
+		return nil, apierr.NotFound("policy %s has no simulation %s", policyID, id)
+	}
+	return sim, nil
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Throwaway 3-node NATS clusters for tests and the scale-out bench (controller/mqtt/natstest
+# runs it): each node has a client port, a cluster port, an MQTT 3.1.1 listener and JetStream,
+# all on 127.0.0.1.
+#
+#   scripts/nats.sh start DIR BASEPORT [USER PASSWORD]
+#                            write DIR/nodeN.conf (N = 1..3), start the three nodes and wait
+#                            until JetStream has a meta leader. Node N listens on
+#                              client  BASEPORT+10*(N-1)      (nats://)
+#                              cluster BASEPORT+10*(N-1)+1
+#                              mqtt    BASEPORT+10*(N-1)+2    (tcp://, MQTT 3.1.1)
+#                              monitor BASEPORT+10*(N-1)+3    (http://, /healthz /jsz)
+#                            and prints the client URLs, comma-separated, as the last line.
+#                            USER/PASSWORD (default edgewan/edgewan) is the one account of the
+#                            test cluster (the MQTT listener needs a login).
+#   scripts/nats.sh stop DIR [N]   stop node N (default: all); kill -9 with KILL=1
+#   scripts/nats.sh restart DIR N  start node N again with its data
+#   scripts/nats.sh install        install nats-server with apt if missing
+#
+# Subject mapping: agents' messages (edgewan/v1/sites/{site}/{telemetry,acks,events,status})
+# are mapped to edgewan.in.{partition}.{site}.{kind}, partition = the server's hash of the site
+# into PARTITIONS (default 16) buckets, so a controller consumes only its partitions (see
+# docs/scale-out.md). JetStream keeps MQTT sessions and retained messages with 3 replicas.
+set -euo pipefail
+
+say() { echo "nats.sh: $*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+PARTITIONS="${PARTITIONS:-16}"
+
+find_bin() {
+	local b
+	for b in "$(command -v nats-server 2>/dev/null || true)" /usr/sbin/nats-server /usr/bin/nats-server; do
+		if [[ -n "$b" && -x "$b" ]]; then
+			echo "$b"
+			return 0
+		fi
+	done
+	return 1
+}
+
+install_nats() {
+	find_bin >/dev/null && return 0
+	local sudo=()
+	if [[ $EUID -ne 0 ]]; then
+		command -v sudo >/dev/null || die "nats-server is not installed and we are not root (no sudo either): install the 'nats-server' package"
+		sudo=(sudo)
+	fi
+	say "nats-server not found; installing it with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update >&2 || die "apt-get update failed"
+	"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends nats-server >&2 ||
+		die "apt-get install nats-server failed"
+	find_bin >/dev/null || die "nats-server still not found after installing it"
+}
+
+write_conf() { # DIR N BASEPORT USER PASSWORD
+	local dir=$1 n=$2 base=$3 user=$4 pass=$5 routes="" i
+	for i in 1 2 3; do
+		routes+="    nats-route://127.0.0.1:$((base + 10 * (i - 1) + 1))"$'\n'
+	done
+	local p=$((base + 10 * (n - 1)))
+	mkdir -p "$dir/node$n"
+	cat >"$dir/node$n.conf" <<CONF
+server_name: n$n
+listen: 127.0.0.1:$p
+http: 127.0.0.1:$((p + 3))
+jetstream {
+  store_dir: "$dir/node$n"
+  max_memory_store: 64MB
+  max_file_store: 1GB
+}
+cluster {
+  name: edgewan
+  listen: 127.0.0.1:$((p + 1))
+  routes: [
+$routes  ]
+}
+mqtt {
+  listen: 127.0.0.1:$((p + 2))
+  # sessions and retained messages: 3 replicas
+  stream_replicas: 3
+  consumer_replicas: 3
+  ack_wait: "30s"
+}
+authorization {
+  users: [ { user: "$user", password: "$pass" } ]
+}
+mappings: {
+  "edgewan.v1.sites.*.telemetry": "edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.telemetry"
+  "edgewan.v1.sites.*.acks":      "edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.acks"
+  "edgewan.v1.sites.*.events":    "edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.events"
+  "edgewan.v1.sites.*.status":    "edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.status"
+}
+CONF
+}
+
+start_node() { # DIR N
+	local dir=$1 n=$2 bin
+	bin="$(find_bin)" || die "nats-server not installed (scripts/nats.sh install)"
+	"$bin" -c "$dir/node$n.conf" -P "$dir/node$n.pid" -l "$dir/node$n.log" </dev/null >/dev/null 2>&1 &
+	disown || true
+}
+
+monitor_port() { # DIR N: from the config
+	sed -n 's/^http: 127.0.0.1:\([0-9]*\)$/\1/p' "$1/node$2.conf"
+}
+
+wait_healthy() { # DIR N...
+	local dir=$1 n i mp
+	shift
+	for n in "$@"; do
+		mp="$(monitor_port "$dir" "$n")"
+		for ((i = 0; i < 300; i++)); do
+			if curl -fsS "http://127.0.0.1:$mp/healthz?js-enabled-only=true" >/dev/null 2>&1 &&
+				curl -fsS "http://127.0.0.1:$mp/jsz" 2>/dev/null | grep -q '"leader"'; then
+				continue 2
+			fi
+			sleep 0.1
+		done
+		tail -20 "$dir/node$n.log" >&2 || true
+		die "node $n of $dir not healthy after 30 s"
+	done
+}
+
+stop_node() { # DIR N
+	local dir=$1 n=$2 pid i
+	[[ -f "$dir/node$n.pid" ]] || return 0
+	pid="$(cat "$dir/node$n.pid")"
+	rm -f "$dir/node$n.pid"
+	kill -0 "$pid" 2>/dev/null || return 0
+	if [[ "${KILL:-0}" == 1 ]]; then
+		kill -9 "$pid"
+	else
+		kill "$pid"
+	fi
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null || true
+}
+
+case "${1:-}" in
+install) install_nats ;;
+start)
+	[[ $# -ge 3 ]] || die "usage: scripts/nats.sh start DIR BASEPORT [USER PASSWORD]"
+	dir=$2 base=$3 user=${4:-edgewan} pass=${5:-edgewan}
+	mkdir -p "$dir"
+	for n in 1 2 3; do write_conf "$dir" "$n" "$base" "$user" "$pass"; done
+	for n in 1 2 3; do start_node "$dir" "$n"; done
+	wait_healthy "$dir" 1 2 3
+	echo "nats://127.0.0.1:$base,nats://127.0.0.1:$((base + 10)),nats://127.0.0.1:$((base + 20))"
+	;;
+stop)
+	[[ $# -ge 2 ]] || die "usage: scripts/nats.sh stop DIR [N]"
+	if [[ -n "${3:-}" ]]; then stop_node "$2" "$3"; else for n in 1 2 3; do stop_node "$2" "$n"; done; fi
+	;;
+restart)
+	[[ $# -eq 3 ]] || die "usage: scripts/nats.sh restart DIR N"
+	start_node "$2" "$3"
+	wait_healthy "$2" "$3"
+	;;
+*) die "usage: scripts/nats.sh start DIR BASEPORT [USER PASSWORD] | stop DIR [N] | restart DIR N | install" ;;
+esac
