@@ -17,7 +17,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       -ldflags "-s -w -X github.com/edgewan/edgewan/controller/server.Version=${VERSION} -X github.com/edgewan/edgewan/buildinfo.Commit=${COMMIT} -X github.com/edgewan/edgewan/buildinfo.Date=${DATE}" \
       -o /out/usr/local/bin/controller ./controller \
  && /out/usr/local/bin/controller version \
- && mkdir -p /out/var/lib/edgewan/tls /out/var/lib/edgewan-mosquitto
+ && mkdir -p /out/var/lib/edgewan/tls /out/var/lib/edgewan-mosquitto /out/var/lib/edgewan-mosquitto-data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/usr/local/bin/controller /usr/local/bin/controller

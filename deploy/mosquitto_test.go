@@ -70,7 +70,7 @@ func TestMosquittoStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := strings.NewReplacer("/var/lib/edgewan/tls", tlsDir, "/var/lib/edgewan-mosquitto", auth,
+	conf := strings.NewReplacer("/var/lib/edgewan/tls", tlsDir, "/var/lib/edgewan-mosquitto", auth, "/var/lib/edgewan-mosquitto-data/", tmp+"/",
 		"listener 8883\n", "listener "+strconv.Itoa(port)+" 127.0.0.1\n").Replace(string(raw))
 	if os.Geteuid() == 0 { // as root Mosquitto would drop to its own user, which cannot read the temp dir
 		conf += "user root\n"

@@ -15,7 +15,8 @@
 #   passwd, acl    used directly (allow_anonymous false) when there is no edgewan.conf
 # CONF_EXTRA is appended verbatim to the config (e.g. a TLS listener: "listener 8884 127.0.0.1",
 # "certfile ...", "keyfile ..."). The script also writes mosquitto.log and mosquitto.pid there.
-# No persistence: retained messages and sessions live as long as the process.
+# Persistence on, in DIR (as deploy/mosquitto/mosquitto.conf): the controller's session, with
+# its subscriptions and the QoS 1 messages queued for it, survives a restart of the broker.
 set -euo pipefail
 
 say() { echo "mosquitto.sh: $*" >&2; }
@@ -148,7 +149,8 @@ log_type warning
 log_type notice
 log_type information
 connection_messages true
-persistence false
+persistence true
+persistence_location $dir/
 $user_line
 
 listener $port 127.0.0.1

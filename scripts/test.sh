@@ -163,7 +163,16 @@ if ((${#VET_PKGS[@]} > 0)); then
 	step "go vet ${VET_PKGS[*]}" go vet "${VET_PKGS[@]}"
 fi
 
+# The abuse and fault suite (controller/abuse) writes its figures here: go test shows nothing of
+# a package that passed, and those figures are the point of it.
+EDGEWAN_ABUSE_REPORT="$(mktemp "${TMPDIR:-/tmp}/edgewan-abuse-report-XXXXXX")"
+export EDGEWAN_ABUSE_REPORT
+CLEANUPS+=("rm -f '$EDGEWAN_ABUSE_REPORT'")
 step "go test ${GO_TEST_ARGS[*]}" go test -count=1 -timeout 30m "${GO_TEST_ARGS[@]}"
+if [[ -s "$EDGEWAN_ABUSE_REPORT" ]]; then
+	log "abuse and fault suite"
+	cat "$EDGEWAN_ABUSE_REPORT" >&2
+fi
 
 # fuzz_one PKG NAME: a short fuzz run. Go 1.26's fuzz coordinator can end a run that found
 # nothing with "context deadline exceeded" at the -fuzztime boundary (golang/go#75804, fixed in

@@ -865,8 +865,11 @@ func (e *Engine) onAck(topic string, payload []byte) {
 	st := e.site(siteID)
 	var a telemetry.PolicyAck
 	if !ok || st == nil || len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &a) != nil || a.Site != siteID ||
-		(a.Status != sdwan.RolloutApplied && a.Status != sdwan.RolloutFailed) || len(a.Reason) > 2000 {
+		(a.Status != sdwan.RolloutApplied && a.Status != sdwan.RolloutFailed) || len(a.Reason) > 2000 || a.Version < 1 {
 		e.m.rejected.WithLabelValues("invalid_ack").Inc()
+		return
+	}
+	if e.skewed(st, a.Time) { // dated like reports and events: within the window, or refused
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -925,7 +928,8 @@ func (e *Engine) onStatus(topic string, payload []byte) {
 	siteID, _, ok := telemetry.ParseTopic(topic)
 	st := e.site(siteID)
 	var s telemetry.Status
-	if !ok || st == nil || len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &s) != nil {
+	if !ok || st == nil || len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &s) != nil ||
+		(s.State != "online" && s.State != "offline") {
 		e.m.rejected.WithLabelValues("invalid_status").Inc()
 		return
 	}

@@ -392,6 +392,9 @@ func (cb *ClientBus) Publish(topic string, payload []byte, retain bool) error {
 	return nil
 }
 
+// Connected reports whether the connection to the broker is up now.
+func (cb *ClientBus) Connected() bool { return cb.c.IsConnectionOpen() }
+
 // Close implements Bus: it disconnects (the broker keeps the session and queues for it), then
 // runs what is queued.
 func (cb *ClientBus) Close() {

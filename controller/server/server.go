@@ -15,8 +15,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -402,11 +405,57 @@ func (s *Server) readyz(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.Store.Ping(ctx); err != nil {
-		rest.FailWith(c, http.StatusServiceUnavailable, "unavailable", "database not reachable")
+	if faults := s.faults(ctx); len(faults) > 0 {
+		rest.FailWith(c, http.StatusServiceUnavailable, "unavailable", "not ready: %s", strings.Join(faults, "; "))
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "database": s.Store.Backend()})
+}
+
+// minFreeDisk is the free space of the data dir below which the controller says it is not
+// ready: SQLite, the embedded telemetry store and the TLS files all write there.
+const minFreeDisk = 8 << 20
+
+// faults checks, at once, everything the controller needs to keep what it accepts: the
+// database, the data dir's free space, the telemetry store and the external broker.
+func (s *Server) faults(ctx context.Context) []string {
+	checks := []func() string{
+		func() string {
+			if err := s.Store.Ping(ctx); err != nil {
+				return "database not reachable"
+			}
+			return ""
+		},
+		func() string {
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(s.cfg.DataDir, &st); err != nil {
+				return "data dir: " + err.Error()
+			}
+			if free := st.Bavail * uint64(st.Bsize); free < minFreeDisk {
+				return fmt.Sprintf("data dir full: %d bytes free", free)
+			}
+			return ""
+		},
+		func() string {
+			if p, ok := s.sink.(interface{ Ping(context.Context) error }); ok && p.Ping(ctx) != nil {
+				return "telemetry store (InfluxDB) not reachable"
+			}
+			return ""
+		},
+		func() string {
+			if b, ok := s.bus.(interface{ Connected() bool }); ok && !b.Connected() {
+				return "MQTT broker not connected"
+			}
+			return ""
+		},
+	}
+	found := make([]string, len(checks))
+	var wg sync.WaitGroup
+	for i, check := range checks {
+		wg.Go(func() { found[i] = check() })
+	}
+	wg.Wait()
+	return slices.DeleteFunc(found, func(f string) bool { return f == "" })
 }
 
 // Routes lists the API's registered routes (the OpenAPI drift test compares them with the document).

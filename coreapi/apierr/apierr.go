@@ -3,9 +3,13 @@
 package apierr
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
+	"syscall"
 )
 
 // Stable error codes. They are part of the API: clients switch on them. The table in
@@ -93,6 +97,27 @@ func From(err error) *Error {
 		return NotFound("%s", err.Error())
 	case errors.Is(err, ErrConflict):
 		return Conflict("%s", err.Error())
+	case outage(err):
+		return New(http.StatusServiceUnavailable, CodeUnavailable, "a dependency (database or disk) is unavailable; retry with backoff")
 	}
 	return New(http.StatusInternalServerError, CodeInternal, "internal error; retry with backoff and quote the request_id if it persists")
+}
+
+// outage reports whether err comes from a dependency being down rather than from a bug: the
+// database unreachable or the disk full. The client can do nothing but retry later, which 503
+// tells it (and /readyz names the fault).
+func outage(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ENOSPC) {
+		return true
+	}
+	// The drivers' own types are not imported here: pgx's connect error and SQLite's
+	// SQLITE_FULL are recognised by their stable messages.
+	msg := err.Error()
+	// SQLSTATE class 57P: the server shutting down or starting (admin_shutdown,
+	// crash_shutdown, cannot_connect_now).
+	return strings.Contains(msg, "failed to connect to") || strings.Contains(msg, "database or disk is full") ||
+		strings.Contains(msg, "SQLITE_FULL") || strings.Contains(msg, "conn closed") ||
+		strings.Contains(msg, "(SQLSTATE 57P0") || strings.Contains(msg, "unexpected EOF")
 }

@@ -43,7 +43,7 @@ func (a *Authenticator) Middleware() gin.HandlerFunc {
 		now := time.Now()
 		k, fail, err := a.authenticate(c, now)
 		if err != nil {
-			rest.Fail(c, err) // the database is down: a 500, not a misleading 401
+			rest.Fail(c, err) // the database is down: a 503 (or 500), not a misleading 401
 			return
 		}
 		if fail != "" {

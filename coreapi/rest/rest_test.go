@@ -67,6 +67,18 @@ func TestDecodeBytes(t *testing.T) {
 		{name: "top-level null", body: ` null `, wantMsg: []string{"object", "null"}},
 		{name: "NUL escape in a string", body: `{"title":"a\u0000b"}`, wantMsg: []string{"NUL"}},
 		{name: "escaped backslash before u0000 is text", body: `{"title":"a\\u0000b"}`, want: request{Title: `a\u0000b`}},
+		{name: "duplicate key", body: `{"title":"a","count":1,"title":"b"}`, wantMsg: []string{`"title"`, "twice"}},
+		{name: "duplicate nested key", body: `{"nested":{"level":1,"level":2}}`, wantMsg: []string{`"level"`, "twice"}},
+		{name: "same key in sibling objects", body: `{"labels":{"a":"x"},"nested":{"name":"a"},"tags":["title","title"]}`,
+			want: request{Labels: map[string]string{"a": "x"}, Tags: []string{"title", "title"}, Nested: struct {
+				Level int    `json:"level"`
+				Name  string `json:"name"`
+			}{Name: "a"}}},
+		{name: "null for a string", body: `{"title":null}`, wantMsg: []string{`"title"`, "must not be null"}},
+		{name: "null for a nested integer", body: `{"nested":{"level":null}}`, wantMsg: []string{`"nested.level"`, "must not be null"}},
+		{name: "null in a map of strings", body: `{"labels":{"a":null}}`, wantMsg: []string{`"labels.a"`}},
+		{name: "null in an array of strings", body: `{"tags":["a",null]}`, wantMsg: []string{`"tags[1]"`}},
+		{name: "null for a pointer, slice or map", body: `{"on":null,"tags":null,"labels":null,"title":"null"}`, want: request{Title: "null"}},
 		{name: "NUL escape after escaped backslash", body: `{"title":"a\\\u0000"}`, wantMsg: []string{"NUL"}},
 	}
 	for _, tc := range tests {
