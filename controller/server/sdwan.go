@@ -38,7 +38,7 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 	if cfg.InfluxURL != "" {
 		s.sink, err = sink.NewInflux(sink.InfluxOptions{URL: cfg.InfluxURL, Token: cfg.InfluxToken, Org: cfg.InfluxOrg, Bucket: cfg.InfluxBucket})
 	} else {
-		s.sink, err = sink.NewEmbedded(sink.EmbeddedOptions{DataDir: cfg.DataDir})
+		s.sink, err = sink.NewEmbedded(sink.EmbeddedOptions{DataDir: cfg.DataDir, Now: s.clock.Now})
 	}
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 	steer := steering.DefaultOptions()
 	steer.HoldDown, steer.BreachAfter, steer.RecoverAfter = cfg.SteeringHoldDown, cfg.SteeringBreachAfter, cfg.SteeringRecoverAfter
 	s.Engine = ingest.New(s.Store, s.bus, s.sink, ingest.Options{
-		OfflineAfter: cfg.OfflineAfter, Notify: s.dispatcher.Notify, Registerer: s.registry, Steering: steer,
+		Now: s.clock.Now, OfflineAfter: cfg.OfflineAfter, Notify: s.dispatcher.Notify, Registerer: s.registry, Steering: steer,
 		OnClockSkew: func(c ingest.ClockSkew) {
 			s.raise(context.Background(), soc.Signal{Rule: soc.RuleClockSkew, Subject: c.Device, Severity: "medium",
 				Title: "Agent " + c.Device + " reports times outside the accepted window",

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/edgewan/edgewan/controller/clock"
 	"log/slog"
 	"net"
 	"net/http"
@@ -78,7 +79,8 @@ type Server struct {
 	stopBG     context.CancelFunc
 	registry   *namedRegistry
 	ready      atomic.Bool
-	CAFile     string // the generated CA, when the server made its own certificate
+	clock      *clock.Clock // wall time where it decides behaviour (a test may step it)
+	CAFile     string       // the generated CA, when the server made its own certificate
 }
 
 // New opens storage, builds the services and binds the listeners; Run serves.
@@ -95,8 +97,14 @@ func New(ctx context.Context, cfg config.Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, Store: st, registry: newNamedRegistry()}
+	clk, err := clock.FromEnv()
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, Store: st, registry: newNamedRegistry(), clock: clk}
 	s.bgCtx, s.stopBG = context.WithCancel(context.WithoutCancel(ctx))
+	go clk.Run(s.bgCtx)
 	fail := func(err error) (*Server, error) {
 		s.stopBG()
 		s.closeSDWAN()
@@ -214,6 +222,7 @@ func (s *Server) build(ctx context.Context) error {
 
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.dispatcher = webhook.NewDispatcher(s.Store, webhook.DispatchOptions{
+		Now:     s.clock.Now,
 		Timeout: cfg.WebhookTimeout, RetryBase: cfg.WebhookRetryBase, RetryMax: cfg.WebhookRetryMax,
 		RetryWindow: cfg.WebhookRetryWindow, Registerer: s.registry,
 	})
@@ -253,6 +262,7 @@ func (s *Server) build(ctx context.Context) error {
 	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
 
 	s.SDWAN = sdwan.NewService(s.Store, sdwan.Options{
+		Now:       s.clock.Now,
 		BrokerURL: s.mqttPublicURL,
 		CAPEM:     s.caPEM,
 		OnClaimed: s.writeMosquittoFiles,
