@@ -76,6 +76,9 @@ type Options struct {
 	// once per 10 minutes per site), e.g. to open a SOC case; it must not block.
 	MaxPast, MaxFuture time.Duration
 	OnClockSkew        func(ClockSkew)
+	// OnControllerClock is told when most sites agree that the controller's clock is wrong
+	// (clock.go), and when that ends (Till set); it must not block.
+	OnControllerClock func(ControllerClock)
 	// Owner, with several controllers (docs/scale-out.md), says which sites this engine may
 	// evaluate, publish decisions for and raise events about right now. nil: all of them.
 	Owner Owner
@@ -570,7 +573,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		e.o.Logger.Debug("ingest: invalid telemetry", "site", siteID, "err", err)
 		return
 	}
-	if e.skewed(st, r.Time) {
+	if e.refuseReport(st, r) {
 		return
 	}
 	now := e.o.Now()

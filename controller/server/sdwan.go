@@ -92,6 +92,15 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 				Description: fmt.Sprintf("device %s of site %s sent a message dated %s, %s from the controller's clock; its reports are refused until its clock is right",
 					c.Device, c.Site, c.AgentTime.UTC().Format(time.RFC3339), c.Skew.Round(time.Second))})
 		},
+		OnControllerClock: func(c ingest.ControllerClock) {
+			if !c.Till.IsZero() {
+				return // the case stays open for someone to look at why the clock stepped
+			}
+			s.raise(context.Background(), soc.Signal{Rule: soc.RuleControllerClock, Subject: "controller", Severity: "high",
+				Title: "The controller's clock looks wrong: most agents agree",
+				Description: fmt.Sprintf("%d of the %d sites heard in the last minute find the controller's clock %s off; the agents are not blamed (no agent.clock_skew case), and while their times are ahead of the window their reports are held in their spools until the clock is right. Check the controller's time synchronisation (NTP).",
+					c.Sites, c.Heard, c.Offset.Round(time.Second))})
+		},
 		OnSiteRemoved: func(_, device string) {
 			if s.broker != nil && device != "" {
 				s.broker.Revoke(device)

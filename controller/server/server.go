@@ -228,6 +228,7 @@ func (s *Server) build(ctx context.Context) error {
 	})
 	s.Webhooks = webhook.NewService(s.Store, webhook.Options{AllowHTTPLoopback: cfg.AllowHTTPWebhooks}, s.dispatcher.Notify)
 	s.Cases = soc.NewService(s.Store, s.dispatcher.Notify)
+	s.Cases.SetClock(s.clock.Now)
 	s.watcher = soc.NewAuthWatcher(s.Cases, soc.WatchOptions{})
 
 	s.authn = &auth.Authenticator{
@@ -449,6 +450,20 @@ func (s *Server) faults(ctx context.Context) []string {
 		func() string {
 			if p, ok := s.sink.(interface{ Ping(context.Context) error }); ok && p.Ping(ctx) != nil {
 				return "telemetry store (InfluxDB) not reachable"
+			}
+			return ""
+		},
+		func() string {
+			if s.Engine == nil {
+				return ""
+			}
+			if c, ok := s.Engine.ClockFault(); ok {
+				held := ""
+				if c.Refused {
+					held = "; agents' reports held until it is right"
+				}
+				return fmt.Sprintf("clock: the controller's clock looks %s off (%d of %d reporting sites agree)%s",
+					c.Offset.Round(time.Second), c.Sites, c.Heard, held)
 			}
 			return ""
 		},

@@ -101,6 +101,11 @@ func NewService(s Store, notify func()) *Service {
 		noted: make(map[string]time.Time)}
 }
 
+// SetClock makes cases' times come from now (the controller's injected clock); call it before use.
+func (s *Service) SetClock(now func() time.Time) {
+	s.now = func() time.Time { return now().UTC().Truncate(time.Microsecond) }
+}
+
 // CreateRequest is the body of POST /v1/soc/cases.
 type CreateRequest struct {
 	Title       string `json:"title"`
