@@ -227,6 +227,7 @@ func TestFaults(t *testing.T) {
 	t.Run("influxdb down 60s", testInfluxDown)
 	t.Run("embedded broker restart", testEmbeddedBrokerRestart)
 	t.Run("mosquitto restart", testMosquittoRestart)
+	t.Run("clock stepped", testClockStep)
 }
 
 // testSIGKILL kills the controller at random moments under writes: every write acknowledged
