@@ -470,9 +470,12 @@ func (s *InfluxSink) send(l *influxLane, b batch) {
 			return
 		}
 		if permanent(err) {
-			s.rejected.Add(int64(b.n))
-			s.log.Error("InfluxDB refused a batch of telemetry; dropped", "points", b.n, "err", err)
-			s.resolve(l, b, fmt.Errorf("InfluxDB refused %d points: %w", b.n, err))
+			// A partial write names the points InfluxDB dropped; it wrote the others.
+			n := droppedPoints(err, b.n)
+			s.rejected.Add(int64(n))
+			s.written.Add(int64(b.n - n))
+			s.log.Error("InfluxDB refused telemetry; dropped", "points", n, "batch", b.n, "err", err)
+			s.resolve(l, b, fmt.Errorf("InfluxDB refused %d of %d points: %w", n, b.n, err))
 			return
 		}
 		s.retries.Add(1)
@@ -529,6 +532,25 @@ func permanent(err error) bool {
 		return true
 	}
 	return false
+}
+
+// droppedPoints is how many of a refused batch's n points InfluxDB dropped: the "dropped=N"
+// of InfluxDB 1.x's "partial write" answer (it wrote the rest), else all n.
+func droppedPoints(err error, n int) int {
+	msg := err.Error()
+	i := strings.LastIndex(msg, "dropped=")
+	if i < 0 {
+		return n
+	}
+	d := msg[i+len("dropped="):]
+	end := 0
+	for end < len(d) && d[end] >= '0' && d[end] <= '9' {
+		end++
+	}
+	if k, perr := strconv.Atoi(d[:end]); perr == nil && k >= 0 && k <= n {
+		return k
+	}
+	return n
 }
 
 // appendLine appends tw as one line of line protocol.
