@@ -475,7 +475,7 @@ func (s *InfluxSink) send(l *influxLane, b batch) {
 			s.rejected.Add(int64(n))
 			s.written.Add(int64(b.n - n))
 			s.log.Error("InfluxDB refused telemetry; dropped", "points", n, "batch", b.n, "err", err)
-			s.resolve(l, b, fmt.Errorf("InfluxDB refused %d of %d points: %w", n, b.n, err))
+			s.resolve(l, b, fmt.Errorf("%w: InfluxDB refused %d of %d points: %w", ErrRejected, n, b.n, err))
 			return
 		}
 		s.retries.Add(1)

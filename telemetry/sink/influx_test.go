@@ -277,7 +277,7 @@ func TestInfluxRejected(t *testing.T) {
 	long, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	err := s.Flush(long)
-	if err == nil || !strings.Contains(err.Error(), "refused 1 of 1 points") || !strings.Contains(err.Error(), "conflict") {
+	if err == nil || !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "refused 1 of 1 points") || !strings.Contains(err.Error(), "conflict") {
 		t.Errorf("Flush: got %v; want InfluxDB refused 1 of 1 points (field type conflict)", err)
 	}
 	if st := s.Stats(); st.Rejected != 1 || st.Pending != 0 {
