@@ -41,16 +41,8 @@ func TestSimulateTelemetryStoreDown(t *testing.T) {
 	st := storetest.SQLite(t)
 	svc := sdwan.NewService(st, sdwan.Options{}, nil)
 	svc.SetHistory(is, sdwan.SimulationOptions{FlushTimeout: 300 * time.Millisecond})
-	site, err := svc.CreateSite(ctx, sdwan.CreateSiteRequest{Name: "b", Transports: []sdwan.CreateTransportRequest{{Name: "inet", Interface: "eth0"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := svc.CreatePolicy(ctx, sdwan.CreatePolicyRequest{Name: "p", Type: sdwan.TypeSteering,
-		Content: []byte(`{"classes":[{"name":"voice","max_latency_ms":100}],"paths":{"voice":["inet"]}}`)}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := svc.Simulate(ctx, p.ID, 1, sdwan.SimulateRequest{Window: "1h", Sites: []string{site.ID}}, "")
+	siteID, policyID := simFixture(t, svc)
+	run, err := svc.Simulate(ctx, policyID, 1, sdwan.SimulateRequest{Window: "1h", Sites: []string{siteID}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +57,7 @@ func TestSimulateTelemetryStoreDown(t *testing.T) {
 		t.Fatalf("body %s; want complete false and an error naming the telemetry store", body)
 	}
 	// the slot is free again
-	again, err := svc.Simulate(ctx, p.ID, 1, sdwan.SimulateRequest{Window: "1h", Sites: []string{site.ID}}, "")
+	again, err := svc.Simulate(ctx, policyID, 1, sdwan.SimulateRequest{Window: "1h", Sites: []string{siteID}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
