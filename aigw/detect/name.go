@@ -328,10 +328,18 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		copy(words[:], words[first:n])
 		n -= first
 	}
-	// Drop trailing ordinary words: "Thandiwe Mbeki Today".
-	for n > 1 && words[n-1].flags&(gzFirst|gzLast|gzProbable) == 0 && words[n-1].flags&gzWord != 0 {
-		n--
+	// Drop trailing ordinary words: "Thandiwe Mbeki Today". But many family names are also
+	// ordinary words (Doe, Gay, Nur, and Baker, King, Park when the gazetteer misses them): when
+	// the run has started as a person and no family name has come yet, the first ordinary word
+	// takes the family-name slot ("Bill to: Jane Doe", "Please call Mary Gay tomorrow").
+	m := n
+	for m > 1 && words[m-1].flags&(gzFirst|gzLast|gzProbable) == 0 && words[m-1].flags&gzWord != 0 {
+		m--
 	}
+	if m < n && d.surnameSlot(text, words[:m+1], titled) {
+		m++
+	}
+	n = m
 	start, end := words[0].s, words[n-1].e
 	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n])) {
 		return 0, -1, 0
@@ -432,6 +440,38 @@ func (d nameDetector) modelFlags(w string, minLLR float64) uint8 {
 	return 0
 }
 
+// surnameSlot reports whether the last of ws, an ordinary word, is the family name of a run
+// that has started as a person: every word before it is a given name, the first an unambiguous
+// known one ("Jane Doe") or, after a title, an introducing phrase or a field label, also a
+// probable name ("Customer: Thandiwe Gay"); and the word is not a label ("Jane Status: open").
+// Ordinary words that are never part of a name (function words, "Monday", "Team") are non-names
+// of the gazetteer and have already ended the run; place and organisation cues veto it later.
+func (d nameDetector) surnameSlot(text string, ws []nameWord, titled bool) bool {
+	n := len(ws)
+	if n < 2 || n > 3 {
+		return false
+	}
+	if e := ws[n-1].e; e < len(text) && text[e] == ':' {
+		return false
+	}
+	cued := titled || strongCue(text, ws[0].s)
+	if f := ws[0].flags; !cued && (f&gzFirst == 0 || f&gzAmbiguous != 0) {
+		return false
+	}
+	for _, w := range ws[:n-1] {
+		given := w.flags&gzFirst != 0 || cued && w.flags&gzProbable != 0
+		if !given || w.flags&gzLast != 0 && w.flags&gzFirst == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// strongCue reports whether an introducing phrase or a field label ends just before s.
+func strongCue(text string, s int) bool {
+	return precededBy(text, s, nameStrong) || precededByLabel(text, s)
+}
+
 // leadingWords returns how many of ws, from the first, are ordinary words ("Yesterday",
 // "Contact").
 func leadingWords(ws []nameWord) int {
@@ -455,7 +495,8 @@ func noWords(ws []nameWord) bool {
 // placeLike reports whether the run names a place, organisation or thing: "the" just before
 // it, a cue word right after it ("Jackson Heights station") or inside it after the first word
 // ("Lincoln Park", "Victoria Station"); a cue word that is also a family name after an
-// unambiguous given name is kept ("Jane Park").
+// unambiguous given name, or after a probable name that a label or phrase introduces, is kept
+// ("Jane Park", "Customer: Thandiwe Park").
 func (d nameDetector) placeLike(text string, ws []nameWord) bool {
 	s, e := ws[0].s, ws[len(ws)-1].e
 	if k := s - 1; k > 2 && text[k] == ' ' && (text[k-3:k] == "the" || text[k-3:k] == "The") && (k == 3 || !isWordByte(text[k-4])) {
@@ -467,7 +508,8 @@ func (d nameDetector) placeLike(text string, ws []nameWord) bool {
 		if !ok || !placeCues[string(lw)] {
 			continue
 		}
-		if ws[i].flags&gzLast != 0 && ws[0].flags&gzFirst != 0 && ws[0].flags&gzAmbiguous == 0 {
+		f0 := ws[0].flags
+		if ws[i].flags&gzLast != 0 && (f0&gzFirst != 0 && f0&gzAmbiguous == 0 || f0&gzProbable != 0 && strongCue(text, s)) {
 			continue
 		}
 		return true
@@ -621,6 +663,9 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 			k = we + 1
 		} else {
 			if !d.lowerWordOK(w) {
+				if strong && words == 1 && d.lowerSurname(text, text[s:e], w, we) {
+					end, words = we, 2
+				}
 				break
 			}
 			end = we
@@ -636,6 +681,25 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		return -1
 	}
 	return end
+}
+
+// lowerSurname reports whether the ordinary word w, ending at we, is the family name of the
+// lower-case given name first after a strong cue ("my name is jane doe"). Without
+// capitals only the end of the name tells a surname from the next words of the sentence, so
+// the word must close the name: the text, the line or the clause ends after it, or a function
+// word follows ("jane doe and ..."); "patient jane reports pain" and "jane asked" are not names.
+func (d nameDetector) lowerSurname(text, first, w string, we int) bool {
+	if f := nameFlags(first); f&gzFirst == 0 || f&gzAmbiguous != 0 || nameFlags(w) != 0 || d.modelFlags(w, 0) != gzWord {
+		return false
+	}
+	if hasSuffixFold(w, "ed") || hasSuffixFold(w, "ing") || hasSuffixFold(w, "ly") {
+		return false // verbs and adverbs: "jane asked", "jane speaking"
+	}
+	if we == len(text) || strings.IndexByte(",.;!?)\n\r", text[we]) >= 0 {
+		return true
+	}
+	k := space(text, we)
+	return k > 0 && isLetterAt(text, k) && lookupName(text[k:wordEnd(text, k)])&gzNotName != 0
 }
 
 // allCaps reports whether w has two or more letters, all upper case.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/edgewan/edgewan/aigw/provider"
 	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/auth"
 	"github.com/edgewan/edgewan/coreapi/page"
@@ -24,21 +26,24 @@ const ScopeAdmin = auth.ScopeAIGWAdmin
 func Register(g *gin.RouterGroup, s *Service, pages *page.Codec, diff func(a, b json.RawMessage) []string) {
 	h := &handlers{s: s, pages: pages, diff: diff}
 	g.Use(projectKey)
-	g.POST("/sanitize", h.sanitize)
-	g.POST("/chat", h.chat)
+	small := h.admit(rest.DefaultMaxBody)
+	g.POST("/sanitize", h.admit(textBodyLimit), h.sanitize)
+	g.POST("/chat", h.admit(chatBodyLimit), h.chat)
 	g.GET("/models", h.models)
 	g.GET("/policies", h.listPolicies)
-	g.POST("/policies", adminOnly, h.createPolicy)
+	g.POST("/policies", adminOnly, small, h.createPolicy)
 	g.GET("/policies/:id", h.getPolicy)
-	g.POST("/policies/:id/versions", adminOnly, h.addVersion)
-	g.POST("/policies/:id/publish", adminOnly, h.publish)
-	g.POST("/policies/:id/test", h.test)
+	g.POST("/policies/:id/versions", adminOnly, small, h.addVersion)
+	g.POST("/policies/:id/publish", adminOnly, small, h.publish)
+	g.POST("/policies/:id/test", h.admit(textBodyLimit), h.test)
 	g.GET("/changes", h.listChanges)
 	g.GET("/projects/:id", h.getProject)
-	g.PATCH("/projects/:id", adminOnly, h.updateProject)
+	g.PATCH("/projects/:id", adminOnly, small, h.updateProject)
 	g.GET("/logs", h.listLogs)
 	g.GET("/logs/:id", h.getLog)
-	g.POST("/openai/chat/completions", h.openaiChat)
+	g.POST("/openai/chat/completions", h.admit(chatBodyLimit), h.openaiChat)
+	g.POST("/openai/embeddings", h.admit(chatBodyLimit), h.openaiEmbeddings)
+	g.POST("/anthropic/v1/messages", h.admit(chatBodyLimit), h.anthropicMessages)
 	g.GET("/openai/models", h.openaiModels)
 	registerDocuments(g, h)
 }
@@ -73,15 +78,38 @@ type handlers struct {
 	diff  func(a, b json.RawMessage) []string
 }
 
+// ChatMessage is a message of POST /chat: role and content, which is required ("" is a text,
+// null is not).
+type ChatMessage struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+}
+
 // chatBodyLimit bounds a chat request: many messages of up to MaxText each.
 const chatBodyLimit = 4 << 20
 
+// textBodyLimit bounds a request carrying one text of up to MaxText.
+const textBodyLimit = MaxText + 4096
+
+// errTextRequired answers a body whose text is missing or null: "" is a text, null is not.
+func errTextRequired(field string) error {
+	return apierr.BadRequest("%s is required and must be a string (it may be empty); got none or null", field)
+}
+
 func (h *handlers) sanitize(c *gin.Context) {
-	var req SanitizeRequest
-	if err := rest.Decode(c, &req, MaxText+4096); err != nil {
+	var body struct {
+		Project string  `json:"project"`
+		Text    *string `json:"text"`
+	}
+	if err := rest.Decode(c, &body, textBodyLimit); err != nil {
 		rest.Fail(c, err)
 		return
 	}
+	if body.Text == nil {
+		rest.Fail(c, errTextRequired("text"))
+		return
+	}
+	req := SanitizeRequest{Project: body.Project, Text: *body.Text}
 	res, err := h.s.Sanitize(c.Request.Context(), caller(c), rest.GetRequestID(c), req)
 	if err != nil {
 		rest.Fail(c, err)
@@ -91,10 +119,22 @@ func (h *handlers) sanitize(c *gin.Context) {
 }
 
 func (h *handlers) chat(c *gin.Context) {
-	var req ChatRequest
-	if err := rest.Decode(c, &req, chatBodyLimit); err != nil {
+	var body struct {
+		ChatRequest
+		Messages []ChatMessage `json:"messages"`
+	}
+	if err := rest.Decode(c, &body, chatBodyLimit); err != nil {
 		rest.Fail(c, err)
 		return
+	}
+	req := body.ChatRequest
+	req.Messages = make([]provider.Message, len(body.Messages))
+	for i, m := range body.Messages {
+		if m.Content == nil {
+			rest.Fail(c, errTextRequired(fmt.Sprintf("messages[%d].content", i)))
+			return
+		}
+		req.Messages[i] = provider.Message{Role: m.Role, Content: *m.Content}
 	}
 	if !req.Stream {
 		res, err := h.s.Chat(c.Request.Context(), caller(c), rest.GetRequestID(c), "chat", req)
@@ -123,11 +163,16 @@ func (s *sseSink) start() {
 		return
 	}
 	s.started = true
-	h := s.c.Writer.Header()
+	startSSE(s.c)
+}
+
+// startSSE begins an event stream: no caching, no proxy buffering.
+func startSSE(c *gin.Context) {
+	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	s.c.Status(http.StatusOK)
+	c.Status(http.StatusOK)
 }
 
 func (s *sseSink) event(name string, v any) error {
@@ -143,6 +188,11 @@ func (s *sseSink) event(name string, v any) error {
 func (s *sseSink) Delta(text string) error { return s.event("delta", map[string]string{"text": text}) }
 
 func (s *sseSink) Done(r *ChatResponse) error { return s.event("done", r) }
+
+// ToolCall cannot happen: /chat requests carry no tools. Failing is better than dropping one.
+func (s *sseSink) ToolCall(int, string, string, string) error {
+	return errors.New("gateway: a tool call in a /chat answer")
+}
 
 // fail answers an error: as a normal error response before the stream started, else as an
 // "error" event that ends it.
@@ -224,11 +274,20 @@ func (h *handlers) publish(c *gin.Context) {
 }
 
 func (h *handlers) test(c *gin.Context) {
-	var req TestRequest
-	if err := rest.Decode(c, &req, MaxText+4096); err != nil {
+	var body struct {
+		TestRequest
+		Text *string `json:"text"`
+	}
+	if err := rest.Decode(c, &body, textBodyLimit); err != nil {
 		rest.Fail(c, err)
 		return
 	}
+	if body.Text == nil {
+		rest.Fail(c, errTextRequired("text"))
+		return
+	}
+	req := body.TestRequest
+	req.Text = *body.Text
 	res, err := h.s.TestPolicy(c.Request.Context(), caller(c), c.Param("id"), req)
 	if err != nil {
 		rest.Fail(c, err)
@@ -266,25 +325,50 @@ func (h *handlers) updateProject(c *gin.Context) {
 	c.JSON(http.StatusOK, p)
 }
 
+// listLogs is rest.List with a page bounded in bytes as well: a page ends before the record
+// that would take it over MaxLogPageBytes (it always holds one), and its cursor continues
+// from there.
 func (h *handlers) listLogs(c *gin.Context) {
-	rest.List(c, h.pages, []string{"project", "until", "entity", "blocked", "kind"}, func(p page.Params, q url.Values) ([]*Record, error) {
-		f := LogFilter{Project: q.Get("project"), Entity: q.Get("entity"), Kind: q.Get("kind")}
-		if v := q.Get("until"); v != "" {
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return nil, apierr.BadRequest("until must be an RFC 3339 timestamp, got %q", v)
-			}
-			f.Until = t
+	q := c.Request.URL.Query()
+	list := c.Request.URL.Path
+	p, err := h.pages.Parse(q, list, "project", "until", "entity", "blocked", "kind")
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	rows, err := h.fetchLogs(c, p, q)
+	if err != nil {
+		rest.Fail(c, err)
+		return
+	}
+	size := 0
+	for i, r := range rows {
+		r.bound() // records written before the bounds
+		if size += r.size(); i > 0 && size > MaxLogPageBytes && i < p.Limit {
+			p.Limit, rows = i, rows[:i+1] // page.Page sees one more row than the page: a cursor
+			break
 		}
-		if v := q.Get("blocked"); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, apierr.BadRequest("blocked must be true or false, got %q", v)
-			}
-			f.Blocked = &b
+	}
+	c.JSON(http.StatusOK, page.Page(h.pages, q, list, p, rows, func(r *Record) page.Key { return page.Key{UpdatedAt: r.UpdatedAt, ID: r.ID} }))
+}
+
+func (h *handlers) fetchLogs(c *gin.Context, p page.Params, q url.Values) ([]*Record, error) {
+	f := LogFilter{Project: q.Get("project"), Entity: q.Get("entity"), Kind: q.Get("kind")}
+	if v := q.Get("until"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return nil, apierr.BadRequest("until must be an RFC 3339 timestamp, got %q", v)
 		}
-		return h.s.ListLogs(c.Request.Context(), caller(c), p, f)
-	}, func(r *Record) page.Key { return page.Key{UpdatedAt: r.UpdatedAt, ID: r.ID} })
+		f.Until = t
+	}
+	if v := q.Get("blocked"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, apierr.BadRequest("blocked must be true or false, got %q", v)
+		}
+		f.Blocked = &b
+	}
+	return h.s.ListLogs(c.Request.Context(), caller(c), p, f)
 }
 
 func (h *handlers) getLog(c *gin.Context) {

@@ -19,7 +19,7 @@ import (
 
 // registerDocuments mounts document capture and Automatic mode (called by Register).
 func registerDocuments(g *gin.RouterGroup, h *handlers) {
-	g.POST("/documents", h.uploadDocument)
+	g.POST("/documents", h.admit(h.s.extractor.MaxBytes()+multipartOverhead), h.uploadDocument)
 	g.GET("/documents", h.listDocuments)
 	g.GET("/documents/:id", h.getDocument)
 	g.GET("/projects/:id/proposals", h.listProposals)

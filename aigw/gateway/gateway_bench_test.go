@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +86,26 @@ func BenchmarkSanitize4KB(b *testing.B) {
 			// shared) and for the database: the gateway's own cost.
 			b.ReportMetric(float64(cpu[len(cpu)*99/100].Nanoseconds())/1e3, "p99-cpu-us")
 		})
+	}
+}
+
+// BenchmarkSanitizeAdversarial sanitizes 512 KiB of "a@b.co " (one entity every 7 bytes)
+// under a policy without an input limit: the memory one worst-case request allocates
+// (B/op) is what bounds the gateway's memory under such load (scripts/bench-aigw-rss.sh).
+func BenchmarkSanitizeAdversarial(b *testing.B) {
+	ctx := context.Background()
+	e := newEnvOn(b, storetest.SQLite(b).Gateway())
+	e.publish(b, `{"block":{"max_input_bytes":0}}`)
+	text := strings.Repeat("a@b.co ", gateway.MaxText/7)
+	req := gateway.SanitizeRequest{Project: "proj", Text: text}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		res, err := e.svc.Sanitize(ctx, user, fmt.Sprintf("req_%d", n), req)
+		if err != nil || res.Blocked || res.RedactionsOmitted == 0 {
+			b.Fatalf("err %v, blocked %v, %d omitted", err, res.Blocked, res.RedactionsOmitted)
+		}
 	}
 }

@@ -1,117 +1,66 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/edgewan/edgewan/aigw/provider"
 	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/rest"
 )
 
 // The OpenAI-compatible endpoint lets existing OpenAI SDKs go through the gateway unchanged:
 // point the SDK's base URL at https://CONTROLLER/ai-gateway/v1/openai and use a project key
-// as its API key. The project is the key's. Fields of OpenAI's request that the gateway does
-// not use (n, stop, tools, ...) are accepted and ignored, as SDKs send them by default.
-
-type openaiRequest struct {
-	Model       string          `json:"model"`
-	Messages    []openaiMessage `json:"messages"`
-	Stream      bool            `json:"stream"`
-	MaxTokens   int             `json:"max_tokens"`
-	MaxComplete int             `json:"max_completion_tokens"`
-	Temperature *float64        `json:"temperature"`
-}
-
-// openaiMessage accepts content as a string or as OpenAI's array of text parts.
-type openaiMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-func (m openaiMessage) text() (string, error) {
-	var s string
-	if err := json.Unmarshal(m.Content, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(m.Content, &parts); err != nil {
-		return "", apierr.BadRequest("message content must be a string or an array of text parts")
-	}
-	var b bytes.Buffer
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", apierr.BadRequest("message content part of type %q is not supported; only text", p.Type)
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
+// as its API key. The project is the key's. Every field of OpenAI's chat completions request
+// is either used (passed to the model) or refused with a 400 naming it (openai_request.go):
+// nothing is dropped silently. Errors are in OpenAI's shape: error.message, type, param, code.
 
 func (h *handlers) openaiChat(c *gin.Context) {
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, chatBodyLimit))
 	if err != nil {
-		rest.Fail(c, apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "request body is larger than %d bytes", chatBodyLimit))
-		return
-	}
-	if !utf8.Valid(body) { // json.Unmarshal would replace invalid bytes with U+FFFD
-		rest.Fail(c, apierr.BadRequest("request body is not valid UTF-8"))
-		return
-	}
-	var oreq openaiRequest
-	if err := json.Unmarshal(body, &oreq); err != nil {
-		rest.Fail(c, apierr.BadRequest("invalid JSON: %v", err))
+		openaiFail(c, apierr.New(http.StatusRequestEntityTooLarge, apierr.CodeTooLarge, "request body is larger than %d bytes", chatBodyLimit))
 		return
 	}
 	cl := caller(c)
-	req := ChatRequest{Project: cl.Project, Model: oreq.Model, Stream: oreq.Stream, MaxTokens: oreq.MaxTokens, Temperature: oreq.Temperature}
-	if req.MaxTokens == 0 {
-		req.MaxTokens = oreq.MaxComplete
+	oreq, err := parseOpenAIRequest(body)
+	if err != nil {
+		openaiFail(c, err)
+		return
 	}
-	for _, m := range oreq.Messages {
-		text, err := m.text()
-		if err != nil {
-			rest.Fail(c, err)
-			return
-		}
-		role := m.Role
-		if role == "developer" {
-			role = provider.RoleSystem
-		}
-		req.Messages = append(req.Messages, provider.Message{Role: role, Content: text})
-	}
+	req := oreq.chat
+	req.Project = cl.Project
 	id := rest.GetRequestID(c)
 	created := time.Now().Unix()
 	if !req.Stream {
 		res, err := h.s.Chat(c.Request.Context(), cl, id, "openai", req)
 		if err != nil {
-			rest.Fail(c, err)
+			openaiFail(c, err)
 			return
 		}
 		finish := res.FinishReason
 		if finish == "" {
 			finish = "stop"
 		}
+		msg := gin.H{"role": "assistant", "content": res.Output}
+		if len(res.ToolCalls) > 0 {
+			msg["tool_calls"] = res.ToolCalls
+			if res.Output == "" {
+				msg["content"] = nil // as OpenAI answers a call without text
+			}
+		}
 		c.JSON(http.StatusOK, gin.H{
 			"id": "chatcmpl-" + id, "object": "chat.completion", "created": created, "model": res.Model,
-			"choices": []gin.H{{"index": 0, "message": gin.H{"role": "assistant", "content": res.Output}, "finish_reason": finish}},
-			"usage": gin.H{"prompt_tokens": res.Usage.PromptTokens, "completion_tokens": res.Usage.CompletionTokens,
-				"total_tokens": res.Usage.PromptTokens + res.Usage.CompletionTokens},
+			"choices": []gin.H{{"index": 0, "message": msg, "finish_reason": finish}},
+			"usage":   openaiUsage(res.Usage),
 			"edgewan": gin.H{"request_id": id, "redactions": res.Redactions, "policy": res.Policy},
 		})
 		return
 	}
-	sink := &openaiSink{c: c, id: "chatcmpl-" + id, created: created, model: req.Model}
+	sink := &openaiSink{c: c, id: "chatcmpl-" + id, created: created, model: req.Model, usage: oreq.includeUsage}
 	if err := h.s.ChatStream(c.Request.Context(), cl, id, "openai", req, sink); err != nil {
 		sink.fail(err)
 	}
@@ -123,17 +72,14 @@ type openaiSink struct {
 	id      string
 	created int64
 	model   string
+	usage   bool // stream_options.include_usage: a last chunk with the usage and no choices
 	started bool
 }
 
 func (s *openaiSink) chunk(delta map[string]any, finish any) error {
 	if !s.started {
 		s.started = true
-		h := s.c.Writer.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Accel-Buffering", "no")
-		s.c.Status(http.StatusOK)
+		startSSE(s.c)
 		if err := s.chunk(map[string]any{"role": "assistant", "content": ""}, nil); err != nil {
 			return err
 		}
@@ -149,6 +95,17 @@ func (s *openaiSink) chunk(delta map[string]any, finish any) error {
 
 func (s *openaiSink) Delta(text string) error { return s.chunk(map[string]any{"content": text}, nil) }
 
+// ToolCall sends a tool_calls delta: with its id, type and name the first time, then only
+// arguments, as OpenAI streams them.
+func (s *openaiSink) ToolCall(index int, id, name, args string) error {
+	tc := map[string]any{"index": index, "function": map[string]any{"arguments": args}}
+	if id != "" || name != "" {
+		tc["id"], tc["type"] = id, "function"
+		tc["function"] = map[string]any{"name": name, "arguments": args}
+	}
+	return s.chunk(map[string]any{"tool_calls": []any{tc}}, nil)
+}
+
 func (s *openaiSink) Done(r *ChatResponse) error {
 	s.model = r.Model
 	finish := r.FinishReason
@@ -158,6 +115,17 @@ func (s *openaiSink) Done(r *ChatResponse) error {
 	if err := s.chunk(map[string]any{}, finish); err != nil {
 		return err
 	}
+	if s.usage {
+		u := r.Usage
+		if u == nil {
+			u = &Usage{}
+		}
+		b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
+			"choices": []any{}, "usage": openaiUsage(u)})
+		if _, err := fmt.Fprintf(s.c.Writer, "data: %s\n\n", b); err != nil {
+			return err
+		}
+	}
 	_, err := fmt.Fprint(s.c.Writer, "data: [DONE]\n\n")
 	s.c.Writer.Flush()
 	return err
@@ -165,11 +133,11 @@ func (s *openaiSink) Done(r *ChatResponse) error {
 
 func (s *openaiSink) fail(err error) {
 	if !s.started {
-		rest.Fail(s.c, err)
+		openaiFail(s.c, err)
 		return
 	}
-	e := apierr.From(err)
-	b, _ := json.Marshal(rest.ErrorBody{Error: rest.ErrorDetail{Code: e.Code, Message: e.Message, RequestID: rest.GetRequestID(s.c)}})
+	_, body := openaiError(s.c, err)
+	b, _ := json.Marshal(body)
 	_, _ = fmt.Fprintf(s.c.Writer, "data: %s\n\n", b)
 	s.c.Writer.Flush()
 }
@@ -177,7 +145,7 @@ func (s *openaiSink) fail(err error) {
 func (h *handlers) openaiModels(c *gin.Context) {
 	ms, err := h.s.Models(c.Request.Context(), caller(c))
 	if err != nil {
-		rest.Fail(c, err)
+		openaiFail(c, err)
 		return
 	}
 	data := []gin.H{}
@@ -185,4 +153,8 @@ func (h *handlers) openaiModels(c *gin.Context) {
 		data = append(data, gin.H{"id": m, "object": "model", "created": 0, "owned_by": "edgewan"})
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
+}
+
+func openaiUsage(u *Usage) gin.H {
+	return gin.H{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.PromptTokens + u.CompletionTokens}
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/edgewan/edgewan/aigw/detect"
 	"github.com/edgewan/edgewan/aigw/document"
@@ -35,6 +36,9 @@ type Options struct {
 	Registerer   prometheus.Registerer
 	Now          func() time.Time
 	ProjectTTL   time.Duration // how long a project's compiled policy is cached; default 5s
+	// MaxInflightBytes bounds the request body bytes handled at once (limits.go); 0 means
+	// DefaultMaxInflightBytes.
+	MaxInflightBytes int64
 
 	Documents       DocumentStore   // document capture (documents.go); nil answers 503
 	DocumentOptions DocumentOptions // limits, asynchronous processing, destinations
@@ -52,6 +56,9 @@ type Service struct {
 
 	mu     sync.Mutex
 	guards map[string]*cachedGuard // project -> compiled active policy
+
+	inflight    *semaphore.Weighted // request body bytes being handled (limits.go)
+	inflightCap int64
 
 	extractor    *document.Extractor // documents.go
 	docOpts      DocumentOptions
@@ -123,6 +130,7 @@ func New(ctx context.Context, st Store, o Options) (*Service, error) {
 	if o.Registerer != nil {
 		o.Registerer.MustRegister(s.mOverhead, s.mRedacted, s.mBlocked, s.mUpstreams)
 	}
+	s.inflight, s.inflightCap = newInflight(o.MaxInflightBytes)
 	s.initDocuments()
 	s.initProposals()
 	go s.audit.run()
@@ -240,6 +248,8 @@ type SanitizeResponse struct {
 	Blocked    bool        `json:"blocked"`
 	Findings   []Finding   `json:"findings"`
 	Policy     PolicyRef   `json:"policy"`
+	// RedactionsOmitted counts the redactions not listed (MaxListedRedactions).
+	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
 }
 
 // PolicyRef names the policy version that was applied.
@@ -279,13 +289,15 @@ func (s *Service) Sanitize(ctx context.Context, c Caller, requestID string, req 
 		return nil, err
 	}
 	res := cg.guard.NewSession().Input(req.Text)
-	out := &SanitizeResponse{RequestID: requestID, Text: res.Text, Redactions: convRedactions("input", res.Redactions),
+	reds := convRedactions("input", res.Redactions)
+	out := &SanitizeResponse{RequestID: requestID, Text: res.Text,
 		Blocked: res.Blocked, Findings: convFindings("input", res.Findings), Policy: PolicyRef{cg.policyID, cg.version}}
 	input, _ := json.Marshal(map[string]string{"text": res.Text})
-	rec := s.record(c, cg, requestID, "sanitize", "", input, req.Text, "", out.Redactions, out.Findings, res.Blocked, http.StatusOK, start)
+	rec := s.record(c, cg, requestID, "sanitize", "", input, req.Text, "", reds, out.Findings, res.Blocked, http.StatusOK, start)
 	if err := s.commit(ctx, rec); err != nil {
 		return nil, err
 	}
+	out.Redactions, out.RedactionsOmitted = listRedactions(reds)
 	s.mOverhead.Observe(time.Since(start).Seconds())
 	return out, nil
 }
@@ -298,7 +310,7 @@ func (s *Service) record(c Caller, cg *cachedGuard, id, kind, model string, inpu
 		Redactions: reds, Findings: finds, PolicyID: cg.policyID, PolicyVersion: cg.version, Blocked: blocked, Status: status,
 		LatencyMs: float64(time.Since(start).Microseconds()) / 1000, CreatedAt: now, UpdatedAt: now}
 	if cg.project.StoreRawInput && raw != "" {
-		r.RawInputEnc = s.seal.Seal(id, []byte(raw))
+		r.RawInputEnc = s.seal.Seal(id, []byte(cutText(raw, AuditMaxRaw)))
 	}
 	return r
 }
@@ -337,6 +349,7 @@ func (s *Service) commit(ctx context.Context, r *Record) error {
 			evs = append(evs, ev)
 		}
 	}
+	r.bound() // after the events, which count every redaction
 	if err := s.audit.write(ctx, r, evs); err != nil {
 		return fmt.Errorf("gateway: audit log: %w", err)
 	}
@@ -352,6 +365,13 @@ type ChatRequest struct {
 	Stream      bool               `json:"stream"`
 	MaxTokens   int                `json:"max_tokens"`
 	Temperature *float64           `json:"temperature"`
+	// Set by the OpenAI-compatible endpoint: top_p, stop, seed, ...; tools (messages may then
+	// carry tool calls and tool results).
+	Sampling          provider.Sampling `json:"-"`
+	Tools             json.RawMessage   `json:"-"`
+	ToolChoice        json.RawMessage   `json:"-"`
+	ParallelToolCalls *bool             `json:"-"`
+	ResponseFormat    json.RawMessage   `json:"-"`
 }
 
 // ChatResponse answers POST /chat.
@@ -364,6 +384,10 @@ type ChatResponse struct {
 	FinishReason string      `json:"finish_reason,omitempty"`
 	Usage        *Usage      `json:"usage,omitempty"`
 	Policy       PolicyRef   `json:"policy"`
+	// RedactionsOmitted counts the redactions not listed (MaxListedRedactions).
+	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
+	// ToolCalls are the model's tool calls, arguments checked (OpenAI-compatible endpoint).
+	ToolCalls []provider.ToolCall `json:"-"`
 }
 
 // Usage counts tokens as the model reported them.
@@ -407,32 +431,48 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 		return nil, apierr.BadRequest("temperature must be 0 to 2")
 	}
 	for i, m := range req.Messages {
-		if !slices.Contains(validRoles, m.Role) {
+		if !slices.Contains(validRoles, m.Role) && (m.Role != provider.RoleTool || m.ToolCallID == "") {
 			return nil, apierr.BadRequest("messages[%d].role must be system, user or assistant; got %q", i, m.Role)
 		}
 		if err := checkText(fmt.Sprintf("messages[%d].content", i), m.Content); err != nil {
 			return nil, err
 		}
+		for j, tc := range m.ToolCalls {
+			if err := checkText(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j), tc.Function.Arguments); err != nil {
+				return nil, err
+			}
+		}
 	}
-	cg, err := s.guardFor(ctx, req.Project)
+	cg, err := s.guardForModel(ctx, req.Project, req.Model)
 	if err != nil {
 		return nil, err
 	}
-	if err := cg.guard.CheckModel(req.Model); err != nil {
-		return nil, apierr.Invalid("model %q is not allowed by project %s's policy (%s v%d)", req.Model, req.Project, cg.policyID, cg.version)
-	}
 	p := &prepared{cg: cg, sess: cg.guard.NewSession(),
-		req: provider.Request{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Messages: make([]provider.Message, len(req.Messages))}}
+		req: provider.Request{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Sampling: req.Sampling,
+			Tools: req.Tools, ToolChoice: req.ToolChoice, ParallelToolCalls: req.ParallelToolCalls, ResponseFormat: req.ResponseFormat,
+			Messages: make([]provider.Message, len(req.Messages))}}
 	var raw strings.Builder
 	blocked := false
 	for i, m := range req.Messages {
 		where := fmt.Sprintf("input[%d]", i)
 		res := p.sess.Input(m.Content)
-		p.req.Messages[i] = provider.Message{Role: m.Role, Content: res.Text}
+		p.req.Messages[i] = provider.Message{Role: m.Role, Content: res.Text, ToolCallID: m.ToolCallID}
 		p.reds = append(p.reds, convRedactions(where, res.Redactions)...)
 		p.finds = append(p.finds, convFindings(where, res.Findings)...)
 		blocked = blocked || res.Blocked
 		raw.WriteString(m.Role + ": " + m.Content + "\n")
+		// A tool call's arguments and a tool's result are text like any other: checked and
+		// redacted, so nothing reaches the model through them unchecked.
+		for j, tc := range m.ToolCalls {
+			where := fmt.Sprintf("input[%d].tool_calls[%d]", i, j)
+			res := p.sess.Input(tc.Function.Arguments)
+			tc.Function.Arguments = res.Text
+			p.req.Messages[i].ToolCalls = append(p.req.Messages[i].ToolCalls, tc)
+			p.reds = append(p.reds, convRedactions(where, res.Redactions)...)
+			p.finds = append(p.finds, convFindings(where, res.Findings)...)
+			blocked = blocked || res.Blocked
+			raw.WriteString("tool_call " + tc.Function.Name + ": " + tc.Function.Arguments + "\n")
+		}
 	}
 	p.input, _ = json.Marshal(p.req.Messages)
 	p.raw = raw.String()
@@ -444,6 +484,18 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 		return nil, blockedError(p.finds, "the request")
 	}
 	return p, nil
+}
+
+// guardForModel returns the project's policy after checking it allows model.
+func (s *Service) guardForModel(ctx context.Context, project, model string) (*cachedGuard, error) {
+	cg, err := s.guardFor(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	if err := cg.guard.CheckModel(model); err != nil {
+		return nil, apierr.Invalid("model %q is not allowed by project %s's policy (%s v%d)", model, project, cg.policyID, cg.version)
+	}
+	return cg, nil
 }
 
 func blockedError(fs []Finding, what string) error {
@@ -491,35 +543,61 @@ func (s *Service) Chat(ctx context.Context, c Caller, requestID, kind string, re
 	s.mUpstreams.WithLabelValues(resp.Model, "ok").Inc()
 	out := p.sess.Output(resp.Content)
 	reds := append(p.reds, convRedactions("output", out.Redactions)...)
-	finds := append(p.finds, convFindings("output", out.Findings)...)
+	outFinds := convFindings("output", out.Findings)
+	calls := make([]provider.ToolCall, len(resp.ToolCalls))
+	logged := out.Text
+	for j, tc := range resp.ToolCalls {
+		where := fmt.Sprintf("output.tool_calls[%d]", j)
+		res := p.sess.Output(tc.Function.Arguments)
+		tc.Function.Arguments = res.Text
+		calls[j] = tc
+		reds = append(reds, convRedactions(where, res.Redactions)...)
+		outFinds = append(outFinds, convFindings(where, res.Findings)...)
+		out.Blocked = out.Blocked || res.Blocked
+		logged += "\ntool_call " + tc.Function.Name + ": " + res.Text
+	}
+	finds := append(p.finds, outFinds...)
 	status := http.StatusOK
 	if out.Blocked {
 		status = http.StatusUnprocessableEntity
 	}
-	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, out.Text, reds, finds, out.Blocked, status, start)
+	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, logged, reds, finds, out.Blocked, status, start)
 	if err := s.commit(ctx, rec); err != nil {
 		return nil, err
 	}
 	s.mOverhead.Observe((time.Since(start) - upTime).Seconds())
 	if out.Blocked {
-		return nil, blockedError(convFindings("output", out.Findings), "the model's answer")
+		return nil, blockedError(outFinds, "the model's answer")
 	}
-	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: nonNil(reds), FinishReason: resp.FinishReason,
+	listed, omitted := listRedactions(reds)
+	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason, ToolCalls: calls,
 		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}}, nil
 }
 
-// StreamSink receives a streamed answer: safe text as it becomes safe, then the end.
+// StreamSink receives a streamed answer: safe text and tool call pieces as they become safe,
+// then the end.
 type StreamSink interface {
 	Delta(text string) error
+	// ToolCall sends a piece of tool call index: its ID and name with its first piece, then
+	// pieces of its arguments, checked as text is.
+	ToolCall(index int, id, name, args string) error
 	Done(r *ChatResponse) error
 }
 
 var errStreamBlocked = errors.New("gateway: output blocked")
 
-// ChatStream is Chat streaming the answer: the output is redacted over a sliding window, so no
-// entity split across chunks escapes; a block rule on the output stops the stream. Errors
-// before the first delta are returned (the handler answers them as usual); after it they end
-// the stream.
+// toolStream is one streamed tool call: its arguments go through their own stream redactor
+// of the request's session (one placeholder numbering for the whole request).
+type toolStream struct {
+	id, name string
+	sr       *guard.StreamRedactor
+	sent     strings.Builder
+}
+
+// ChatStream is Chat streaming the answer: the output, and each tool call's arguments, are
+// redacted over a sliding window, so no entity split across chunks escapes; a block rule on
+// the output stops the stream. Errors before the first delta are returned (the handler
+// answers them as usual); after it they end the stream.
 func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind string, req ChatRequest, sink StreamSink) error {
 	start := time.Now()
 	p, err := s.prepare(ctx, c, requestID, kind, req, start)
@@ -528,6 +606,25 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	}
 	sr := p.sess.Stream()
 	var sent strings.Builder
+	var tools []*toolStream
+	p.req.OnToolCall = func(d provider.ToolCallDelta) error {
+		if d.Index == len(tools) { // a new call: its ID and name (the application's own function names) go at once
+			tools = append(tools, &toolStream{id: d.ID, name: d.Name, sr: p.sess.Stream()})
+			if err := sink.ToolCall(d.Index, d.ID, d.Name, ""); err != nil {
+				return err
+			}
+		}
+		t := tools[d.Index] // the provider checked the index
+		safe := t.sr.Write(d.Arguments)
+		if t.sr.Blocked() {
+			return errStreamBlocked
+		}
+		if safe == "" {
+			return nil
+		}
+		t.sent.WriteString(safe)
+		return sink.ToolCall(d.Index, "", "", safe)
+	}
 	upStart := time.Now()
 	resp, err := s.o.Models.Stream(ctx, p.req, func(delta string) error {
 		safe := sr.Write(delta)
@@ -541,20 +638,50 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 		return sink.Delta(safe)
 	})
 	upTime := time.Since(upStart)
-	blocked := sr.Blocked() || errors.Is(err, errStreamBlocked)
+	anyBlocked := func() bool {
+		if sr.Blocked() {
+			return true
+		}
+		for _, t := range tools {
+			if t.sr.Blocked() {
+				return true
+			}
+		}
+		return false
+	}
+	blocked := anyBlocked() || errors.Is(err, errStreamBlocked)
 	if err == nil && !blocked {
 		if rest := sr.Flush(); rest != "" && !sr.Blocked() {
 			sent.WriteString(rest)
 			err = sink.Delta(rest)
 		}
-		blocked = sr.Blocked()
+		for i, t := range tools {
+			if err != nil {
+				break
+			}
+			if rest := t.sr.Flush(); rest != "" && !t.sr.Blocked() {
+				t.sent.WriteString(rest)
+				err = sink.ToolCall(i, "", "", rest)
+			}
+		}
+		blocked = anyBlocked()
 	}
 	model := req.Model
 	if resp != nil {
 		model = resp.Model
 	}
 	reds := append(p.reds, convRedactions("output", sr.Redactions())...)
-	finds := append(p.finds, convFindings("output", sr.Findings())...)
+	outFinds := convFindings("output", sr.Findings())
+	logged := sent.String()
+	calls := make([]provider.ToolCall, len(tools))
+	for i, t := range tools {
+		where := fmt.Sprintf("output.tool_calls[%d]", i)
+		reds = append(reds, convRedactions(where, t.sr.Redactions())...)
+		outFinds = append(outFinds, convFindings(where, t.sr.Findings())...)
+		calls[i] = provider.ToolCall{ID: t.id, Type: "function", Function: provider.FunctionCall{Name: t.name, Arguments: t.sent.String()}}
+		logged += "\ntool_call " + t.name + ": " + t.sent.String()
+	}
+	finds := append(p.finds, outFinds...)
 	status := http.StatusOK
 	switch {
 	case blocked:
@@ -565,19 +692,20 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	default:
 		s.mUpstreams.WithLabelValues(model, "ok").Inc()
 	}
-	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, sent.String(), reds, finds, blocked, status, start)
+	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, logged, reds, finds, blocked, status, start)
 	if cerr := s.commit(ctx, rec); cerr != nil {
 		return cerr
 	}
 	s.mOverhead.Observe((time.Since(start) - upTime).Seconds())
 	switch {
 	case blocked:
-		return blockedError(convFindings("output", sr.Findings()), "the model's answer")
+		return blockedError(outFinds, "the model's answer")
 	case err != nil:
 		return upstreamError(err)
 	}
-	return sink.Done(&ChatResponse{RequestID: requestID, Output: sent.String(), Model: model, Redactions: nonNil(reds), FinishReason: resp.FinishReason,
-		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
+	listed, omitted := listRedactions(reds)
+	return sink.Done(&ChatResponse{RequestID: requestID, Output: sent.String(), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
+		ToolCalls: calls, Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
 }
 
 // Models lists the models the caller's project may use: the configured ones its policy allows.
@@ -632,6 +760,11 @@ type TestResponse struct {
 	Redactions []Redaction `json:"redactions"`
 	Blocked    bool        `json:"blocked"`
 	Findings   []Finding   `json:"findings"`
+	// RedactionsOmitted counts the redactions not listed (MaxListedRedactions).
+	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
+	// Weakens lists the default protections this version turns off or weakens (empty when
+	// none): guard.Weakens.
+	Weakens []string `json:"weakens"`
 }
 
 func canonicalPolicy(content json.RawMessage) (json.RawMessage, error) {
@@ -762,6 +895,11 @@ func (s *Service) Publish(ctx context.Context, c Caller, id string, req PublishR
 	now := s.o.Now().UTC().Truncate(time.Microsecond)
 	ch := &Change{ID: ids.New("chg"), Kind: "ai_policy.published", Actor: c.KeyID, Target: id, Project: p.Project, Version: v.Version,
 		Comment: req.Comment, CreatedAt: now, UpdatedAt: now, Diff: diff(prevContent, v.Content)}
+	if pol, err := guard.ParsePolicy(v.Content); err == nil {
+		for _, w := range guard.Weakens(pol) { // said on every publish, not only when it changes
+			ch.Diff = append(ch.Diff, "weakens a default protection: "+w)
+		}
+	}
 	if prev != nil && cg.policyID == id {
 		ch.FromVersion = prev.Version
 	}
@@ -824,8 +962,10 @@ func (s *Service) TestPolicy(ctx context.Context, c Caller, id string, req TestR
 	} else {
 		res = sess.Input(req.Text)
 	}
-	return &TestResponse{Policy: PolicyRef{id, v.Version}, Text: res.Text, Redactions: convRedactions(where, res.Redactions),
-		Blocked: res.Blocked, Findings: convFindings(where, res.Findings)}, nil
+	out := &TestResponse{Policy: PolicyRef{id, v.Version}, Text: res.Text,
+		Blocked: res.Blocked, Findings: convFindings(where, res.Findings), Weakens: nonNil(guard.Weakens(pol))}
+	out.Redactions, out.RedactionsOmitted = listRedactions(convRedactions(where, res.Redactions))
+	return out, nil
 }
 
 // ---- projects and logs ----

@@ -28,6 +28,8 @@ func (s *sink) Delta(text string) error {
 	return nil
 }
 
+func (s *sink) ToolCall(int, string, string, string) error { return errors.New("no tools here") }
+
 func (s *sink) Done(r *gateway.ChatResponse) error {
 	s.done = r
 	return nil
@@ -161,6 +163,8 @@ func (s *firstDelta) Delta(text string) error {
 }
 
 func (s *firstDelta) Done(*gateway.ChatResponse) error { return nil }
+
+func (s *firstDelta) ToolCall(int, string, string, string) error { return errEnough }
 
 // tokens cuts s into chunks of n bytes, like a model's tokens.
 func tokens(s string, n int) []string { return chunked(s, n) }

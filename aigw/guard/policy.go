@@ -39,15 +39,19 @@ const (
 )
 
 // Policy is the content of one version of a project's policy. Decode it with ParsePolicy,
-// which rejects unknown fields; zero values mean the defaults documented on each field.
+// which rejects unknown fields and layers the policy over DefaultPolicy: a field the JSON does
+// not give keeps its default, so a policy that only adds a rule keeps every default
+// protection, and a protection goes off only when the policy says so (Weakens lists which).
+// The protective fields have no omitempty: the stored (canonical) form states them, so
+// reading it back never turns a protection on or off.
 type Policy struct {
 	// Entities maps an entity type (detect.Types) to its action; types not listed get
-	// DefaultAction.
-	Entities map[string]Action `json:"entities,omitempty"`
+	// DefaultAction. Entries merge with the defaults' (credit_card: mask, secret: block).
+	Entities map[string]Action `json:"entities"`
 	// DefaultAction applies to types not in Entities; "" means redact.
-	DefaultAction Action `json:"default_action,omitempty"`
+	DefaultAction Action `json:"default_action"`
 	// MinScore drops detections scoring below it; 0 means DefaultMinScore (0.5).
-	MinScore float64 `json:"min_score,omitempty"`
+	MinScore float64 `json:"min_score"`
 	// Block holds the rules that refuse a request.
 	Block BlockRules `json:"block"`
 	// Models is the allow-list of model names; a trailing '*' matches any suffix
@@ -64,12 +68,13 @@ type BlockRules struct {
 	Patterns []PatternRule `json:"patterns,omitempty"`
 	// Keywords are word lists matched as whole words (or anywhere, with Substring).
 	Keywords []KeywordRule `json:"keywords,omitempty"`
-	// PromptInjection enables the prompt-injection heuristics (README.md).
-	PromptInjection bool `json:"prompt_injection,omitempty"`
+	// PromptInjection enables the prompt-injection heuristics (README.md); on by default.
+	PromptInjection bool `json:"prompt_injection"`
 	// PromptInjectionThreshold is the score at which the heuristics block; 0 means 1.0.
 	PromptInjectionThreshold float64 `json:"prompt_injection_threshold,omitempty"`
-	// MaxInputBytes limits the total size of a request's input texts; 0 means no limit.
-	MaxInputBytes int `json:"max_input_bytes,omitempty"`
+	// MaxInputBytes limits the total size of a request's input texts; 0 means no limit
+	// (the gateway's own limit of 512 KiB per text still applies). 256 KiB by default.
+	MaxInputBytes int `json:"max_input_bytes"`
 }
 
 // PatternRule blocks text that matches Regex (RE2 syntax, so matching is linear in the text).
@@ -94,13 +99,13 @@ type OutputChecks struct {
 	// SkipEntities leaves entities in responses as they are (and so no entity can block a
 	// response); by default the entity actions apply to responses as they do to input (a
 	// "block" entity is redacted; it blocks the response only with Block).
-	SkipEntities bool `json:"skip_entities,omitempty"`
+	SkipEntities bool `json:"skip_entities"`
 	// Block applies the pattern, keyword and entity block rules to responses (in a stream,
 	// patterns and keywords see a sliding window of at least 128 bytes, and text in which no
 	// entity can start is no longer sent early; see README.md).
-	Block bool `json:"block,omitempty"`
+	Block bool `json:"block"`
 	// MaxOutputBytes limits the size of a response; 0 means no limit.
-	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
+	MaxOutputBytes int `json:"max_output_bytes"`
 	// StreamWindow is how many bytes a streamed response holds back where an entity may start
 	// (README.md, Streaming); 0 means DefaultStreamWindow.
 	StreamWindow int `json:"stream_window,omitempty"`
@@ -126,10 +131,12 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// ParsePolicy decodes a policy from JSON, refusing unknown fields and trailing data, and
-// validates it. The returned policy has its defaults filled in.
+// ParsePolicy decodes a policy from JSON over DefaultPolicy, refusing unknown fields and
+// trailing data, and validates it. A field the JSON leaves out keeps its default; entities
+// merge with the default entities ("entities": null keeps them too). The returned policy has
+// its defaults filled in.
 func ParsePolicy(data []byte) (Policy, error) {
-	var p Policy
+	p := DefaultPolicy()
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -137,6 +144,9 @@ func ParsePolicy(data []byte) (Policy, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Policy{}, errors.New("guard.ParsePolicy: trailing data after the policy object")
+	}
+	if p.Entities == nil { // "entities": null replaced the default map
+		p.Entities = DefaultPolicy().Entities
 	}
 	if err := p.Validate(); err != nil {
 		return Policy{}, err

@@ -1,7 +1,10 @@
 package guard
 
 import (
+	"encoding/json"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,5 +164,60 @@ func TestReadmePolicy(t *testing.T) {
 	}
 	if example := readTestdata(t, "policy_example.json"); block != example {
 		t.Errorf("README policy differs from testdata/policy_example.json")
+	}
+}
+
+// TestPolicyLayersOverDefaults: a policy that only adds a rule keeps every default protection;
+// a protection goes off only when the policy says so, and Weakens names it.
+func TestPolicyLayersOverDefaults(t *testing.T) {
+	tests := []struct {
+		name    string
+		json    string
+		check   func(p Policy) bool
+		weakens []string
+	}{
+		{"only a block rule", `{"block":{"keywords":[{"name":"kw","words":["x"]}]}}`, func(p Policy) bool {
+			return p.Block.PromptInjection && p.Block.MaxInputBytes == 256<<10 && p.Entities["secret"] == ActionBlock &&
+				p.Entities["credit_card"] == ActionMask && len(p.Block.Keywords) == 1
+		}, nil},
+		{"entities merge", `{"entities":{"email":"hash"}}`, func(p Policy) bool {
+			return p.Entities["secret"] == ActionBlock && p.Entities["email"] == ActionHash
+		}, []string{"entities.email: hash (default redact)"}},
+		{"entities null", `{"entities":null}`, func(p Policy) bool { return p.Entities["secret"] == ActionBlock }, nil},
+		{"explicit off", `{"block":{"prompt_injection":false,"max_input_bytes":0},"entities":{"secret":"allow","credit_card":"redact"}}`,
+			func(p Policy) bool { return !p.Block.PromptInjection && p.Block.MaxInputBytes == 0 },
+			[]string{"entities.secret: allow (default block)", "block.prompt_injection: off (default on)", "block.max_input_bytes: no limit (default 262144)"}},
+		{"default action allow", `{"default_action":"allow","min_score":0.9,"output":{"skip_entities":true}}`,
+			func(p Policy) bool { return p.Entities["secret"] == ActionBlock },
+			[]string{"entities.email: allow (default redact)", "min_score: 0.9 drops detections the default 0.5 keeps", "output.skip_entities: on, responses are not redacted (default off)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePolicy([]byte(tc.json))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(p) {
+				t.Fatalf("parsed %+v", p)
+			}
+			w := Weakens(p)
+			for _, want := range tc.weakens {
+				if !slices.Contains(w, want) {
+					t.Errorf("Weakens = %q; want it to contain %q", w, want)
+				}
+			}
+			if tc.weakens == nil && len(w) != 0 {
+				t.Errorf("Weakens = %q; want none", w)
+			}
+			// The canonical form reads back to the same policy.
+			b, _ := json.Marshal(p)
+			q, err := ParsePolicy(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(p, q) {
+				t.Fatalf("canonical form %s reads back as %+v, want %+v", b, q, p)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package guard
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/edgewan/edgewan/aigw/detect"
 )
@@ -18,6 +19,7 @@ type Session struct {
 	counts   map[string]int    // placeholders issued per type
 	inBytes  int
 	outBytes int
+	grown    int             // bytes replacements added over the values they replaced
 	ents     []detect.Entity // scratch
 }
 
@@ -132,7 +134,32 @@ func (s *Session) redact(e detect.Entity, base int) (Redaction, bool) {
 	default: // redact, block, hash
 		red.Replacement = s.replacement(e.Type, e.Text, a)
 	}
+	if g := len(red.Replacement) - len(e.Text); g > 0 {
+		if s.grown+g > s.growthBudget() {
+			red.Replacement = maskAll(e.Text)
+		} else {
+			s.grown += g
+		}
+	}
 	return red, a == ActionBlock
+}
+
+// Growth bounds what replacements may add to a session's texts: MaxGrowthBase bytes plus
+// 1/MaxGrowthDiv of the texts' size. A placeholder is longer than a short value ("a@b.co"
+// becomes "[EMAIL_74512]"), so a text made of nothing but entities would otherwise grow
+// about 2-3 times, and the redaction cost and the response size with it. Past the budget,
+// values are masked in place ('*' for every non-space character): still hidden, no longer
+// numbered, and no longer than the value.
+const (
+	MaxGrowthBase = 4 << 10
+	MaxGrowthDiv  = 4
+)
+
+func (s *Session) growthBudget() int { return MaxGrowthBase + (s.inBytes+s.outBytes)/MaxGrowthDiv }
+
+// maskAll replaces every non-space character of a value with '*'.
+func maskAll(text string) string {
+	return maskWith(text, make([]bool, len(text)), func(r rune) bool { return !unicode.IsSpace(r) })
 }
 
 // replacement returns the placeholder or hash of a value, issuing a new one on first sight.

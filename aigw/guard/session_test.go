@@ -257,3 +257,25 @@ func TestGuardConcurrent(t *testing.T) {
 		t.Errorf("concurrent Input gave %q; want %q", got, want)
 	}
 }
+
+// TestGrowthBounded: a text of nothing but short entities grows by at most the budget, and
+// every value stays hidden.
+func TestGrowthBounded(t *testing.T) {
+	g, err := New(DefaultPolicy(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, 1000, 30000} {
+		text := strings.Repeat("a@b.co ", n)
+		res := g.NewSession().Input(text)
+		if max := len(text) + MaxGrowthBase + len(text)/MaxGrowthDiv; len(res.Text) > max {
+			t.Errorf("%d entities: %d bytes in, %d out; want at most %d", n, len(text), len(res.Text), max)
+		}
+		if strings.Contains(res.Text, "a@b.co") {
+			t.Errorf("%d entities: a value was left in the text", n)
+		}
+		if len(res.Redactions) != n {
+			t.Errorf("%d entities: %d redactions", n, len(res.Redactions))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -63,6 +64,14 @@ type anthropicRequest struct {
 	Messages    []Message `json:"messages"`
 	Temperature *float64  `json:"temperature,omitempty"`
 	Stream      bool      `json:"stream,omitempty"`
+
+	TopP          *float64           `json:"top_p,omitempty"`
+	StopSequences []string           `json:"stop_sequences,omitempty"`
+	Metadata      *anthropicMetadata `json:"metadata,omitempty"`
+}
+
+type anthropicMetadata struct {
+	UserID string `json:"user_id"`
 }
 
 type anthropicError struct {
@@ -122,7 +131,26 @@ func (p *anthropic) body(r Request, stream bool) ([]byte, error) {
 	}
 	req := anthropicRequest{
 		Model: p.cfg.UpstreamModel, MaxTokens: r.MaxTokens, Messages: r.Messages,
-		Temperature: r.Temperature, Stream: stream,
+		Temperature: r.Temperature, Stream: stream, TopP: r.Sampling.TopP, StopSequences: r.Sampling.Stop,
+	}
+	if r.Sampling.User != "" {
+		req.Metadata = &anthropicMetadata{UserID: r.Sampling.User}
+	}
+	if err := noTools(r, p.cfg.Name); err != nil {
+		return nil, err
+	}
+	var unsupported []string
+	if r.Sampling.Seed != nil {
+		unsupported = append(unsupported, "seed")
+	}
+	if r.Sampling.FrequencyPenalty != nil {
+		unsupported = append(unsupported, "frequency_penalty")
+	}
+	if r.Sampling.PresencePenalty != nil {
+		unsupported = append(unsupported, "presence_penalty")
+	}
+	if unsupported != nil {
+		return nil, fmt.Errorf("provider: %w: model %s (Anthropic's Messages API) has no %s", ErrInvalidRequest, p.cfg.Name, strings.Join(unsupported, ", "))
 	}
 	if req.MaxTokens == 0 {
 		req.MaxTokens = DefaultMaxTokens

@@ -21,6 +21,9 @@ var _ Provider = (*echo)(nil)
 func newEcho(c ModelConfig, _ Options) Provider { return &echo{cfg: c} }
 
 func (e *echo) answer(ctx context.Context, r Request) (*Response, error) {
+	if err := noTools(r, e.cfg.Name); err != nil {
+		return nil, err
+	}
 	if err := validate(r); err != nil {
 		return nil, err
 	}

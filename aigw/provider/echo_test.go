@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestEcho(t *testing.T) {
 						t.Fatal(err)
 					}
 					want := provider.Response{Model: "echo", Content: tt.want, FinishReason: tt.wantFinish, Usage: tt.wantUsage}
-					if *resp != want {
+					if !reflect.DeepEqual(*resp, want) {
 						t.Errorf("got %+v; want %+v", *resp, want)
 					}
 					if stream && !slices.Equal(deltas, tt.wantDeltas) {

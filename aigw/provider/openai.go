@@ -54,6 +54,18 @@ type openAIRequest struct {
 	Temperature   *float64       `json:"temperature,omitempty"`
 	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+
+	TopP             *float64 `json:"top_p,omitempty"`
+	Stop             []string `json:"stop,omitempty"`
+	Seed             *int64   `json:"seed,omitempty"`
+	User             string   `json:"user,omitempty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
+
+	Tools             json.RawMessage `json:"tools,omitempty"`
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat    json.RawMessage `json:"response_format,omitempty"`
 }
 
 type streamOptions struct {
@@ -86,7 +98,8 @@ func (e *openAIError) code() string {
 type openAIResponse struct {
 	Choices []struct {
 		Message struct {
-			Content string `json:"content"`
+			Content   string     `json:"content"`
+			ToolCalls []ToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -98,7 +111,15 @@ type openAIResponse struct {
 type openAIChunk struct {
 	Choices [1]struct {
 		Delta struct {
-			Content string `json:"content"`
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -113,6 +134,9 @@ func (p *openAI) body(r Request, stream bool) ([]byte, error) {
 	req := openAIRequest{
 		Model: p.cfg.UpstreamModel, Messages: r.Messages, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, Stream: stream,
+		TopP: r.Sampling.TopP, Stop: r.Sampling.Stop, Seed: r.Sampling.Seed, User: r.Sampling.User,
+		FrequencyPenalty: r.Sampling.FrequencyPenalty, PresencePenalty: r.Sampling.PresencePenalty,
+		Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls, ResponseFormat: r.ResponseFormat,
 	}
 	if stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}
@@ -142,11 +166,23 @@ func (p *openAI) Chat(ctx context.Context, r Request) (*Response, error) {
 		}
 		out = &Response{
 			Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
-			Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens},
+			Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens}, ToolCalls: v.Choices[0].Message.ToolCalls,
 		}
 		return nil
 	})
 	return out, err
+}
+
+// maxToolCalls bounds the tool calls of one answer.
+const maxToolCalls = 128
+
+// toolDelta hands a tool call piece to the request's OnToolCall; a request without one did
+// not expect tool calls, and the answer fails rather than losing them.
+func (p *openAI) toolDelta(r Request, d ToolCallDelta) error {
+	if r.OnToolCall == nil {
+		return p.fail(0, "", "the model called a tool, but the request has no tool call handler", nil, false)
+	}
+	return r.OnToolCall(d)
 }
 
 // Stream implements Provider. The stream is complete at "data: [DONE]" or, for servers that
@@ -174,11 +210,19 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 			}
 			out = &Response{
 				Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
-				Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens},
+				Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens}, ToolCalls: v.Choices[0].Message.ToolCalls,
 			}
 			if out.Content != "" {
 				a.sent = true
-				return onDelta(out.Content)
+				if err := onDelta(out.Content); err != nil {
+					return err
+				}
+			}
+			for i, tc := range out.ToolCalls {
+				a.sent = true
+				if err := p.toolDelta(r, ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}); err != nil {
+					return err
+				}
 			}
 			return nil
 		}
@@ -218,6 +262,19 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 				content.WriteString(d)
 				a.sent = true
 				if err := onDelta(d); err != nil {
+					return err
+				}
+			}
+			for _, tc := range c.Choices[0].Delta.ToolCalls {
+				if tc.Index < 0 || tc.Index > len(resp.ToolCalls) || tc.Index == len(resp.ToolCalls) && len(resp.ToolCalls) >= maxToolCalls {
+					return p.fail(res.StatusCode, "", "tool call index out of order", nil, false)
+				}
+				if tc.Index == len(resp.ToolCalls) {
+					resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Function.Name}})
+				}
+				resp.ToolCalls[tc.Index].Function.Arguments += tc.Function.Arguments
+				a.sent = true
+				if err := p.toolDelta(r, ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}); err != nil {
 					return err
 				}
 			}

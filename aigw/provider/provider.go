@@ -5,6 +5,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,6 +17,7 @@ const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	RoleTool      = "tool" // a tool's result, answering an assistant message's tool call
 )
 
 // Finish reasons, in OpenAI's vocabulary whatever the upstream (Anthropic's are mapped).
@@ -28,8 +30,32 @@ const (
 
 // Message is one turn of a conversation.
 type Message struct {
-	Role    string `json:"role"` // RoleSystem, RoleUser or RoleAssistant
-	Content string `json:"content"`
+	Role       string     `json:"role"` // RoleSystem, RoleUser, RoleAssistant or RoleTool
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // an assistant's calls of the request's tools
+	ToolCallID string     `json:"tool_call_id,omitempty"` // RoleTool: the call this is the result of
+}
+
+// ToolCall is a model's call of one of the request's tools (OpenAI's function calling).
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and its arguments, a JSON text written by the model.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolCallDelta is a piece of a streamed tool call: the first piece of a call has its ID and
+// Name, the others only more Arguments text.
+type ToolCallDelta struct {
+	Index     int
+	ID        string
+	Name      string
+	Arguments string
 }
 
 // Request is one chat completion.
@@ -38,6 +64,58 @@ type Request struct {
 	Messages    []Message
 	MaxTokens   int      // 0: the upstream's default (Anthropic, which requires one: DefaultMaxTokens)
 	Temperature *float64 // nil: the upstream's default
+	Sampling    Sampling // further generation options; zero: the upstream's defaults
+
+	// Tools and ToolChoice are OpenAI's tools and tool_choice, passed as they are; only
+	// OpenAI-compatible upstreams take them (the others refuse them, ErrInvalidRequest).
+	Tools             json.RawMessage
+	ToolChoice        json.RawMessage
+	ParallelToolCalls *bool
+	// ResponseFormat is OpenAI's response_format (JSON mode, structured outputs), passed as it
+	// is; only OpenAI-compatible upstreams take it.
+	ResponseFormat json.RawMessage
+	// OnToolCall receives a stream's tool call pieces, as onDelta receives its text; a stream
+	// with tool calls and no OnToolCall fails.
+	OnToolCall func(ToolCallDelta) error
+}
+
+// usesTools reports whether r needs function calling.
+func (r Request) usesTools() bool {
+	if len(r.Tools) > 0 || len(r.ToolChoice) > 0 || r.ParallelToolCalls != nil {
+		return true
+	}
+	for _, m := range r.Messages {
+		if m.Role == RoleTool || len(m.ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// noTools refuses a request that needs function calling or structured outputs, for a provider
+// without them.
+func noTools(r Request, model string) error {
+	if r.usesTools() {
+		return fmt.Errorf("provider: %w: model %s does not support tools (function calling) through the gateway", ErrInvalidRequest, model)
+	}
+	if len(r.ResponseFormat) > 0 {
+		return fmt.Errorf("provider: %w: model %s does not support response_format through the gateway", ErrInvalidRequest, model)
+	}
+	return nil
+}
+
+// Sampling holds the generation options beyond MaxTokens and Temperature. Each provider
+// passes the ones its API has and refuses the others with ErrInvalidRequest naming them,
+// never dropping one: OpenAI-compatible APIs take them all; Anthropic's takes TopP, Stop (as
+// stop_sequences) and User (as metadata.user_id); the echo model's answer does not depend on
+// them.
+type Sampling struct {
+	TopP             *float64
+	Stop             []string
+	Seed             *int64
+	User             string
+	FrequencyPenalty *float64
+	PresencePenalty  *float64
 }
 
 // Usage counts tokens as the upstream reported them (zero when it did not).
@@ -52,6 +130,7 @@ type Response struct {
 	Content      string
 	FinishReason string // one of the Finish constants, or the upstream's own word if unmapped
 	Usage        Usage
+	ToolCalls    []ToolCall // the model's tool calls (OpenAI-compatible upstreams)
 }
 
 // Provider is one model. Implementations are safe for concurrent use.
@@ -117,8 +196,12 @@ func validate(r Request) error {
 	for i, m := range r.Messages {
 		switch m.Role {
 		case RoleSystem, RoleUser, RoleAssistant:
+		case RoleTool:
+			if m.ToolCallID == "" {
+				return fmt.Errorf("provider: %w: message %d has role tool but no tool call ID", ErrInvalidRequest, i)
+			}
 		default:
-			return fmt.Errorf("provider: %w: message %d has role %q (want system, user or assistant)", ErrInvalidRequest, i, m.Role)
+			return fmt.Errorf("provider: %w: message %d has role %q (want system, user, assistant or tool)", ErrInvalidRequest, i, m.Role)
 		}
 	}
 	if r.MaxTokens < 0 {

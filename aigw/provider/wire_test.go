@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -123,7 +124,7 @@ func checkSent(t *testing.T, kind string, asked provider.Request, got providerte
 		}
 		want = append(want, providertest.Message{Role: m.Role, Content: m.Content})
 	}
-	if !slices.Equal(got.Messages, want) || got.System != strings.Join(system, "\n\n") {
+	if !reflect.DeepEqual(got.Messages, want) || got.System != strings.Join(system, "\n\n") {
 		t.Errorf("upstream got system %q, messages %+v; want %q, %+v", got.System, got.Messages, system, want)
 	}
 	wantMax := asked.MaxTokens

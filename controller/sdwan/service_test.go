@@ -2,6 +2,7 @@ package sdwan_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,9 @@ import (
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/store/storetest"
 	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/org"
+	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/telemetry/rollup"
 	"github.com/edgewan/edgewan/telemetry/sink"
 )
 
@@ -93,6 +97,62 @@ func FuzzValidateContent(f *testing.F) {
 			t.Fatalf("canonical form %s does not round-trip: %s, %v", canonical, again, err)
 		}
 	})
+}
+
+// failingLive is the live engine whose reload fails the first n times: a database read error
+// after the claim was stored.
+type failingLive struct{ n int }
+
+func (l *failingLive) Overlay(string, []*sdwan.Transport) {}
+func (l *failingLive) Health(string, time.Duration) (*sdwan.Health, bool) {
+	return nil, false
+}
+func (l *failingLive) Points(string, time.Duration) (time.Duration, []rollup.TransportPoints, time.Time) {
+	return 0, nil, time.Time{}
+}
+func (l *failingLive) Quarantined(string) *sdwan.Quarantine { return nil }
+func (l *failingLive) SiteChanged(context.Context, string) error {
+	if l.n > 0 {
+		l.n--
+		return errors.New("reading the site: connection reset")
+	}
+	return nil
+}
+
+type noPush struct{}
+
+func (noPush) PushPolicies(context.Context, string) error { return nil }
+
+// TestFailedClaimKeepsToken: a claim that fails after it was stored is undone: the token works
+// again, and the failed attempt leaves no device behind.
+func TestFailedClaimKeepsToken(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			st := b.Open(t)
+			svc := sdwan.NewService(st, sdwan.Options{}, nil)
+			svc.Attach(noPush{}, &failingLive{n: 2}) // the claim's reload, then the undo's
+			ctx := context.Background()
+			site, err := svc.CreateSite(ctx, sdwan.CreateSiteRequest{Name: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Claim(ctx, sdwan.ClaimRequest{ClaimToken: site.Claim}, ""); err == nil {
+				t.Fatal("claim succeeded with a failing reload")
+			}
+			got, err := svc.GetSite(ctx, site.ID)
+			if err != nil || !got.ClaimedAt.IsZero() || got.DeviceID != "" || got.Status != sdwan.SitePending {
+				t.Fatalf("site after the failed claim: %+v, %v", got, err)
+			}
+			res, err := svc.Claim(ctx, sdwan.ClaimRequest{ClaimToken: site.Claim}, "")
+			if err != nil {
+				t.Fatalf("claim again with the same token: %v", err)
+			}
+			devs, err := st.ListDevices(ctx, page.Params{Limit: 10}, org.DeviceFilter{})
+			if err != nil || len(devs) != 1 || devs[0].ID != res.Device {
+				t.Fatalf("devices: %v, %v; want only %s", devs, err, res.Device)
+			}
+		})
+	}
 }
 
 // TestSimulationsBounded: at most Concurrent simulations run at once; the next is a 429 until

@@ -938,6 +938,64 @@ func TestAIGWOpenAISDK(t *testing.T) {
 		}
 	})
 
+	t.Run("sampling options reach the model", func(t *testing.T) {
+		p := params
+		p.TopP = openai.Float(0.5)
+		p.Seed = openai.Int(42)
+		p.User = openai.String("user-7")
+		p.FrequencyPenalty = openai.Float(0.25)
+		p.PresencePenalty = openai.Float(-0.5)
+		p.N = openai.Int(1)
+		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: []string{"END", "STOP"}}
+		if _, err := client.Chat.Completions.New(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		last := e.oai.Requests()[len(e.oai.Requests())-1]
+		if last.TopP == nil || *last.TopP != 0.5 || last.Seed == nil || *last.Seed != 42 || last.User != "user-7" ||
+			last.FrequencyPenalty == nil || *last.FrequencyPenalty != 0.25 || last.PresencePenalty == nil || *last.PresencePenalty != -0.5 ||
+			!slices.Equal(last.Stop, []string{"END", "STOP"}) {
+			t.Fatalf("upstream got %+v", last)
+		}
+		// A model whose API lacks an option refuses it by name instead of dropping it.
+		p.Model = "claude"
+		var apiErr *openai.Error
+		if _, err := client.Chat.Completions.New(ctx, p); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "seed") {
+			t.Fatalf("seed to an Anthropic model: %v; want a 400 naming seed", err)
+		}
+	})
+
+	t.Run("stream usage", func(t *testing.T) {
+		p := params
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		stream := client.Chat.Completions.NewStreaming(ctx, p)
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if acc.Usage.CompletionTokens == 0 || acc.Usage.TotalTokens != acc.Usage.PromptTokens+acc.Usage.CompletionTokens {
+			t.Fatalf("accumulated usage %+v; want the usage chunk's", acc.Usage)
+		}
+	})
+
+	t.Run("unsupported fields are refused by name", func(t *testing.T) {
+		two := params
+		two.N = openai.Int(2)
+		bias := params
+		bias.LogitBias = map[string]int64{"50256": -100}
+		logprobs := params
+		logprobs.Logprobs = openai.Bool(true)
+		for param, p := range map[string]openai.ChatCompletionNewParams{"n": two, "logit_bias": bias, "logprobs": logprobs} {
+			var apiErr *openai.Error
+			_, err := client.Chat.Completions.New(ctx, p)
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != param || apiErr.Type != "invalid_request_error" || apiErr.Code != "bad_request" {
+				t.Errorf("%s: got %v; want a 400 invalid_request_error with param %q", param, err, param)
+			}
+		}
+	})
+
 	t.Run("models", func(t *testing.T) {
 		page, err := client.Models.List(ctx)
 		if err != nil {

@@ -1364,6 +1364,11 @@ func oaModels(t *testing.T) string {
 			Stream bool   `json:"stream"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.Model == "embed" && strings.HasSuffix(r.URL.Path, "/embeddings") {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,-0.25]}],"model":"embed","usage":{"prompt_tokens":2,"total_tokens":2}}`)
+			return
+		}
 		if req.Model == "cutoff" && req.Stream {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"partial answer\\n\"}}]}\n\n")
@@ -1380,6 +1385,7 @@ func oaModels(t *testing.T) string {
 			{"name": "echo", "kind": "echo"},
 			{"name": "broken", "kind": "openai", "base_url": base, "max_retries": 0},
 			{"name": "cutoff", "kind": "openai", "base_url": base, "max_retries": 0},
+			{"name": "embed", "kind": "openai", "base_url": base, "max_retries": 0},
 			{"name": "primary", "kind": "openai", "base_url": base, "upstream_model": "broken", "max_retries": 0, "timeout": "10s"},
 		},
 		"fallbacks": map[string][]string{"primary": {"echo"}},
@@ -1432,7 +1438,7 @@ func (c *oaChecker) aigwFamily(all string) {
 	c.want(r, 200)
 	var names struct{ Data []string }
 	r.JSON(t, &names)
-	if want := []string{"broken", "cutoff", "echo", "primary"}; !slices.Equal(names.Data, want) {
+	if want := []string{"broken", "cutoff", "echo", "embed", "primary"}; !slices.Equal(names.Data, want) {
 		t.Errorf("models %v; the configuration has %v", names.Data, want)
 	}
 	c.wantErr(c.do("GET", modelsDoc, modelsDoc, all, nil), 403, "forbidden") // an API key
@@ -1442,7 +1448,7 @@ func (c *oaChecker) aigwFamily(all string) {
 		Data []struct{ ID string }
 	}
 	r.JSON(t, &oaiModels)
-	if len(oaiModels.Data) != 4 || oaiModels.Data[2].ID != "echo" {
+	if len(oaiModels.Data) != 5 || oaiModels.Data[2].ID != "echo" {
 		t.Errorf("OpenAI models: %s", r.Body)
 	}
 
@@ -1644,7 +1650,15 @@ func (c *oaChecker) aigwFamily(all string) {
 	c.want(r, 200)
 	evs = c.events(r)
 	var chunks strings.Builder
-	for i, ev := range evs[:len(evs)-1] {
+	// role, deltas, the finish reason, the usage (include_usage), [DONE]
+	var usage struct {
+		Choices []any
+		Usage   *struct{ TotalTokens int } `json:"usage"`
+	}
+	if len(evs) < 4 || json.Unmarshal([]byte(evs[len(evs)-2].data), &usage) != nil || len(usage.Choices) != 0 || usage.Usage == nil {
+		t.Fatalf("OpenAI stream with include_usage: no usage chunk before [DONE]: %s", r.Body)
+	}
+	for i, ev := range evs[:len(evs)-2] {
 		var ch struct {
 			Choices []struct {
 				Delta        map[string]string
@@ -1656,7 +1670,7 @@ func (c *oaChecker) aigwFamily(all string) {
 		switch {
 		case i == 0 && (d["role"] != "assistant" || ch.Choices[0].FinishReason != nil):
 			t.Errorf("the first chunk is the role: %s", ev.data)
-		case i == len(evs)-2 && (len(d) != 0 || ch.Choices[0].FinishReason == nil || *ch.Choices[0].FinishReason != "stop"):
+		case i == len(evs)-3 && (len(d) != 0 || ch.Choices[0].FinishReason == nil || *ch.Choices[0].FinishReason != "stop"):
 			t.Errorf("the last chunk is the finish reason: %s", ev.data)
 		}
 		chunks.WriteString(d["content"])
@@ -1666,7 +1680,7 @@ func (c *oaChecker) aigwFamily(all string) {
 	}
 	c.want(c.raw("POST", oaiDoc, oaiDoc, user, "text/plain", []byte(`{"model":"echo","messages":[{"role":"user","content":"hi"}]}`)), 200) // not checked
 	r = c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": []map[string]any{{"role": "user", "content": nil}}})
-	c.want(r, 200) // null content is empty
+	c.want(r, 400) // null content is not a text
 	c.want(c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": []map[string]any{{"role": "user"}}}), 400)
 	c.want(c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": []map[string]any{{"role": "user", "content": []map[string]any{{"type": "image_url", "image_url": map[string]string{"url": "https://example.com/a.png"}}}}}}), 400)
 	c.want(c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": []map[string]any{{"role": "tool", "content": "x"}}}), 400)
@@ -1677,6 +1691,52 @@ func (c *oaChecker) aigwFamily(all string) {
 	c.wantErr(c.do("POST", oaiDoc, oaiDoc, user, map[string]any{"model": "echo", "messages": inj}), 422, "request_blocked")
 	c.wantErr(c.do("POST", oaiDoc, oaiDoc, user, oaiReq("broken", nil)), 502, "upstream_error")
 	c.wantErr(c.do("POST", oaiDoc, oaiDoc, all, oaiReq("echo", nil)), 403, "forbidden")
+
+	// Embeddings: inputs redacted, the model's vectors in OpenAI's list; errors in OpenAI's shape.
+	embDoc := "/ai-gateway/v1/openai/embeddings"
+	r = c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": "Mail jane.doe@example.com", "encoding_format": "float"})
+	c.want(r, 200)
+	var embs struct {
+		Data []struct {
+			Embedding []float64
+		}
+		Edgewan struct{ Redactions []gateway.Redaction }
+	}
+	r.JSON(t, &embs)
+	if len(embs.Data) != 1 || len(embs.Data[0].Embedding) != 2 || len(embs.Edgewan.Redactions) != 1 {
+		t.Errorf("embeddings: %s", r.Body)
+	}
+	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": []int{1, 2}}), 400, "bad_request")
+	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": "x", "extra": 1}), 400, "bad_request")
+	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "embed", "input": agInjection}), 422, "request_blocked")
+	c.wantErr(c.do("POST", embDoc, embDoc, user, map[string]any{"model": "broken", "input": "x"}), 502, "upstream_error")
+
+	// Anthropic-compatible: the Messages API's shapes over any model.
+	antDoc := "/ai-gateway/v1/anthropic/v1/messages"
+	antReq := func(model string, extra map[string]any) map[string]any {
+		b := map[string]any{"model": model, "max_tokens": 100, "system": "Be brief.", "messages": []map[string]any{
+			{"role": "user", "content": []map[string]any{{"type": "text", "text": "Mail jane.doe@example.com please"}}}}}
+		maps.Copy(b, extra)
+		return b
+	}
+	r = c.do("POST", antDoc, antDoc, user, antReq("echo", nil))
+	c.want(r, 200)
+	var amsg struct {
+		Content []struct{ Text string }
+	}
+	r.JSON(t, &amsg)
+	if len(amsg.Content) != 1 || !strings.Contains(amsg.Content[0].Text, "Mail [EMAIL_1] please") {
+		t.Errorf("Anthropic message: %s", r.Body)
+	}
+	r = c.do("POST", antDoc, antDoc, user, antReq("echo", map[string]any{"stream": true}))
+	c.want(r, 200)
+	if evs := c.events(r); len(evs) < 6 || evs[0].name != "message_start" || evs[len(evs)-1].name != "message_stop" {
+		t.Errorf("Anthropic stream: %s", r.Body)
+	}
+	c.want(c.do("POST", antDoc, antDoc, user, antReq("echo", map[string]any{"top_k": 3})), 400)
+	c.want(c.do("POST", antDoc, antDoc, user, map[string]any{"model": "echo", "messages": hi}), 400) // no max_tokens
+	c.want(c.do("POST", antDoc, antDoc, user, antReq("echo", map[string]any{"messages": []map[string]any{{"role": "user", "content": agInjection}}})), 422)
+	c.want(c.do("POST", antDoc, antDoc, user, antReq("broken", nil)), 502)
 	r = c.do("POST", oaiDoc, oaiDoc, user, oaiReq("cutoff", map[string]any{"stream": true}))
 	c.want(r, 200)
 	if evs := c.events(r); len(evs) != 3 || !strings.Contains(evs[2].data, `"upstream_error"`) {
@@ -1793,7 +1853,9 @@ func (c *oaChecker) aigwFamily(all string) {
 	r = c.do("POST", pubDoc, pubPath, admin, map[string]any{"version": 2})
 	c.want(r, 200)
 	r.JSON(t, &ch)
-	if want := []string{`~ entities.email: "hash" -> "mask"`}; ch.FromVersion != 1 || !slices.Equal(ch.Diff, want) {
+	// The change, then every default protection the version weakens (said on each publish).
+	if want := []string{`~ entities.email: "hash" -> "mask"`, "weakens a default protection: entities.email: mask (default redact)",
+		"weakens a default protection: entities.person: allow (default redact)"}; ch.FromVersion != 1 || !slices.Equal(ch.Diff, want) {
 		t.Errorf("publishing version 2: from %d, diff %q; want from 1, diff %q", ch.FromVersion, ch.Diff, want)
 	}
 	r = c.do("GET", polDoc, polPath, user, nil)
@@ -2059,7 +2121,7 @@ func (c *oaChecker) aigwFamily(all string) {
 			switch p {
 			case "/ai-gateway/v1/sanitize", "/ai-gateway/v1/policies/{id}/test":
 				size = gateway.MaxText + 4096
-			case "/ai-gateway/v1/chat", "/ai-gateway/v1/openai/chat/completions":
+			case "/ai-gateway/v1/chat", "/ai-gateway/v1/openai/chat/completions", "/ai-gateway/v1/openai/embeddings", "/ai-gateway/v1/anthropic/v1/messages":
 				size = 4 << 20
 			}
 			c.want(c.raw(method, p, path, admin, "application/json", append(append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), size)...), `"}`...)), 413)

@@ -28,6 +28,9 @@ const ctxRequestID = "edgewan.request_id"
 
 // ErrorBody is the one error body of every family: {"error":{"code","message","request_id"}}.
 type ErrorBody struct {
+	// Type is "error" only on the AI gateway's Anthropic-compatible endpoint, as the Messages
+	// API's error bodies have it.
+	Type  string      `json:"type,omitempty"`
 	Error ErrorDetail `json:"error"`
 }
 
@@ -36,6 +39,10 @@ type ErrorDetail struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`
 	RequestID string `json:"request_id"`
+	// Type and Param are set only by the AI gateway's OpenAI-compatible endpoints, whose
+	// clients (OpenAI SDKs) read OpenAI's error.type and error.param.
+	Type  string `json:"type,omitempty"`
+	Param string `json:"param,omitempty"`
 }
 
 // NewRequestID returns a random request ID such as "req_4x9...".

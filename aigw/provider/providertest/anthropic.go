@@ -74,7 +74,8 @@ func (anthropicWire) decode(body []byte) (Request, error) {
 	case v.Temperature != nil && (*v.Temperature < 0 || *v.Temperature > 1):
 		return Request{}, fmt.Errorf("temperature: must be in [0, 1]")
 	}
-	r := Request{Model: v.Model, System: v.System, MaxTokens: *v.MaxTokens, Temperature: v.Temperature, Stream: v.Stream}
+	r := Request{Model: v.Model, System: v.System, MaxTokens: *v.MaxTokens, Temperature: v.Temperature, Stream: v.Stream,
+		TopP: v.TopP, Stop: v.StopSequences, User: v.Metadata["user_id"]}
 	for i, m := range v.Messages {
 		if m.Role != "user" && m.Role != "assistant" {
 			return Request{}, fmt.Errorf("messages.%d.role: Input should be 'user' or 'assistant'", i)

@@ -43,18 +43,33 @@ func (openAIWire) checkAuth(h http.Header, key string) (int, string) {
 type openAIRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-		Name    string `json:"name,omitempty"`
+		Role       string `json:"role"`
+		Content    string `json:"content"`
+		Name       string `json:"name,omitempty"`
+		ToolCallID string `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
 	} `json:"messages"`
-	MaxTokens           *int     `json:"max_tokens"`
-	MaxCompletionTokens *int     `json:"max_completion_tokens"`
-	Temperature         *float64 `json:"temperature"`
-	TopP                *float64 `json:"top_p"`
-	Stop                any      `json:"stop"`
-	Seed                *int     `json:"seed"`
-	User                string   `json:"user"`
-	Stream              bool     `json:"stream"`
+	Tools               json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	ResponseFormat      json.RawMessage `json:"response_format"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	Stop                any             `json:"stop"`
+	Seed                *int64          `json:"seed"`
+	User                string          `json:"user"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty"`
+	PresencePenalty     *float64        `json:"presence_penalty"`
+	Stream              bool            `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -71,14 +86,43 @@ func (openAIWire) decode(body []byte) (Request, error) {
 	if len(v.Messages) == 0 {
 		return Request{}, fmt.Errorf("'messages' must contain at least one message")
 	}
-	r := Request{Model: v.Model, Temperature: v.Temperature, Stream: v.Stream}
+	r := Request{Model: v.Model, Temperature: v.Temperature, Stream: v.Stream, TopP: v.TopP, Seed: v.Seed, User: v.User,
+		FrequencyPenalty: v.FrequencyPenalty, PresencePenalty: v.PresencePenalty, Tools: v.Tools, ToolChoice: v.ToolChoice, ResponseFormat: v.ResponseFormat}
+	switch s := v.Stop.(type) {
+	case nil:
+	case string:
+		r.Stop = []string{s}
+	case []any:
+		if len(s) > 4 {
+			return Request{}, fmt.Errorf("'stop': at most 4 sequences")
+		}
+		for _, x := range s {
+			str, ok := x.(string)
+			if !ok {
+				return Request{}, fmt.Errorf("'stop': sequences must be strings")
+			}
+			r.Stop = append(r.Stop, str)
+		}
+	default:
+		return Request{}, fmt.Errorf("'stop': must be a string or an array of strings")
+	}
 	for i, m := range v.Messages {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
 		default:
 			return Request{}, fmt.Errorf("invalid value for 'messages[%d].role': %q", i, m.Role)
 		}
-		r.Messages = append(r.Messages, Message{Role: m.Role, Content: m.Content})
+		if m.Role == "tool" && m.ToolCallID == "" {
+			return Request{}, fmt.Errorf("'messages[%d].tool_call_id' is required for tool messages", i)
+		}
+		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			if !json.Valid([]byte(tc.Function.Arguments)) {
+				return Request{}, fmt.Errorf("'messages[%d].tool_calls': arguments are not JSON", i)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		r.Messages = append(r.Messages, msg)
 	}
 	switch {
 	case v.MaxTokens != nil && v.MaxCompletionTokens != nil:
@@ -139,17 +183,44 @@ func (a answer) openAIUsage() openAIUsage {
 }
 
 func openAIFinish(a answer) string {
-	if a.finish == "" {
-		return "stop"
+	switch {
+	case a.finish != "":
+		return a.finish
+	case len(a.toolCalls) > 0:
+		return "tool_calls"
 	}
-	return a.finish
+	return "stop"
+}
+
+func openAIToolCalls(a answer) []map[string]any {
+	var out []map[string]any
+	for _, tc := range a.toolCalls {
+		out = append(out, map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+	}
+	return out
+}
+
+// streamToolCall sends a call's first delta (ID, name, no arguments), then its arguments in
+// ArgChunks pieces.
+func (openAIWire) streamToolCall(id string, req Request, index int, tc ToolCall) []string {
+	blocks := []string{event("", openAIChunk(id, req, map[string]any{"tool_calls": []map[string]any{{
+		"index": index, "id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": ""}}}}, nil))}
+	pieces := tc.ArgChunks
+	if pieces == nil {
+		pieces = []string{tc.Arguments}
+	}
+	for _, p := range pieces {
+		blocks = append(blocks, event("", openAIChunk(id, req, map[string]any{"tool_calls": []map[string]any{{
+			"index": index, "function": map[string]any{"arguments": p}}}}, nil)))
+	}
+	return blocks
 }
 
 func (openAIWire) writeAnswer(w http.ResponseWriter, id string, req Request, a answer) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "chatcmpl-" + id, "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 		"choices": []map[string]any{{
-			"index": 0, "message": map[string]any{"role": "assistant", "content": a.content, "refusal": nil},
+			"index": 0, "message": openAIMessage(a),
 			"logprobs": nil, "finish_reason": openAIFinish(a),
 		}},
 		"usage": a.openAIUsage(), "system_fingerprint": "fp_providertest",
@@ -194,4 +265,63 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+func openAIMessage(a answer) map[string]any {
+	m := map[string]any{"role": "assistant", "content": a.content, "refusal": nil}
+	if len(a.toolCalls) > 0 {
+		m["tool_calls"] = openAIToolCalls(a)
+		if a.content == "" {
+			m["content"] = nil
+		}
+	}
+	return m
+}
+
+func (openAIWire) embedPath() string { return "/v1/embeddings" }
+
+func (openAIWire) decodeEmbed(body []byte) (Request, error) {
+	var v struct {
+		Model          string `json:"model"`
+		Input          any    `json:"input"`
+		EncodingFormat string `json:"encoding_format"`
+		Dimensions     *int   `json:"dimensions"`
+		User           string `json:"user"`
+	}
+	if err := strictDecode(body, &v); err != nil {
+		return Request{}, err
+	}
+	r := Request{Model: v.Model, User: v.User}
+	switch in := v.Input.(type) {
+	case string:
+		r.Input = []string{in}
+	case []any:
+		for _, x := range in {
+			s, ok := x.(string)
+			if !ok {
+				return Request{}, fmt.Errorf("'input': this fake takes strings only")
+			}
+			r.Input = append(r.Input, s)
+		}
+	default:
+		return Request{}, fmt.Errorf("'input' is required")
+	}
+	if v.Model == "" || len(r.Input) == 0 {
+		return Request{}, fmt.Errorf("'model' and 'input' are required")
+	}
+	return r, nil
+}
+
+// writeEmbed answers a 3-number embedding per input: its length in bytes, its number of words,
+// and 1, so tests can tell which text a vector came from.
+func (openAIWire) writeEmbed(w http.ResponseWriter, req Request) {
+	data := make([]map[string]any, len(req.Input))
+	words := 0
+	for i, in := range req.Input {
+		n := len(strings.Fields(in))
+		words += n
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": []float64{float64(len(in)), float64(n), 1}}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model,
+		"usage": map[string]int{"prompt_tokens": words, "total_tokens": words}})
 }

@@ -35,8 +35,18 @@ import (
 // Message is one message of a recorded request. For Anthropic, the system prompt is in
 // Request.System, not here.
 type Message struct {
-	Role    string
-	Content string
+	Role       string
+	Content    string
+	ToolCalls  []ToolCall // OpenAI: an assistant message's tool calls
+	ToolCallID string     // OpenAI: a tool message's call
+}
+
+// ToolCall is a tool call, received in a message or scripted in a Reply.
+type ToolCall struct {
+	ID, Name, Arguments string
+	// ArgChunks are a streamed call's argument deltas; nil: Arguments in one delta. Without
+	// Arguments, they are the arguments.
+	ArgChunks []string
 }
 
 // Request is a request as the fake received it.
@@ -50,6 +60,21 @@ type Request struct {
 	Temperature  *float64
 	Stream       bool
 	IncludeUsage bool // OpenAI: stream_options.include_usage
+
+	Tools      json.RawMessage // OpenAI: tools, as received
+	ToolChoice json.RawMessage // OpenAI: tool_choice, as received
+
+	ResponseFormat json.RawMessage // OpenAI: response_format, as received
+
+	Input []string // OpenAI embeddings (POST /v1/embeddings): the texts; Model is set too
+
+	// Sampling options as received (Anthropic: top_p, stop_sequences, metadata.user_id).
+	TopP             *float64
+	Stop             []string
+	Seed             *int64
+	User             string
+	FrequencyPenalty *float64
+	PresencePenalty  *float64
 }
 
 // LastUser is the content of the last user message, "" if none.
@@ -65,10 +90,11 @@ func (r Request) LastUser() string {
 // Reply scripts the answer to one request. The zero Reply answers with an empty text; the
 // default reply of a new Server is Reply{Echo: true}.
 type Reply struct {
-	Content      string   // the answer; with Echo, put before the echoed text
-	Echo         bool     // answer with the last user message
-	Chunks       []string // the stream's text deltas; nil: the answer cut after each space. Without Content or Echo, they are the answer
-	FinishReason string   // in the API's words; "" = "stop" (OpenAI) or "end_turn" (Anthropic)
+	Content      string     // the answer; with Echo, put before the echoed text
+	Echo         bool       // answer with the last user message
+	Chunks       []string   // the stream's text deltas; nil: the answer cut after each space. Without Content or Echo, they are the answer
+	FinishReason string     // in the API's words; "" = "stop" (OpenAI) or "end_turn" (Anthropic)
+	ToolCalls    []ToolCall // OpenAI: tool calls after the text; the finish reason becomes "tool_calls"
 
 	Status      int         // not 0 or 200: answer with this status and the API's error body
 	ErrorType   string      // the error type (and OpenAI code); "" = the API's usual one for Status
@@ -118,6 +144,18 @@ type Server struct {
 	changed chan struct{} // closed and replaced when reqs or active change
 }
 
+// embedWire is a wire with an embeddings endpoint (OpenAI's).
+type embedWire interface {
+	embedPath() string
+	decodeEmbed(body []byte) (Request, error)
+	writeEmbed(w http.ResponseWriter, req Request)
+}
+
+// toolStreamer is a wire that streams tool calls (OpenAI's).
+type toolStreamer interface {
+	streamToolCall(id string, req Request, index int, tc ToolCall) []string
+}
+
 // wire is one API's side of the fake.
 type wire interface {
 	path() string
@@ -136,6 +174,7 @@ type wire interface {
 type answer struct {
 	content        string
 	finish         string
+	toolCalls      []ToolCall
 	prompt, output int // token counts (words)
 }
 
@@ -245,6 +284,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	if ew, ok := s.wire.(embedWire); ok && r.URL.Path == ew.embedPath() {
+		req, status, msg := Request{Header: r.Header.Clone(), Body: body}, 0, ""
+		if status, msg = s.wire.checkAuth(r.Header, key); status == 0 {
+			var err error
+			if req, err = ew.decodeEmbed(body); err != nil {
+				status, msg = http.StatusBadRequest, err.Error()
+			}
+			req.Header, req.Body = r.Header.Clone(), body
+		}
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.changedLocked()
+		s.mu.Unlock()
+		if status != 0 {
+			s.wire.writeError(w, status, s.wire.errorType(status), msg)
+			return
+		}
+		ew.writeEmbed(w, req)
+		return
+	}
 	req, status, msg := s.check(r, body, key)
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
@@ -324,7 +383,12 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, id string, r
 		return
 	}
 
-	a := answer{content: rp.Content, finish: rp.FinishReason}
+	a := answer{content: rp.Content, finish: rp.FinishReason, toolCalls: rp.ToolCalls}
+	for i := range a.toolCalls {
+		if tc := &a.toolCalls[i]; tc.Arguments == "" {
+			tc.Arguments = strings.Join(tc.ArgChunks, "")
+		}
+	}
 	switch {
 	case rp.Echo:
 		a.content += req.LastUser()
@@ -374,6 +438,11 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, id string, r
 			return
 		}
 		send(s.wire.streamDelta(id, req, d))
+	}
+	if ts, ok := s.wire.(toolStreamer); ok && !faulty {
+		for i, tc := range a.toolCalls {
+			send(ts.streamToolCall(id, req, i, tc)...)
+		}
 	}
 	switch {
 	case rp.StreamError != "":
