@@ -395,6 +395,12 @@ func (s *InfluxSink) Close() error {
 	for _, l := range s.lanes {
 		<-l.done
 	}
+	if p := s.pending.Load(); p > 0 {
+		s.mu.Lock()
+		last := s.lastErr
+		s.mu.Unlock()
+		s.log.Error("InfluxDB sink closed with telemetry not written", "points", p, "last_error", last)
+	}
 	s.client.Close()
 	if err != nil {
 		return fmt.Errorf("sink.InfluxSink.Close: %w", err)
@@ -437,7 +443,9 @@ func (s *InfluxSink) run(l *influxLane) {
 		}
 		l.mu.Unlock()
 		if b.n > 0 {
-			s.send(l, b)
+			if !s.send(l, b) {
+				return // Close gave up: it counts and logs what is left, once
+			}
 			continue
 		}
 		select {
@@ -452,14 +460,17 @@ func (s *InfluxSink) run(l *influxLane) {
 	}
 }
 
-// send writes b, retrying with backoff until it succeeds, InfluxDB refuses it for good, or
-// Close gives up.
-func (s *InfluxSink) send(l *influxLane, b batch) {
+// send writes b, retrying with backoff until it succeeds or InfluxDB refuses it for good
+// (true), or Close gives up (false).
+func (s *InfluxSink) send(l *influxLane, b batch) bool {
 	wait := s.opts.RetryMin
 	var failingSince time.Time
 	var lastLog time.Time
 	body := string(b.lines)
 	for attempt := 1; ; attempt++ {
+		if s.abortCtx.Err() != nil {
+			return false
+		}
 		err := s.write.WriteRecord(s.abortCtx, body)
 		if err == nil {
 			s.written.Add(int64(b.n))
@@ -467,7 +478,7 @@ func (s *InfluxSink) send(l *influxLane, b batch) {
 				s.log.Info("InfluxDB writes recovered", "failed_attempts", attempt-1, "outage", time.Since(failingSince).Round(time.Millisecond))
 			}
 			s.resolve(l, b, nil)
-			return
+			return true
 		}
 		if permanent(err) {
 			// A partial write names the points InfluxDB dropped; it wrote the others.
@@ -476,7 +487,7 @@ func (s *InfluxSink) send(l *influxLane, b batch) {
 			s.written.Add(int64(b.n - n))
 			s.log.Error("InfluxDB refused telemetry; dropped", "points", n, "batch", b.n, "err", err)
 			s.resolve(l, b, fmt.Errorf("%w: InfluxDB refused %d of %d points: %w", ErrRejected, n, b.n, err))
-			return
+			return true
 		}
 		s.retries.Add(1)
 		s.mu.Lock()
@@ -493,8 +504,7 @@ func (s *InfluxSink) send(l *influxLane, b batch) {
 		select {
 		case <-time.After(wait):
 		case <-s.abortCtx.Done():
-			s.log.Error("InfluxDB sink closed with telemetry not written", "points", b.n, "err", err)
-			return
+			return false
 		}
 		wait = min(2*wait, s.opts.RetryMax)
 	}
