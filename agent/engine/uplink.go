@@ -281,7 +281,8 @@ type sent struct {
 // sendLoop publishes the spool, oldest first, and deletes records once the controller's
 // watermark covers them (not at the broker's PUBACK: see telemetry.Stored). It keeps at most
 // maxUnconfirmed records unconfirmed, and sends the unconfirmed ones again after a reconnect,
-// a controller restart, or resendAfter without progress.
+// a controller restart, or resendAfter without progress. In modePuback (a controller that has
+// never published a watermark) it deletes at PUBACK instead.
 func (u *uplink) sendLoop(ctx context.Context) {
 	retry := time.Second
 	var last uint64    // the last record published (PUBACKed) on this connection
