@@ -373,7 +373,9 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		}
 		last = recs[len(recs)-1].ID
 		retry = time.Second
-		if mode == modePuback { // an older controller: the broker's PUBACK is all there is
+		// An older controller: the broker's PUBACK is all there is (unless a watermark came
+		// while this batch was out).
+		if mode == modePuback && !u.speaks.Load() {
 			if err := u.e.sp.Ack(last); err != nil {
 				u.e.log.Error("agent: deleting published records from the spool", "err", err)
 			} else {
