@@ -290,17 +290,20 @@ func (u *uplink) sendLoop(ctx context.Context) {
 	acked := uint64(0)
 	u.marked.Store(time.Now().UnixNano())
 	mode := ""
+	deletePublished := func() { // at PUBACK: everything published so far
+		if err := u.e.sp.Ack(last); err != nil {
+			u.e.log.Error("agent: deleting published records from the spool", "err", err)
+		} else {
+			acked, pending = last, pending[:0]
+		}
+	}
 	for {
 		if m := u.deleteMode(); m != mode {
 			u.logMode(m, mode)
 			mode = m
 		}
 		if mode == modePuback && last > acked { // sent while waiting for a watermark
-			if err := u.e.sp.Ack(last); err != nil {
-				u.e.log.Error("agent: deleting published records from the spool", "err", err)
-			} else {
-				acked, pending = last, pending[:0]
-			}
+			deletePublished()
 		}
 		if w := u.mark.Load(); w > acked {
 			n := 0
@@ -376,11 +379,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		// An older controller: the broker's PUBACK is all there is (unless a watermark came
 		// while this batch was out).
 		if mode == modePuback && !u.speaks.Load() {
-			if err := u.e.sp.Ack(last); err != nil {
-				u.e.log.Error("agent: deleting published records from the spool", "err", err)
-			} else {
-				acked, pending = last, pending[:0]
-			}
+			deletePublished()
 		}
 	}
 }
