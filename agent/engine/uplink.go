@@ -343,7 +343,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
-		recs, err := u.e.sp.Peek(ahead + publishBatch)
+		recs, err := u.e.sp.Peek(min(ahead+publishBatch, maxUnconfirmed)) // never past maxUnconfirmed ahead
 		if err != nil {
 			u.e.log.Error("agent: reading the spool", "err", err)
 			if !u.waitWake(ctx, retry) {

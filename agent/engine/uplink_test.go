@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/edgewan/edgewan/agent/claim"
 	"github.com/edgewan/edgewan/agent/spool"
 	"github.com/edgewan/edgewan/controller/mqtt"
@@ -163,6 +165,24 @@ func (r *runningUplink) turn(t *testing.T) {
 
 func (r *runningUplink) mode() string { return r.e.Status().Spool.DeleteMode }
 
+// gaugeOf is the value of the registered edgewan_agent_spool_delete_mode gauge of mode.
+func gaugeOf(t *testing.T, reg *prometheus.Registry, mode string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() == "edgewan_agent_spool_delete_mode" && len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == mode {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no edgewan_agent_spool_delete_mode{mode=%q}", mode)
+	return 0
+}
+
 func setup(t *testing.T) (dir string, store credStore, creds claim.Credentials) {
 	t.Helper()
 	pw, cred, err := mqtt.NewCredential("dev-1", "site-1")
@@ -212,6 +232,17 @@ func TestUplinkOlderControllerFallsBackToPuback(t *testing.T) {
 	if got := r.mode(); got != modePuback {
 		t.Fatalf("after the grace: delete mode %q; want %q", got, modePuback)
 	}
+	reg := prometheus.NewRegistry()
+	r.e.m.registerDeleteMode(reg, r.u.deleteMode)
+	for _, m := range []string{modeWatermark, modeWaiting, modePuback} {
+		want := 0.0
+		if m == modePuback {
+			want = 1
+		}
+		if got := gaugeOf(t, reg, m); got != want {
+			t.Errorf("edgewan_agent_spool_delete_mode{mode=%q}: got %v; want %v", m, got, want)
+		}
+	}
 	r.report(n, 300) // reporting continues
 	waitUntil(t, "later reports delivered and deleted", func() bool { return c.received() == n+300 && sp.Stats().Records == 0 })
 	if f := sp.Flags(); f != 0 {
@@ -242,8 +273,8 @@ func TestUplinkNewControllerNeverFallsBack(t *testing.T) {
 	c := startController(t, dir, store, creds)
 	spoolDir := t.TempDir()
 	sp := openSpool(t, spoolDir)
-	const grace = 200 * time.Millisecond
-	c.publishStored(t, 0) // retained: the agent gets it at subscribe
+	const grace = 2 * time.Second // the retained watermark comes at subscribe, well within it even on a loaded machine
+	c.publishStored(t, 0)         // retained: the agent gets it at subscribe
 	r := startUplink(t, c, sp, grace)
 	const n = maxUnconfirmed + 476
 	r.report(0, n)
