@@ -10,9 +10,11 @@ import (
 // Agent reconnect schedule. paho's own backoff has no jitter (1 s doubling to its maximum, 30 s
 // in the agent before): every agent of a restarted controller retried in lockstep, and one that
 // just missed the controller's return waited up to 30 s. With a low cap an agent retries at least
-// every ReconnectCap, so it is back within ReconnectCap/2 of the broker's return on median, while
-// a fleet spreads its attempts evenly over the cap (10,000 agents: about 10,000/ReconnectCap
-// connections a second once every agent is at the cap).
+// every ReconnectCap. Once a fleet of N is at the cap its waits average ReconnectCap/2, so it
+// offers about 2N/ReconnectCap attempts a second, evenly spread; when the broker is back, the
+// wait each agent is in has a residual with density (1 - x/cap)/(cap/2): reconnects start at
+// 2N/cap a second and fall linearly to 0 after cap, median cap*(1-1/sqrt 2) (2.3 s at 8 s),
+// p95 cap*(1-sqrt 0.05) (6.2 s). 10,000 agents: about 2,500 a second at first.
 const (
 	ReconnectBase = 500 * time.Millisecond
 	ReconnectCap  = 8 * time.Second

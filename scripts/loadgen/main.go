@@ -8,7 +8,9 @@
 //
 // With --health-only it only probes the health endpoint, to run beside a publishing loadgen
 // (whose own scheduling delays would otherwise be in the probes' latency). scripts/bench-sdwan.sh
-// starts a controller and runs both. Every loop is bounded: the run lasts --duration (at most
+// starts a controller and runs both. With --reconnect it runs the controller itself
+// (--controller-cmd), kills and restarts it, and measures the fleet reconnecting on the agent's
+// own backoff (scripts/bench-reconnect.sh). Every loop is bounded: the run lasts --duration (at most
 // 10m) plus the drain, and staging retries a bounded number of times.
 package main
 

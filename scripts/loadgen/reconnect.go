@@ -376,9 +376,9 @@ func reconnectRows(r *reconnectResults) [][2]string {
 	s := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 	add("agents / controller stop", fmt.Sprintf("%d / %s, restarted %s later; ready (/readyz 200) %s after the restart", r.agents, r.signal, s(r.outage), s(r.startup)))
 	add("connections lost (spread of the drops)", fmt.Sprintf("%d of %d (%s)", r.agents-r.notLost, r.agents, s(r.lostSpread)))
-	model := float64(r.agents) / backoff.ReconnectCap.Seconds()
-	add("reconnect attempts per second after ready: peak / p99 / mean (per 100 ms)", fmt.Sprintf("%.0f / %.0f / %.0f /s (model at the cap: N/%.0f s = %.0f/s)",
-		r.attemptRate.peak, r.attemptRate.p99, r.attemptRate.mean, backoff.ReconnectCap.Seconds(), model))
+	model := 2 * float64(r.agents) / backoff.ReconnectCap.Seconds() // waits at the cap average cap/2
+	add("reconnect attempts per second after ready: peak / p99 / mean (per 100 ms)", fmt.Sprintf("%.0f / %.0f / %.0f /s (model at the cap: 2N/%.0f s = %.0f/s at first, falling to 0 over %.0f s)",
+		r.attemptRate.peak, r.attemptRate.p99, r.attemptRate.mean, backoff.ReconnectCap.Seconds(), model, backoff.ReconnectCap.Seconds()))
 	add("reconnects (CONNACK) per second after ready: peak / p99 / mean (per 100 ms)", fmt.Sprintf("%.0f / %.0f / %.0f /s", r.successRate.peak, r.successRate.p99, r.successRate.mean))
 	add("reconnects in each second after ready", strings.Trim(fmt.Sprint(r.perSecond), "[]"))
 	if len(r.back) > 0 {

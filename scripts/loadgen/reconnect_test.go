@@ -27,8 +27,9 @@ func freePort(t *testing.T) string {
 // TestReconnectScenario is the short version of scripts/bench-reconnect.sh: 200 agents against
 // the real controller binary on loopback, SIGKILLed and started again after an outage long
 // enough that every agent waits at the backoff's cap. Everyone must come back, and no second
-// after the controller is ready may see more than N/2 reconnects: with full jitter at the 8 s
-// cap the model is N/8 a second, so N/2 tolerates a stall of the loaded machine of about 3 s,
+// after the controller is ready may see more than 3N/4 reconnects: with full jitter at the 8 s
+// cap the model is 2N/8 s = N/4 in the first second, falling linearly to 0 after 8 s (package
+// backoff), so 3N/4 tolerates the controller or loadgen stalling about 3-4 s on a loaded machine,
 // while a fleet reconnecting in lockstep (paho's own backoff) puts all N into one second.
 // No timing is asserted.
 func TestReconnectScenario(t *testing.T) {
@@ -79,7 +80,7 @@ func TestReconnectScenario(t *testing.T) {
 	if r.failedAfter != 0 {
 		t.Errorf("%d attempts failed after the controller was ready (%v; first: %s); want 0", r.failedAfter, r.failedKinds, r.firstFailure)
 	}
-	if peak := slices.Max(r.perSecond); peak > agents/2 {
-		t.Errorf("%d reconnects in one second (per second: %v); want at most %d (N/2; the model is N/8 s = %d)", peak, r.perSecond, agents/2, agents/8)
+	if peak := slices.Max(r.perSecond); peak > 3*agents/4 {
+		t.Errorf("%d reconnects in one second (per second: %v); want at most %d (3N/4; the model is at most N/4 = %d)", peak, r.perSecond, 3*agents/4, agents/4)
 	}
 }
