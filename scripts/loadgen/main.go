@@ -201,11 +201,13 @@ type results struct {
 
 func run(ctx context.Context, o options) (*results, error) {
 	// With --reconnect loadgen runs the controller, which writes its CA (--ca) when it first starts.
-	var ctl *controllerProc
-	if o.Reconnect {
-		if err := raiseFileLimit(o.Conns + 256); err != nil {
+	if !o.HealthOnly {
+		if err := raiseFileLimit(o.Conns + 256); err != nil { // a descriptor per agent
 			return nil, err
 		}
+	}
+	var ctl *controllerProc
+	if o.Reconnect {
 		ctl = &controllerProc{args: strings.Fields(o.ControllerCmd), logPath: o.ControllerLog}
 		if err := ctl.start(); err != nil {
 			return nil, err
