@@ -140,8 +140,9 @@ type Service struct {
 	simOpts  SimulationOptions
 	simSlots chan struct{} // one token per running simulation
 
-	streamsDone chan struct{} // closed by CloseStreams: open streams end
-	closeOnce   sync.Once
+	streamsDone  chan struct{} // closed by CloseStreams: open streams end
+	streamCounts streamCounts
+	closeOnce    sync.Once
 }
 
 // NewService returns a Service; push and live may be set later with Attach (the ingest
