@@ -3,15 +3,23 @@ package sdwan_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/store/storetest"
 	"github.com/edgewan/edgewan/controller/whatif"
+	"github.com/edgewan/edgewan/coreapi/auth"
+	"github.com/edgewan/edgewan/coreapi/page"
 )
 
 // FuzzParseStreamSites: any query value gives IDs that are all site IDs, at most 200, or an
@@ -139,3 +147,83 @@ func TestStreamCountsShared(t *testing.T) {
 		}
 	}
 }
+
+// blockingStore is the real store whose ListSites, once armed, waits for the request to end
+// and fails with its context's error: a client leaving while a stream queries.
+type blockingStore struct {
+	sdwan.Store
+	armed   atomic.Bool
+	entered chan struct{}
+}
+
+func (b *blockingStore) ListSites(ctx context.Context, p page.Params, f sdwan.SiteFilter) ([]*sdwan.Site, error) {
+	if b.armed.Load() {
+		b.entered <- struct{}{}
+		<-ctx.Done()
+		return nil, fmt.Errorf("store.ListSites: %w", ctx.Err())
+	}
+	return b.Store.ListSites(ctx, p, f)
+}
+
+// TestStreamClientGoneNotWarned: a client leaving mid-query, how every stream ends, is logged
+// at debug, not as a warning.
+func TestStreamClientGoneNotWarned(t *testing.T) {
+	base := storetest.SQLite(t)
+	st := &blockingStore{Store: base, entered: make(chan struct{})}
+	var logs strings.Builder
+	var logMu sync.Mutex
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer slog.SetDefault(prev)
+
+	ctx := context.Background()
+	_, token, err := auth.Create(ctx, base, "noc", []string{auth.ScopeSDWANRead}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := page.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	a := &auth.Authenticator{Keys: base}
+	sdwan.Register(e.Group("/sd-wan/v1", a.Middleware()), sdwan.NewService(st, sdwan.Options{}, nil), pages)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, "GET", srv.URL+"/sd-wan/v1/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	st.armed.Store(true)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET /stream: %d %s", resp.StatusCode, b)
+	}
+	select {
+	case <-st.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream did not query the sites within 20 s")
+	}
+	cancel()
+	srv.Close() // waits for the handler to return
+	logMu.Lock()
+	defer logMu.Unlock()
+	if out := logs.String(); strings.Contains(out, "level=WARN") || !strings.Contains(out, `level=DEBUG msg="sdwan: stream ended: client gone"`) {
+		t.Errorf("log:\n%s\nwant the end at debug, no warning", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
