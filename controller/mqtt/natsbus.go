@@ -315,6 +315,12 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 	}
 }
 
+// Connected reports whether both the NATS connection and the MQTT publisher are up (the
+// controller's /readyz).
+func (b *NATSBus) Connected() bool {
+	return b.nc.IsConnected() && b.pub.IsConnectionOpen()
+}
+
 // Partitions lists the partitions being consumed.
 func (b *NATSBus) Partitions() []int {
 	b.mu.Lock()
