@@ -219,7 +219,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.dispatcher = webhook.NewDispatcher(s.Store, webhook.DispatchOptions{
 		Timeout: cfg.WebhookTimeout, RetryBase: cfg.WebhookRetryBase, RetryMax: cfg.WebhookRetryMax,
-		RetryWindow: cfg.WebhookRetryWindow, Registerer: s.registry,
+		RetryWindow: cfg.WebhookRetryWindow, Registerer: s.registry, Shared: cfg.Scaled(),
 	})
 	s.Webhooks = webhook.NewService(s.Store, webhook.Options{AllowHTTPLoopback: cfg.AllowHTTPWebhooks}, s.dispatcher.Notify)
 	s.Cases = soc.NewService(s.Store, s.dispatcher.Notify)
