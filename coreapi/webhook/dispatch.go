@@ -36,9 +36,9 @@ type DispatchOptions struct {
 	// Default: twice the longest a claim can take here, (LaneQueue/Concurrency+1) attempts
 	// of Timeout (180s with the defaults), so a live dispatcher's claims are never taken.
 	StaleAfter time.Duration
-	Client       *http.Client  // default: one with Timeout, no redirects followed
-	Registerer   prometheus.Registerer
-	Now          func() time.Time
+	Client     *http.Client // default: one with Timeout, no redirects followed
+	Registerer prometheus.Registerer
+	Now        func() time.Time
 }
 
 func (o *DispatchOptions) defaults() {
