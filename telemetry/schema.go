@@ -177,7 +177,9 @@ type Decisions struct {
 // other message the agent spooled before it was handled. The agent deletes a spooled record
 // only once a watermark covers it (not at the broker's PUBACK, which says only that a broker
 // has the message), and sends again what is not covered after it reconnects or when Boot
-// changes (a controller that restarted lost what it had not stored).
+// changes (a controller that restarted lost what it had not stored). An agent that has never
+// seen one (an older controller publishes none) deletes at PUBACK after a grace instead; see
+// docs/telemetry.md.
 type Stored struct {
 	V      int       `json:"v"`
 	Site   string    `json:"site"`

@@ -128,6 +128,7 @@ func Run(ctx context.Context, o Options) error {
 		e.stopMonitors()
 		return err
 	}
+	e.m.registerDeleteMode(o.Registry, e.up.deleteMode)
 	wg.Add(5)
 	go func() { defer wg.Done(); e.eventLoop(runCtx) }()
 	go func() { defer wg.Done(); e.reconcileLoop(runCtx) }()

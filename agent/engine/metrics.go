@@ -38,6 +38,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// registerDeleteMode exports how spooled records are deleted now: 1 for the mode in force.
+func (m *metrics) registerDeleteMode(reg prometheus.Registerer, mode func() string) {
+	if reg == nil {
+		return
+	}
+	for _, name := range []string{modeWatermark, modeWaiting, modePuback} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_agent_spool_delete_mode",
+			Help:        "1 for how spooled records are deleted now: watermark (covered by the controller's watermark), puback (at the broker's PUBACK: an older controller), waiting (kept while waiting for a first watermark after connecting).",
+			ConstLabels: prometheus.Labels{"mode": name}},
+			func() float64 {
+				if mode() == name {
+					return 1
+				}
+				return 0
+			}))
+	}
+}
+
 // registerSpool exports the spool's depth and losses.
 func (m *metrics) registerSpool(reg prometheus.Registerer, sp *spool.Spool) {
 	if reg == nil {

@@ -33,7 +33,31 @@ type uplink struct {
 	resend atomic.Bool   // send again everything the watermark does not cover
 	marked atomic.Int64  // UnixNano when the watermark last moved
 	lostAt atomic.Int64  // UnixNano when the connection last dropped
+
+	// speaks: the controller publishes the watermark (a stored message was seen, now or by an
+	// earlier run: the spool's flagWatermark). Until then, each connection waits grace for one,
+	// then deletes at PUBACK (an older controller). Never cleared.
+	speaks atomic.Bool
+	grace  atomic.Int64 // time.Duration; watermarkGrace, shorter in tests
+	connAt atomic.Int64 // UnixNano of the current connection
 }
+
+// How the agent deletes its spooled records (Status, the metric, the logs).
+const (
+	modeWatermark = "watermark" // when the controller's watermark covers them
+	modeWaiting   = "waiting"   // not known yet: as watermark, for the grace of this connection
+	modePuback    = "puback"    // at the broker's PUBACK: an older controller, no watermark seen
+)
+
+// The compatibility rule: a controller older than the watermark publishes none, and the agent
+// would stop sending after maxUnconfirmed records. So it deletes at PUBACK while it has never
+// seen a watermark and none came within watermarkGrace of connecting (the controller's
+// watermark is retained: it arrives at subscribe). Once one is seen, that is persisted in the
+// spool and the agent never falls back: a stalled newer controller must not make it drop data.
+const (
+	watermarkGrace = 30 * time.Second
+	flagWatermark  = 1 << 0 // spool flag: the controller speaks the watermark
+)
 
 // decisionGrace: the controller's decisions still hold this long after the connection drops. A
 // controller restart takes seconds; switching every class to the agent's own choice for them,
@@ -87,6 +111,8 @@ const (
 
 func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 	u := &uplink{e: e, creds: creds, wakeC: make(chan struct{}, 1), lost: make(chan struct{}, 1)}
+	u.grace.Store(int64(watermarkGrace))
+	u.speaks.Store(e.sp.Flags()&flagWatermark != 0)
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if creds.CAPEM != "" {
 		pool := x509.NewCertPool()
@@ -172,6 +198,10 @@ func (u *uplink) onConnect(c paho.Client) {
 	}
 	u.publishOnline()
 	u.resend.Store(true) // what the controller has not confirmed may be lost with the old connection
+	u.connAt.Store(time.Now().UnixNano())
+	if !u.speaks.Load() {
+		time.AfterFunc(time.Duration(u.grace.Load()), u.wake) // sendLoop then decides
+	}
 	u.up.Store(true)
 	e.m.connected.Set(1)
 	e.log.Info("agent: connected to the broker", "url", u.creds.MQTTURL)
@@ -200,10 +230,33 @@ func (u *uplink) wake() {
 	}
 }
 
+// deleteMode says how spooled records are deleted now: modeWatermark, modeWaiting or modePuback.
+func (u *uplink) deleteMode() string {
+	switch {
+	case u.speaks.Load():
+		return modeWatermark
+	case u.connected() && time.Since(time.Unix(0, u.connAt.Load())) >= time.Duration(u.grace.Load()):
+		return modePuback
+	default:
+		return modeWaiting
+	}
+}
+
 // onStored takes the controller's watermark: the spooled records it covers may go.
 func (u *uplink) onStored(payload []byte) {
 	var m telemetry.Stored
-	if len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &m) != nil || m.Site != u.creds.Site || m.Device != u.creds.Device {
+	if len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &m) != nil || m.Site != u.creds.Site {
+		return
+	}
+	// Any device's watermark of the site shows that the controller speaks it.
+	if !u.speaks.Load() {
+		if err := u.e.sp.SetFlags(flagWatermark); err != nil {
+			u.e.log.Error("agent: remembering that the controller publishes the watermark", "err", err)
+		}
+		u.speaks.Store(true)
+		u.wake()
+	}
+	if m.Device != u.creds.Device {
 		return
 	}
 	if old, _ := u.boot.Load().(string); old != m.Boot {
@@ -228,14 +281,30 @@ type sent struct {
 // sendLoop publishes the spool, oldest first, and deletes records once the controller's
 // watermark covers them (not at the broker's PUBACK: see telemetry.Stored). It keeps at most
 // maxUnconfirmed records unconfirmed, and sends the unconfirmed ones again after a reconnect,
-// a controller restart, or resendAfter without progress.
+// a controller restart, or resendAfter without progress. In modePuback (a controller that has
+// never published a watermark) it deletes at PUBACK instead.
 func (u *uplink) sendLoop(ctx context.Context) {
 	retry := time.Second
 	var last uint64    // the last record published (PUBACKed) on this connection
 	var pending []sent // published, not yet covered, in ID order
 	acked := uint64(0)
 	u.marked.Store(time.Now().UnixNano())
+	mode := ""
+	deletePublished := func() { // at PUBACK: everything published so far
+		if err := u.e.sp.Ack(last); err != nil {
+			u.e.log.Error("agent: deleting published records from the spool", "err", err)
+		} else {
+			acked, pending = last, pending[:0]
+		}
+	}
 	for {
+		if m := u.deleteMode(); m != mode {
+			u.logMode(m, mode)
+			mode = m
+		}
+		if mode == modePuback && last > acked { // sent while waiting for a watermark
+			deletePublished()
+		}
 		if w := u.mark.Load(); w > acked {
 			n := 0
 			for n < len(pending) && pending[n].id <= w {
@@ -252,7 +321,8 @@ func (u *uplink) sendLoop(ctx context.Context) {
 				u.marked.Store(time.Now().UnixNano())
 			}
 		}
-		if u.resend.Swap(false) || (last > acked && time.Since(time.Unix(0, u.marked.Load())) > resendAfter) {
+		// Without a watermark there is nothing to wait for before sending again.
+		if u.resend.Swap(false) || (mode == modeWatermark && last > acked && time.Since(time.Unix(0, u.marked.Load())) > resendAfter) {
 			last, pending = 0, pending[:0]
 			u.marked.Store(time.Now().UnixNano())
 		}
@@ -273,7 +343,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
-		recs, err := u.e.sp.Peek(ahead + publishBatch)
+		recs, err := u.e.sp.Peek(min(ahead+publishBatch, maxUnconfirmed)) // never past maxUnconfirmed ahead
 		if err != nil {
 			u.e.log.Error("agent: reading the spool", "err", err)
 			if !u.waitWake(ctx, retry) {
@@ -306,6 +376,26 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		}
 		last = recs[len(recs)-1].ID
 		retry = time.Second
+		// An older controller: the broker's PUBACK is all there is (unless a watermark came
+		// while this batch was out).
+		if mode == modePuback && !u.speaks.Load() {
+			deletePublished()
+		}
+	}
+}
+
+// logMode says which deletion rule is in force, when it changes.
+func (u *uplink) logMode(mode, was string) {
+	log := u.e.log
+	switch mode {
+	case modeWatermark:
+		log.Info("agent: the controller publishes the stored watermark: spooled records are deleted only once it covers them (remembered in the spool; no fallback to PUBACK)", "was", was)
+	case modePuback:
+		log.Warn("agent: no stored watermark from the controller within the grace after connecting (an older controller): deleting spooled records at the broker's PUBACK until one is seen",
+			"grace", time.Duration(u.grace.Load()))
+	case modeWaiting:
+		log.Info("agent: waiting for the controller's stored watermark: spooled records are kept until it covers them or the grace ends without one",
+			"grace", time.Duration(u.grace.Load()))
 	}
 }
 

@@ -167,16 +167,9 @@ func TestSimulationsBounded(t *testing.T) {
 	}
 	defer es.Close()
 	svc.SetHistory(es, sdwan.SimulationOptions{Concurrent: 2})
-	site, err := svc.CreateSite(ctx, sdwan.CreateSiteRequest{Name: "b", Transports: []sdwan.CreateTransportRequest{{Name: "inet", Interface: "eth0"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := svc.CreatePolicy(ctx, sdwan.CreatePolicyRequest{Name: "p", Type: sdwan.TypeSteering,
-		Content: []byte(`{"classes":[{"name":"voice","max_latency_ms":100}],"paths":{"voice":["inet"]}}`)}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := sdwan.SimulateRequest{Window: "1h", Sites: []string{site.ID}}
+	siteID, policyID := simFixture(t, svc)
+	p := &sdwan.Policy{ID: policyID}
+	req := sdwan.SimulateRequest{Window: "1h", Sites: []string{siteID}}
 	a, err := svc.Simulate(ctx, p.ID, 1, req, "")
 	if err != nil {
 		t.Fatal(err)
@@ -207,4 +200,20 @@ func TestSimulationsBounded(t *testing.T) {
 	}
 	c.Release()
 	d.Release()
+}
+
+// simFixture makes a site with one transport and a steering policy for it to simulate.
+func simFixture(t *testing.T, svc *sdwan.Service) (siteID, policyID string) {
+	t.Helper()
+	ctx := context.Background()
+	site, err := svc.CreateSite(ctx, sdwan.CreateSiteRequest{Name: "b", Transports: []sdwan.CreateTransportRequest{{Name: "inet", Interface: "eth0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.CreatePolicy(ctx, sdwan.CreatePolicyRequest{Name: "p", Type: sdwan.TypeSteering,
+		Content: []byte(`{"classes":[{"name":"voice","max_latency_ms":100}],"paths":{"voice":["inet"]}}`)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return site.ID, p.ID
 }
