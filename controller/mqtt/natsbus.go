@@ -37,7 +37,7 @@ type NATSOptions struct {
 	Replicas   int    // of the stream; 0 means DefaultNATSReplicas
 	// MaxAge is how long the stream keeps messages nobody consumed (all controllers down);
 	// 0 means 24h.
-	MaxAge  time.Duration
+	MaxAge time.Duration
 	// AckWait is how long a delivered message waits for its ack before it is delivered again:
 	// to the partition's next owner after a silent death, so it bounds the takeover; 0 means 5s.
 	AckWait time.Duration
