@@ -465,7 +465,7 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 		// redacted, so nothing reaches the model through them unchecked.
 		for j, tc := range m.ToolCalls {
 			where := fmt.Sprintf("input[%d].tool_calls[%d]", i, j)
-			res := p.sess.Input(tc.Function.Arguments)
+			res := p.sess.InputJSON(tc.Function.Arguments)
 			tc.Function.Arguments = res.Text
 			p.req.Messages[i].ToolCalls = append(p.req.Messages[i].ToolCalls, tc)
 			p.reds = append(p.reds, convRedactions(where, res.Redactions)...)
@@ -569,8 +569,13 @@ func (s *Service) Chat(ctx context.Context, c Caller, requestID, kind string, re
 	if out.Blocked {
 		return nil, blockedError(outFinds, "the model's answer")
 	}
+	// With a reversible policy the caller gets its own values back; the audit record keeps
+	// the placeholders (logged above).
+	for j := range calls {
+		calls[j].Function.Arguments = p.sess.Restore(calls[j].Function.Arguments, true)
+	}
 	listed, omitted := listRedactions(reds)
-	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason, ToolCalls: calls,
+	return &ChatResponse{RequestID: requestID, Output: p.sess.Restore(out.Text, false), Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason, ToolCalls: calls,
 		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}}, nil
 }
 
@@ -591,6 +596,7 @@ var errStreamBlocked = errors.New("gateway: output blocked")
 type toolStream struct {
 	id, name string
 	sr       *guard.StreamRedactor
+	rs       *guard.Restorer
 	sent     strings.Builder
 }
 
@@ -609,7 +615,7 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	var tools []*toolStream
 	p.req.OnToolCall = func(d provider.ToolCallDelta) error {
 		if d.Index == len(tools) { // a new call: its ID and name (the application's own function names) go at once
-			tools = append(tools, &toolStream{id: d.ID, name: d.Name, sr: p.sess.Stream()})
+			tools = append(tools, &toolStream{id: d.ID, name: d.Name, sr: p.sess.Stream(), rs: p.sess.Restorer(true)})
 			if err := sink.ToolCall(d.Index, d.ID, d.Name, ""); err != nil {
 				return err
 			}
@@ -623,8 +629,12 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 			return nil
 		}
 		t.sent.WriteString(safe)
+		if safe = t.rs.Write(safe); safe == "" {
+			return nil
+		}
 		return sink.ToolCall(d.Index, "", "", safe)
 	}
+	rs := p.sess.Restorer(false) // after the output checks: the caller's own values come back
 	upStart := time.Now()
 	resp, err := s.o.Models.Stream(ctx, p.req, func(delta string) error {
 		safe := sr.Write(delta)
@@ -635,6 +645,9 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 			return nil
 		}
 		sent.WriteString(safe)
+		if safe = rs.Write(safe); safe == "" {
+			return nil
+		}
 		return sink.Delta(safe)
 	})
 	upTime := time.Since(upStart)
@@ -651,16 +664,18 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	}
 	blocked := anyBlocked() || errors.Is(err, errStreamBlocked)
 	if err == nil && !blocked {
-		if rest := sr.Flush(); rest != "" && !sr.Blocked() {
-			sent.WriteString(rest)
+		rest := sr.Flush()
+		sent.WriteString(rest)
+		if rest = rs.Write(rest) + rs.Flush(); rest != "" && !sr.Blocked() {
 			err = sink.Delta(rest)
 		}
 		for i, t := range tools {
 			if err != nil {
 				break
 			}
-			if rest := t.sr.Flush(); rest != "" && !t.sr.Blocked() {
-				t.sent.WriteString(rest)
+			rest := t.sr.Flush()
+			t.sent.WriteString(rest)
+			if rest = t.rs.Write(rest) + t.rs.Flush(); rest != "" && !t.sr.Blocked() {
 				err = sink.ToolCall(i, "", "", rest)
 			}
 		}
@@ -703,8 +718,11 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	case err != nil:
 		return upstreamError(err)
 	}
+	for i := range calls {
+		calls[i].Function.Arguments = p.sess.Restore(calls[i].Function.Arguments, true)
+	}
 	listed, omitted := listRedactions(reds)
-	return sink.Done(&ChatResponse{RequestID: requestID, Output: sent.String(), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
+	return sink.Done(&ChatResponse{RequestID: requestID, Output: p.sess.Restore(sent.String(), false), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
 		ToolCalls: calls, Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
 }
 
