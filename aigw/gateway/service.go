@@ -591,109 +591,155 @@ type StreamSink interface {
 
 var errStreamBlocked = errors.New("gateway: output blocked")
 
-// toolStream is one streamed tool call: its arguments go through their own stream redactor
-// of the request's session (one placeholder numbering for the whole request).
+// checkedStream is one streamed text of an answer (its content, or one tool call's
+// arguments): checked over a sliding window (guard.StreamRedactor), then, with a reversible
+// policy, its placeholders restored. It can be closed when the model moves on (to a tool
+// call), which releases its held tail at once; if more of it comes, a new window of the same
+// session (one placeholder numbering for the whole request) takes it.
+type checkedStream struct {
+	sess    *guard.Session
+	json    bool // tool call arguments: restored values are JSON-escaped
+	sr      *guard.StreamRedactor
+	rs      *guard.Restorer
+	sent    strings.Builder // the checked text, as logged (placeholders kept)
+	reds    []guard.Redaction
+	finds   []guard.Finding
+	blocked bool
+}
+
+// write adds a piece and returns what can be sent now.
+func (t *checkedStream) write(piece string) string {
+	if t.sr == nil {
+		t.sr, t.rs = t.sess.Stream(), t.sess.Restorer(t.json)
+	}
+	safe := t.sr.Write(piece)
+	if t.sr.Blocked() {
+		t.blocked = true
+		return ""
+	}
+	t.sent.WriteString(safe)
+	return t.rs.Write(safe)
+}
+
+// close ends the text (for now) and returns its rest; it may set blocked.
+func (t *checkedStream) close() string {
+	if t.sr == nil {
+		return ""
+	}
+	rest := t.sr.Flush()
+	t.blocked = t.blocked || t.sr.Blocked()
+	t.sent.WriteString(rest)
+	rest = t.rs.Write(rest) + t.rs.Flush()
+	t.reds = append(t.reds, t.sr.Redactions()...)
+	t.finds = append(t.finds, t.sr.Findings()...)
+	t.sr, t.rs = nil, nil
+	if t.blocked {
+		return ""
+	}
+	return rest
+}
+
+// toolStream is one streamed tool call.
 type toolStream struct {
 	id, name string
-	sr       *guard.StreamRedactor
-	rs       *guard.Restorer
-	sent     strings.Builder
+	checkedStream
 }
 
 // ChatStream is Chat streaming the answer: the output, and each tool call's arguments, are
 // redacted over a sliding window, so no entity split across chunks escapes; a block rule on
-// the output stops the stream. Errors before the first delta are returned (the handler
-// answers them as usual); after it they end the stream.
+// the output stops the stream. The model streams its text, then its tool calls one after the
+// other: when it moves on, the part before is over and its held tail goes out then, so the
+// parts reach the caller in order (as the Messages API's content blocks need). Errors before
+// the first delta are returned (the handler answers them as usual); after it they end the
+// stream.
 func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind string, req ChatRequest, sink StreamSink) error {
 	start := time.Now()
 	p, err := s.prepare(ctx, c, requestID, kind, req, start)
 	if err != nil {
 		return err
 	}
-	sr := p.sess.Stream()
-	var sent strings.Builder
+	text := &checkedStream{sess: p.sess}
 	var tools []*toolStream
+	cur := -1                 // the part being streamed: -1 the text, else a tool call's index
+	release := func() error { // ends the current part
+		t, send := text, sink.Delta
+		if cur >= 0 {
+			k := cur
+			t, send = &tools[k].checkedStream, func(x string) error { return sink.ToolCall(k, "", "", x) }
+		}
+		rest := t.close()
+		if t.blocked {
+			return errStreamBlocked
+		}
+		if rest == "" {
+			return nil
+		}
+		return send(rest)
+	}
 	p.req.OnToolCall = func(d provider.ToolCallDelta) error {
+		if d.Index != cur {
+			if err := release(); err != nil {
+				return err
+			}
+			cur = d.Index
+		}
 		if d.Index == len(tools) { // a new call: its ID and name (the application's own function names) go at once
-			tools = append(tools, &toolStream{id: d.ID, name: d.Name, sr: p.sess.Stream(), rs: p.sess.Restorer(true)})
+			tools = append(tools, &toolStream{id: d.ID, name: d.Name, checkedStream: checkedStream{sess: p.sess, json: true}})
 			if err := sink.ToolCall(d.Index, d.ID, d.Name, ""); err != nil {
 				return err
 			}
 		}
 		t := tools[d.Index] // the provider checked the index
-		safe := t.sr.Write(d.Arguments)
-		if t.sr.Blocked() {
+		safe := t.write(d.Arguments)
+		if t.blocked {
 			return errStreamBlocked
 		}
 		if safe == "" {
-			return nil
-		}
-		t.sent.WriteString(safe)
-		if safe = t.rs.Write(safe); safe == "" {
 			return nil
 		}
 		return sink.ToolCall(d.Index, "", "", safe)
 	}
-	rs := p.sess.Restorer(false) // after the output checks: the caller's own values come back
 	upStart := time.Now()
 	resp, err := s.o.Models.Stream(ctx, p.req, func(delta string) error {
-		safe := sr.Write(delta)
-		if sr.Blocked() {
+		if cur != -1 {
+			if err := release(); err != nil {
+				return err
+			}
+			cur = -1
+		}
+		safe := text.write(delta)
+		if text.blocked {
 			return errStreamBlocked
 		}
 		if safe == "" {
-			return nil
-		}
-		sent.WriteString(safe)
-		if safe = rs.Write(safe); safe == "" {
 			return nil
 		}
 		return sink.Delta(safe)
 	})
 	upTime := time.Since(upStart)
-	anyBlocked := func() bool {
-		if sr.Blocked() {
-			return true
-		}
-		for _, t := range tools {
-			if t.sr.Blocked() {
-				return true
-			}
-		}
-		return false
+	if err == nil {
+		err = release()
 	}
-	blocked := anyBlocked() || errors.Is(err, errStreamBlocked)
-	if err == nil && !blocked {
-		rest := sr.Flush()
-		sent.WriteString(rest)
-		if rest = rs.Write(rest) + rs.Flush(); rest != "" && !sr.Blocked() {
-			err = sink.Delta(rest)
-		}
-		for i, t := range tools {
-			if err != nil {
-				break
-			}
-			rest := t.sr.Flush()
-			t.sent.WriteString(rest)
-			if rest = t.rs.Write(rest) + t.rs.Flush(); rest != "" && !t.sr.Blocked() {
-				err = sink.ToolCall(i, "", "", rest)
-			}
-		}
-		blocked = anyBlocked()
+	blocked := errors.Is(err, errStreamBlocked)
+	text.close() // collects the redactions and findings of every part, also after an error
+	for _, t := range tools {
+		t.close()
+		blocked = blocked || t.blocked
 	}
+	blocked = blocked || text.blocked
 	model := req.Model
 	if resp != nil {
 		model = resp.Model
 	}
-	reds := append(p.reds, convRedactions("output", sr.Redactions())...)
-	outFinds := convFindings("output", sr.Findings())
-	logged := sent.String()
+	reds := append(p.reds, convRedactions("output", text.reds)...)
+	outFinds := convFindings("output", text.finds)
+	logged := text.sent.String()
 	calls := make([]provider.ToolCall, len(tools))
 	for i, t := range tools {
 		where := fmt.Sprintf("output.tool_calls[%d]", i)
-		reds = append(reds, convRedactions(where, t.sr.Redactions())...)
-		outFinds = append(outFinds, convFindings(where, t.sr.Findings())...)
-		calls[i] = provider.ToolCall{ID: t.id, Type: "function", Function: provider.FunctionCall{Name: t.name, Arguments: t.sent.String()}}
+		reds = append(reds, convRedactions(where, t.reds)...)
+		outFinds = append(outFinds, convFindings(where, t.finds)...)
+		calls[i] = provider.ToolCall{ID: t.id, Type: "function", Function: provider.FunctionCall{Name: t.name, Arguments: p.sess.Restore(t.sent.String(), true)}}
 		logged += "\ntool_call " + t.name + ": " + t.sent.String()
 	}
 	finds := append(p.finds, outFinds...)
@@ -718,11 +764,8 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	case err != nil:
 		return upstreamError(err)
 	}
-	for i := range calls {
-		calls[i].Function.Arguments = p.sess.Restore(calls[i].Function.Arguments, true)
-	}
 	listed, omitted := listRedactions(reds)
-	return sink.Done(&ChatResponse{RequestID: requestID, Output: p.sess.Restore(sent.String(), false), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
+	return sink.Done(&ChatResponse{RequestID: requestID, Output: p.sess.Restore(text.sent.String(), false), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
 		ToolCalls: calls, Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
 }
 

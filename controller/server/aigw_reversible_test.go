@@ -188,6 +188,45 @@ func TestAIGWReversible(t *testing.T) {
 		if len(acc.Content) != 1 || acc.Content[0].Text != want {
 			t.Fatalf("streamed: accumulated %+v; want %q", acc.Content, want)
 		}
+		// Tool use: the tool_use input gets the values back, plain and streamed.
+		ap.Model = "gpt"
+		ap.Tools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "send", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}}
+		args := `{"to": "[EMAIL_2]", "name": "[PERSON_1]", "other": "[EMAIL_9]"}`
+		wantInput := map[string]string{"to": "bob.k@example.org", "name": "Thandiwe Mbeki", "other": "[EMAIL_9]"}
+		for _, streamed := range []bool{false, true} {
+			call := providertest.ToolCall{ID: "call_1", Name: "send", Arguments: args}
+			if streamed {
+				call = providertest.ToolCall{ID: "call_1", Name: "send", ArgChunks: strings.Split(args, "")}
+			}
+			e.oai.Queue(providertest.Reply{ToolCalls: []providertest.ToolCall{call}})
+			var msg anthropic.Message
+			if streamed {
+				stream := ac.Messages.NewStreaming(ctx, ap)
+				for stream.Next() {
+					if err := msg.Accumulate(stream.Current()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				err = stream.Err()
+			} else {
+				var m *anthropic.Message
+				if m, err = ac.Messages.New(ctx, ap); err == nil {
+					msg = *m
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in map[string]string
+			if len(msg.Content) != 1 || json.Unmarshal(msg.Content[0].Input, &in) != nil || len(in) != len(wantInput) {
+				t.Fatalf("streamed %v: got %+v", streamed, msg.Content)
+			}
+			for k, v := range wantInput {
+				if in[k] != v {
+					t.Errorf("streamed %v: input %v; want %s = %q", streamed, in, k, v)
+				}
+			}
+		}
 	})
 }
 
