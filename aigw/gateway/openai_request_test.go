@@ -93,6 +93,7 @@ func FuzzParseOpenAIEmbed(f *testing.F) {
 func FuzzParseAnthropicRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"stop_sequences":["x"],"metadata":{"user_id":"u"}}`))
 	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}],"tools":[]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"text","text":"t"},{"type":"tool_use","id":"c","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c","content":[{"type":"text","text":"r"}],"is_error":true},{"type":"text","text":"ok"}]}],"tools":[{"name":"f","description":"d","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := parseAnthropicRequest(body)
 		if err != nil {

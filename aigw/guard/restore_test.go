@@ -100,3 +100,40 @@ func TestRestoreJSON(t *testing.T) {
 		t.Errorf("json restore: %q, %v", v.Name, err)
 	}
 }
+
+// FuzzRestorer: an answer restored in pieces (cut at two fuzzed offsets) equals the whole
+// answer restored, and no piece ends inside a placeholder this session issued.
+func FuzzRestorer(f *testing.F) {
+	f.Add("Dear [EMAIL_1], [EMAIL_2][EMAIL_1] [EMAIL_9] [x] done [", uint16(3), uint16(17))
+	f.Add("[[[EMAIL_1]]] [EMAIL_", uint16(1), uint16(2))
+	p := DefaultPolicy()
+	p.Reversible = true
+	g, err := New(p, sharedEngine(), testKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, answer string, a, b uint16) {
+		s := g.NewSession()
+		s.Input("Mail jane.doe@example.com and bob@example.org.")
+		i, j := int(a)%(len(answer)+1), int(b)%(len(answer)+1)
+		i, j = min(i, j), max(i, j)
+		r := s.Restorer(false)
+		var got strings.Builder
+		for _, c := range []string{answer[:i], answer[i:j], answer[j:]} {
+			piece := r.Write(c)
+			for ph := range s.originals {
+				// A piece may end in "[E..." only when what follows (held) cannot continue it.
+				for k := 1; k < len(ph); k++ {
+					if strings.HasSuffix(piece, ph[:k]) && (len(r.pending) == 0 || isPlaceholderByte(r.pending[0]) || r.pending[0] == ']') {
+						t.Fatalf("piece %q ends in part of %s", piece, ph)
+					}
+				}
+			}
+			got.WriteString(piece)
+		}
+		got.WriteString(r.Flush())
+		if want := s.Restore(answer, false); got.String() != want {
+			t.Fatalf("pieces give %q, whole %q", got.String(), want)
+		}
+	})
+}

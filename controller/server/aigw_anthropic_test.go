@@ -86,9 +86,9 @@ func TestAIGWAnthropicSDK(t *testing.T) {
 			typ    string
 			in     string
 		}{
-			"block rule": {blocked, 422, "invalid_request_error", "prompt_injection"},
+			"block rule":                     {blocked, 422, "invalid_request_error", "prompt_injection"},
 			"tools, to a model without them": {tools, 400, "invalid_request_error", "does not support tools"},
-			"top_k":      {topK, 400, "invalid_request_error", "top_k"},
+			"top_k":                          {topK, 400, "invalid_request_error", "top_k"},
 		} {
 			var apiErr *anthropic.Error
 			_, err := client.Messages.New(ctx, tc.p)
