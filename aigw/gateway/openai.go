@@ -41,20 +41,13 @@ func (h *handlers) openaiChat(c *gin.Context) {
 			openaiFail(c, err)
 			return
 		}
-		finish := res.FinishReason
-		if finish == "" {
-			finish = "stop"
-		}
-		msg := gin.H{"role": "assistant", "content": res.Output}
-		if len(res.ToolCalls) > 0 {
-			msg["tool_calls"] = res.ToolCalls
-			if res.Output == "" {
-				msg["content"] = nil // as OpenAI answers a call without text
-			}
+		choices := []gin.H{openaiChoice(0, Choice{Output: res.Output, FinishReason: res.FinishReason, ToolCalls: res.ToolCalls})}
+		for i, ch := range res.More {
+			choices = append(choices, openaiChoice(i+1, ch))
 		}
 		c.JSON(http.StatusOK, gin.H{
 			"id": "chatcmpl-" + id, "object": "chat.completion", "created": created, "model": res.Model,
-			"choices": []gin.H{{"index": 0, "message": msg, "finish_reason": finish}},
+			"choices": choices,
 			"usage":   openaiUsage(res.Usage),
 			"edgewan": gin.H{"request_id": id, "redactions": res.Redactions, "policy": res.Policy},
 		})
@@ -64,6 +57,22 @@ func (h *handlers) openaiChat(c *gin.Context) {
 	if err := h.s.ChatStream(c.Request.Context(), cl, id, "openai", req, sink); err != nil {
 		sink.fail(err)
 	}
+}
+
+// openaiChoice renders one choice of a chat.completion.
+func openaiChoice(index int, ch Choice) gin.H {
+	finish := ch.FinishReason
+	if finish == "" {
+		finish = "stop"
+	}
+	msg := gin.H{"role": "assistant", "content": ch.Output}
+	if len(ch.ToolCalls) > 0 {
+		msg["tool_calls"] = ch.ToolCalls
+		if ch.Output == "" {
+			msg["content"] = nil // as OpenAI answers a call without text
+		}
+	}
+	return gin.H{"index": index, "message": msg, "finish_reason": finish}
 }
 
 // openaiSink writes OpenAI's chat.completion.chunk stream, ending with "data: [DONE]".

@@ -153,9 +153,8 @@ func parseOpenAIRequest(body []byte) (*openaiRequest, error) {
 		case "response_format":
 			r.ResponseFormat, err = parseResponseFormat(v)
 		case "n":
-			var n int
-			if err = decodeParam(k, v, &n); err == nil && n != 1 {
-				err = badParam(k, "only 1 is supported by the gateway yet; got %d", n)
+			if err = decodeParam(k, v, &r.Sampling.N); err == nil && (r.Sampling.N < 1 || r.Sampling.N > MaxChoices) {
+				err = badParam(k, "must be 1 to %d; got %d", MaxChoices, r.Sampling.N)
 			}
 		}
 		if err != nil {
@@ -178,6 +177,9 @@ func parseOpenAIRequest(body []byte) (*openaiRequest, error) {
 		r.Tools = nil
 	}
 	r.Stream = stream
+	if stream && r.Sampling.N > 1 {
+		return nil, badParam("n", "above 1 is not supported with stream by the gateway yet (ask without stream, or make n requests)")
+	}
 	if streamOpts != nil {
 		if !stream {
 			return nil, badParam("stream_options", "is only allowed with \"stream\": true")

@@ -388,6 +388,18 @@ type ChatResponse struct {
 	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
 	// ToolCalls are the model's tool calls, arguments checked (OpenAI-compatible endpoint).
 	ToolCalls []provider.ToolCall `json:"-"`
+	// More are the choices after the first, checked as it is (OpenAI's n).
+	More []Choice `json:"-"`
+}
+
+// MaxChoices bounds OpenAI's n: the choices of one answer, each checked like an answer.
+const MaxChoices = 128
+
+// Choice is one more answer to a request with several choices.
+type Choice struct {
+	Output       string
+	FinishReason string
+	ToolCalls    []provider.ToolCall
 }
 
 // Usage counts tokens as the model reported them.
@@ -541,41 +553,68 @@ func (s *Service) Chat(ctx context.Context, c Caller, requestID, kind string, re
 		return nil, upstreamError(err)
 	}
 	s.mUpstreams.WithLabelValues(resp.Model, "ok").Inc()
-	out := p.sess.Output(resp.Content)
-	reds := append(p.reds, convRedactions("output", out.Redactions)...)
-	outFinds := convFindings("output", out.Findings)
-	calls := make([]provider.ToolCall, len(resp.ToolCalls))
-	logged := out.Text
-	for j, tc := range resp.ToolCalls {
-		where := fmt.Sprintf("output.tool_calls[%d]", j)
-		res := p.sess.Output(tc.Function.Arguments)
-		tc.Function.Arguments = res.Text
-		calls[j] = tc
-		reds = append(reds, convRedactions(where, res.Redactions)...)
-		outFinds = append(outFinds, convFindings(where, res.Findings)...)
-		out.Blocked = out.Blocked || res.Blocked
-		logged += "\ntool_call " + tc.Function.Name + ": " + res.Text
+	// Every choice is checked alike, in one session: one placeholder numbering, one output
+	// size limit for the whole answer.
+	var reds []Redaction
+	var outFinds []Finding
+	var logged strings.Builder
+	blocked := false
+	check := func(where, content string, tcs []provider.ToolCall) Choice {
+		out := p.sess.Output(content)
+		reds = append(reds, convRedactions(where, out.Redactions)...)
+		outFinds = append(outFinds, convFindings(where, out.Findings)...)
+		blocked = blocked || out.Blocked
+		if where != "output" {
+			logged.WriteString("\n" + where + ": ")
+		}
+		logged.WriteString(out.Text)
+		calls := make([]provider.ToolCall, len(tcs))
+		for j, tc := range tcs {
+			w := fmt.Sprintf("%s.tool_calls[%d]", where, j)
+			res := p.sess.Output(tc.Function.Arguments)
+			tc.Function.Arguments = res.Text
+			calls[j] = tc
+			reds = append(reds, convRedactions(w, res.Redactions)...)
+			outFinds = append(outFinds, convFindings(w, res.Findings)...)
+			blocked = blocked || res.Blocked
+			logged.WriteString("\ntool_call " + tc.Function.Name + ": " + res.Text)
+		}
+		return Choice{Output: out.Text, ToolCalls: calls}
 	}
+	first := check("output", resp.Content, resp.ToolCalls)
+	more := make([]Choice, len(resp.More))
+	for i, c := range resp.More {
+		more[i] = check(fmt.Sprintf("output.choices[%d]", i+1), c.Content, c.ToolCalls)
+		more[i].FinishReason = c.FinishReason
+	}
+	reds = append(p.reds, reds...)
 	finds := append(p.finds, outFinds...)
 	status := http.StatusOK
-	if out.Blocked {
+	if blocked {
 		status = http.StatusUnprocessableEntity
 	}
-	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, logged, reds, finds, out.Blocked, status, start)
+	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, logged.String(), reds, finds, blocked, status, start)
 	if err := s.commit(ctx, rec); err != nil {
 		return nil, err
 	}
 	s.mOverhead.Observe((time.Since(start) - upTime).Seconds())
-	if out.Blocked {
+	if blocked {
 		return nil, blockedError(outFinds, "the model's answer")
 	}
 	// With a reversible policy the caller gets its own values back; the audit record keeps
 	// the placeholders (logged above).
-	for j := range calls {
-		calls[j].Function.Arguments = p.sess.Restore(calls[j].Function.Arguments, true)
+	restore := func(c *Choice) {
+		c.Output = p.sess.Restore(c.Output, false)
+		for j := range c.ToolCalls {
+			c.ToolCalls[j].Function.Arguments = p.sess.Restore(c.ToolCalls[j].Function.Arguments, true)
+		}
+	}
+	restore(&first)
+	for i := range more {
+		restore(&more[i])
 	}
 	listed, omitted := listRedactions(reds)
-	return &ChatResponse{RequestID: requestID, Output: p.sess.Restore(out.Text, false), Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason, ToolCalls: calls,
+	return &ChatResponse{RequestID: requestID, Output: first.Output, Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason, ToolCalls: first.ToolCalls, More: more,
 		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}}, nil
 }
 

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -66,6 +68,7 @@ type openAIRequest struct {
 	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 	ResponseFormat    json.RawMessage `json:"response_format,omitempty"`
+	N                 int             `json:"n,omitempty"`
 }
 
 type streamOptions struct {
@@ -96,14 +99,17 @@ func (e *openAIError) code() string {
 }
 
 type openAIResponse struct {
-	Choices []struct {
-		Message struct {
-			Content   string     `json:"content"`
-			ToolCalls []ToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage openAIUsage `json:"usage"`
+	Choices []openAIChoice `json:"choices"`
+	Usage   openAIUsage    `json:"usage"`
+}
+
+type openAIChoice struct {
+	Index   int `json:"index"`
+	Message struct {
+		Content   string     `json:"content"`
+		ToolCalls []ToolCall `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason string `json:"finish_reason"`
 }
 
 // openAIChunk is one event of a stream. Choices is an array so that a chunk can be decoded into
@@ -138,6 +144,12 @@ func (p *openAI) body(r Request, stream bool) ([]byte, error) {
 		FrequencyPenalty: r.Sampling.FrequencyPenalty, PresencePenalty: r.Sampling.PresencePenalty,
 		Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls, ResponseFormat: r.ResponseFormat,
 	}
+	if r.Sampling.N > 1 {
+		if stream {
+			return nil, fmt.Errorf("provider: %w: n above 1 is not supported with stream through the gateway", ErrInvalidRequest)
+		}
+		req.N = r.Sampling.N
+	}
 	if stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
@@ -164,9 +176,16 @@ func (p *openAI) Chat(ctx context.Context, r Request) (*Response, error) {
 		if len(v.Choices) == 0 {
 			return p.fail(res.StatusCode, "", "answer without choices", nil, false)
 		}
+		if want := max(r.Sampling.N, 1); len(v.Choices) != want {
+			return p.fail(res.StatusCode, "", fmt.Sprintf("answer with %d choices, asked for %d", len(v.Choices), want), nil, false)
+		}
+		slices.SortFunc(v.Choices, func(a, b openAIChoice) int { return a.Index - b.Index })
 		out = &Response{
 			Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
 			Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens}, ToolCalls: v.Choices[0].Message.ToolCalls,
+		}
+		for _, c := range v.Choices[1:] {
+			out.More = append(out.More, Choice{Content: c.Message.Content, FinishReason: c.FinishReason, ToolCalls: c.Message.ToolCalls})
 		}
 		return nil
 	})

@@ -95,6 +95,9 @@ func (r Request) usesTools() bool {
 // noTools refuses a request that needs function calling or structured outputs, for a provider
 // without them.
 func noTools(r Request, model string) error {
+	if r.Sampling.N > 1 {
+		return fmt.Errorf("provider: %w: model %s does not support n above 1 (several choices) through the gateway", ErrInvalidRequest, model)
+	}
 	if r.usesTools() {
 		return fmt.Errorf("provider: %w: model %s does not support tools (function calling) through the gateway", ErrInvalidRequest, model)
 	}
@@ -116,6 +119,9 @@ type Sampling struct {
 	User             string
 	FrequencyPenalty *float64
 	PresencePenalty  *float64
+	// N asks for several choices (OpenAI's n); 0 or 1 means one. Only OpenAI-compatible
+	// upstreams take more than one, and not streamed (Response.More holds the others).
+	N int
 }
 
 // Usage counts tokens as the upstream reported them (zero when it did not).
@@ -131,6 +137,15 @@ type Response struct {
 	FinishReason string // one of the Finish constants, or the upstream's own word if unmapped
 	Usage        Usage
 	ToolCalls    []ToolCall // the model's tool calls (OpenAI-compatible upstreams)
+	// More are the choices after the first (Content, FinishReason, ToolCalls), for Sampling.N.
+	More []Choice
+}
+
+// Choice is one of several answers to a request with Sampling.N.
+type Choice struct {
+	Content      string
+	FinishReason string
+	ToolCalls    []ToolCall
 }
 
 // Provider is one model. Implementations are safe for concurrent use.

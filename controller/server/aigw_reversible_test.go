@@ -128,6 +128,19 @@ func TestAIGWReversible(t *testing.T) {
 		check("streamed in 1-byte deltas", acc.Choices[0].Message.ToolCalls[0].Function.Arguments)
 	})
 
+	t.Run("every choice of n", func(t *testing.T) {
+		p := params
+		p.N = openai.Int(2)
+		e.oai.Queue(providertest.Reply{Content: answer, More: []string{"Hi [PERSON_1]!"}})
+		resp, err := client.Chat.Completions.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Choices) != 2 || resp.Choices[0].Message.Content != want || resp.Choices[1].Message.Content != "Hi Thandiwe Mbeki!" {
+			t.Fatalf("got %s", resp.RawJSON())
+		}
+	})
+
 	t.Run("another request's placeholders are not restored", func(t *testing.T) {
 		// This request issues no placeholder: whatever the model answers stays as it is, also
 		// placeholders that another request of the project (the ones above) did issue.

@@ -247,3 +247,56 @@ func TestAIGWOpenAIEmbeddings(t *testing.T) {
 		t.Fatalf("token input: %v; want a 400 with param input", err)
 	}
 }
+
+// TestAIGWOpenAIChoices: n above 1 with the OpenAI SDK. n reaches an OpenAI-compatible model;
+// every choice comes back checked (one placeholder numbering for the whole answer); a model
+// whose API has no n, and n with stream, are refused by name.
+func TestAIGWOpenAIChoices(t *testing.T) {
+	e := agStart(t, false, nil)
+	ctx := context.Background()
+	client := openai.NewClient(option.WithBaseURL(e.URL+"/ai-gateway/v1/openai/"), option.WithAPIKey(e.tok),
+		option.WithHTTPClient(e.Client), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{Model: "gpt", N: openai.Int(3),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("My mail is jane.roe@example.com. Who has my ticket?")}}
+
+	e.oai.Queue(providertest.Reply{Content: "Ops has it, [EMAIL_1].", More: []string{
+		"ops.lead@corp-example.com has it; card 4111 1111 1111 1111.", "Ask ops.lead@corp-example.com, SSN 536-22-8726."}})
+	resp, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := e.oai.Requests()[len(e.oai.Requests())-1]; last.N != 3 {
+		t.Errorf("the model got n = %d, want 3", last.N)
+	}
+	want := []string{"Ops has it, [EMAIL_1].", "[EMAIL_2] has it; card **** **** **** 1111.", "Ask [EMAIL_2], SSN [SSN_1]."}
+	if len(resp.Choices) != len(want) {
+		t.Fatalf("got %d choices: %s", len(resp.Choices), resp.RawJSON())
+	}
+	for i, c := range resp.Choices {
+		if c.Index != int64(i) || c.Message.Content != want[i] || c.FinishReason != "stop" {
+			t.Errorf("choice %d: index %d, %q, %q; want %q, stop", i, c.Index, c.Message.Content, c.FinishReason, want[i])
+		}
+		agLeak(t, "a choice", c.Message.Content)
+	}
+
+	for name, tc := range map[string]struct {
+		p     openai.ChatCompletionNewParams
+		param string
+		in    string
+	}{
+		"an Anthropic model": {func() openai.ChatCompletionNewParams { p := params; p.Model = "claude"; return p }(), "", "claude does not support n above 1"},
+		"n over 128":         {func() openai.ChatCompletionNewParams { p := params; p.N = openai.Int(129); return p }(), "n", "1 to 128"},
+	} {
+		var apiErr *openai.Error
+		if _, err := client.Chat.Completions.New(ctx, tc.p); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != tc.param || !strings.Contains(apiErr.Message, tc.in) {
+			t.Errorf("%s: got %v; want a 400 (param %q) saying %q", name, err, tc.param, tc.in)
+		}
+	}
+	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	for stream.Next() {
+	}
+	var apiErr *openai.Error
+	if err := stream.Err(); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "n" {
+		t.Errorf("n with stream: got %v; want a 400 with param n", err)
+	}
+}
