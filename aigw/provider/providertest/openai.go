@@ -235,7 +235,7 @@ func (openAIWire) writeAnswer(w http.ResponseWriter, id string, req Request, a a
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "chatcmpl-" + id, "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 		"choices": choices,
-		"usage": a.openAIUsage(), "system_fingerprint": "fp_providertest",
+		"usage":   a.openAIUsage(), "system_fingerprint": "fp_providertest",
 	})
 }
 
