@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -159,9 +160,31 @@ func (h *handlers) openaiModels(c *gin.Context) {
 	}
 	data := []gin.H{}
 	for _, m := range ms {
-		data = append(data, gin.H{"id": m, "object": "model", "created": 0, "owned_by": "edgewan"})
+		data = append(data, openaiModelObject(m))
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
+}
+
+// openaiModel answers OpenAI's model retrieval (GET /models/{model}): a model the project may
+// use, or a 404 also for a configured model its policy does not allow (the list and the
+// retrieval agree). Only the configured name is shown: never the upstream's model name, URL
+// or kind.
+func (h *handlers) openaiModel(c *gin.Context) {
+	ms, err := h.s.Models(c.Request.Context(), caller(c))
+	if err != nil {
+		openaiFail(c, err)
+		return
+	}
+	id := c.Param("model")
+	if !slices.Contains(ms, id) {
+		openaiFail(c, &paramError{param: "model", err: apierr.NotFound("the model %q does not exist or the project's policy does not allow it; GET /openai/models lists them", id)})
+		return
+	}
+	c.JSON(http.StatusOK, openaiModelObject(id))
+}
+
+func openaiModelObject(id string) gin.H {
+	return gin.H{"id": id, "object": "model", "created": 0, "owned_by": "edgewan"}
 }
 
 func openaiUsage(u *Usage) gin.H {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -298,5 +299,51 @@ func TestAIGWOpenAIChoices(t *testing.T) {
 	var apiErr *openai.Error
 	if err := stream.Err(); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "n" {
 		t.Errorf("n with stream: got %v; want a 400 with param n", err)
+	}
+}
+
+// TestAIGWOpenAIModels: the OpenAI SDK's model list and retrieval agree with each other and
+// with the project's policy, and show only the configured names.
+func TestAIGWOpenAIModels(t *testing.T) {
+	e := agStart(t, false, nil)
+	ctx := context.Background()
+	client := openai.NewClient(option.WithBaseURL(e.URL+"/ai-gateway/v1/openai/"), option.WithAPIKey(e.tok),
+		option.WithHTTPClient(e.Client), option.WithMaxRetries(0))
+	list := func() []string {
+		t.Helper()
+		page, err := client.Models.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range page.Data {
+			ids = append(ids, m.ID)
+			if m.Object != "model" || m.OwnedBy != "edgewan" {
+				t.Errorf("model %s: %s", m.ID, m.RawJSON())
+			}
+		}
+		return ids
+	}
+	get := func(id string) (*openai.Model, error) { return client.Models.Get(ctx, id) }
+	if ids := list(); !slices.Equal(ids, []string{"claude", "echo", "gpt", "gpt-fb", "gpt-retry", "gpt-slow"}) {
+		t.Fatalf("listed %v", ids)
+	}
+	if m, err := get("gpt"); err != nil || m.ID != "gpt" || m.Object != "model" || strings.Contains(m.RawJSON(), "127.0.0.1") {
+		t.Fatalf("retrieve gpt: %+v, %v", m, err)
+	}
+	var apiErr *openai.Error
+	if _, err := get("nope"); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Param != "model" {
+		t.Fatalf("retrieve an unknown model: %v; want 404 with param model", err)
+	}
+
+	agPublishPolicy(t, e, "gpt only", `{"models": ["gpt*"]}`)
+	if ids := list(); !slices.Equal(ids, []string{"gpt", "gpt-fb", "gpt-retry", "gpt-slow"}) {
+		t.Fatalf("with a policy allowing gpt*: listed %v", ids)
+	}
+	if _, err := get("claude"); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("retrieve a model the policy does not allow: %v; want 404", err)
+	}
+	if m, err := get("gpt-fb"); err != nil || m.ID != "gpt-fb" {
+		t.Fatalf("retrieve gpt-fb: %+v, %v", m, err)
 	}
 }
