@@ -363,6 +363,6 @@ func status(args []string, out io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nspool: %d messages waiting (%d bytes), %d dropped at the cap\n", st.Spool.Records, st.Spool.Bytes, st.Spool.Dropped)
+	fmt.Fprintf(out, "\nspool: %d messages waiting (%d bytes), %d dropped at the cap, deleted at: %s\n", st.Spool.Records, st.Spool.Bytes, st.Spool.Dropped, st.Spool.DeleteMode)
 	return nil
 }

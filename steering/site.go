@@ -495,6 +495,23 @@ func (s *Site) Path(class string) string {
 	return s.transports[s.classes[ci].path].name
 }
 
+// Adopt makes class use transport as of now without deciding it (no decision): for a
+// controller that restarted and learns the paths the agent is on, so that its fresh state does
+// not move traffic. Off the preferred path, it counts as a switch at now: the return to a better
+// path waits for HoldDown as after any switch. It reports false, and does nothing, if either is
+// not in the site.
+func (s *Site) Adopt(now time.Time, class, transport string) bool {
+	ci, ti := s.classIndex(class), s.transportIndex(transport)
+	if ci < 0 || ti < 0 {
+		return false
+	}
+	c := &s.classes[ci]
+	if c.path != uint8(ti) {
+		c.path, c.switched, c.switchedNs = uint8(ti), true, now.UnixNano()
+	}
+	return true
+}
+
 // Status returns a transport's state now (Evaluate reports its changes), false if the
 // transport is not in the site.
 func (s *Site) Status(transport string) (Status, bool) {

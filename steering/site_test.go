@@ -735,3 +735,30 @@ func TestKindAndStatusStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestAdopt: a restarted controller adopts the agent's paths; with healthy input they stay for
+// the hold-down (no decision: a restart moves no traffic), unknown names change nothing, and
+// real evidence still switches from there.
+func TestAdopt(t *testing.T) {
+	s := newTestSite(t, DefaultOptions())
+	for _, c := range []struct{ class, path string }{{"voice", "inet"}, {"bulk", "lte"}} {
+		if !s.Adopt(at(0), c.class, c.path) {
+			t.Fatalf("Adopt(%s, %s) refused", c.class, c.path)
+		}
+	}
+	if s.Adopt(at(0), "nope", "inet") || s.Adopt(at(0), "voice", "nope") {
+		t.Fatal("Adopt took an unknown class or transport")
+	}
+	hold := int(DefaultOptions().HoldDown / time.Second)
+	for i := 1; i < hold; i++ {
+		if ds := window(s, at(i), nil); len(ds) != 0 {
+			t.Fatalf("window %d after adopting: decisions %s; want none", i, kinds(ds))
+		}
+	}
+	if got, want := paths(s), "voice=inet video=mpls bulk=lte default=mpls"; got != want {
+		t.Fatalf("paths: got %s; want %s", got, want)
+	}
+	if ds := window(s, at(hold-1), map[string]Metrics{"inet": down}); !strings.Contains(kinds(ds), "path.switched") || s.Path("voice") == "inet" {
+		t.Fatalf("inet down after adopting: decisions %s, voice on %s", kinds(ds), s.Path("voice"))
+	}
+}

@@ -24,6 +24,8 @@ const SchemaVersion = 1
 //	controller -> agent (retained, QoS 1, so a reconnecting agent gets the current state):
 //	  edgewan/v1/sites/{site}/policy     the published policy version for the site
 //	  edgewan/v1/sites/{site}/decisions  Decisions: the controller's current path per class
+//	  edgewan/v1/sites/{site}/stored     Stored: the highest report seq durably stored; the
+//	                                     agent keeps each spooled record until it is covered
 const TopicRoot = "edgewan/v1/sites/"
 
 // Topic kinds (the last topic level).
@@ -34,12 +36,13 @@ const (
 	KindStatus    = "status"
 	KindPolicy    = "policy"
 	KindDecisions = "decisions"
+	KindStored    = "stored"
 )
 
 // UpKinds are the kinds an agent publishes; DownKinds those it subscribes to.
 var (
 	UpKinds   = []string{KindTelemetry, KindEvents, KindAcks, KindStatus}
-	DownKinds = []string{KindPolicy, KindDecisions}
+	DownKinds = []string{KindPolicy, KindDecisions, KindStored}
 )
 
 // Topic returns the topic of kind for site.
@@ -156,6 +159,9 @@ type Status struct {
 	State   string    `json:"state"` // online or offline
 	Version string    `json:"version,omitempty"`
 	Time    time.Time `json:"ts"`
+	// Paths are the paths the agent's classes use now (online only): a restarted controller
+	// adopts them before it decides anything, so that a restart moves no traffic.
+	Paths map[string]string `json:"paths,omitempty"`
 }
 
 // Decisions is the controller's current path per class for a site, retained on .../decisions.
@@ -164,6 +170,23 @@ type Decisions struct {
 	Site  string            `json:"site"`
 	Time  time.Time         `json:"ts"`
 	Paths map[string]string `json:"paths"` // class -> transport
+}
+
+// Stored is the controller's per-site persisted-sequence watermark: every report of Device with
+// Seq <= Seq is in durable storage (time series flushed and latest figures saved), and every
+// other message the agent spooled before it was handled. The agent deletes a spooled record
+// only once a watermark covers it (not at the broker's PUBACK, which says only that a broker
+// has the message), and sends again what is not covered after it reconnects or when Boot
+// changes (a controller that restarted lost what it had not stored). An agent that has never
+// seen one (an older controller publishes none) deletes at PUBACK after a grace instead; see
+// docs/telemetry.md.
+type Stored struct {
+	V      int       `json:"v"`
+	Site   string    `json:"site"`
+	Device string    `json:"device"`
+	Seq    uint64    `json:"seq"`
+	Boot   string    `json:"boot"` // changes at each controller start
+	Time   time.Time `json:"ts"`
 }
 
 // Errors of Decode and Validate wrap ErrInvalid.

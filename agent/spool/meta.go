@@ -9,13 +9,16 @@ import (
 	"path/filepath"
 )
 
-// The meta file: magic, then little-endian uint64 ack, last, dropped, corrupt, then the
-// CRC-32C of all that.
+// The meta file: magic, then little-endian uint64 ack, last, dropped, corrupt, (version 2 only)
+// flags, then the CRC-32C of all that. Version 1 is written while no flag is set, so that an
+// older agent (which knows only version 1) still reads the meta of one that never set a flag.
 const (
-	metaName  = "meta"
-	metaTmp   = "meta.tmp"
-	metaMagic = "EWSPOOL1"
-	metaBytes = len(metaMagic) + 4*8 + 4
+	metaName   = "meta"
+	metaTmp    = "meta.tmp"
+	metaMagic  = "EWSPOOL1"
+	metaMagic2 = "EWSPOOL2"
+	metaBytes  = len(metaMagic) + 4*8 + 4
+	metaBytes2 = metaBytes + 8
 )
 
 // meta is what the spool persists beside the segments.
@@ -24,13 +27,19 @@ type meta struct {
 	last    uint64 // the last ID assigned when the meta was written
 	dropped uint64 // records dropped by the cap, ever
 	corrupt uint64 // corrupt regions skipped, ever
+	flags   uint64 // the user's (SetFlags)
 }
 
-func (m meta) encode() [metaBytes]byte {
-	var b [metaBytes]byte
-	copy(b[:], metaMagic)
-	o := len(metaMagic)
-	for _, v := range []uint64{m.ack, m.last, m.dropped, m.corrupt} {
+// encode returns the meta file's bytes: version 1 while no flag is set, else version 2.
+func (m meta) encode() []byte {
+	magic, vals := metaMagic, []uint64{m.ack, m.last, m.dropped, m.corrupt}
+	if m.flags != 0 {
+		magic, vals = metaMagic2, append(vals, m.flags)
+	}
+	b := make([]byte, len(magic)+8*len(vals)+4)
+	copy(b, magic)
+	o := len(magic)
+	for _, v := range vals {
 		binary.LittleEndian.PutUint64(b[o:], v)
 		o += 8
 	}
@@ -42,12 +51,21 @@ var errBadMeta = errors.New("bad meta file")
 
 func decodeMeta(b []byte) (meta, error) {
 	o := len(metaMagic)
-	if len(b) != metaBytes || string(b[:o]) != metaMagic ||
-		binary.LittleEndian.Uint32(b[metaBytes-4:]) != crc32.Checksum(b[:metaBytes-4], castagnoli) {
+	n := metaBytes
+	if len(b) >= o && string(b[:o]) == metaMagic2 {
+		n = metaBytes2
+	} else if len(b) < o || string(b[:o]) != metaMagic {
+		return meta{}, errBadMeta
+	}
+	if len(b) != n || binary.LittleEndian.Uint32(b[n-4:]) != crc32.Checksum(b[:n-4], castagnoli) {
 		return meta{}, errBadMeta
 	}
 	u := func(i int) uint64 { return binary.LittleEndian.Uint64(b[o+8*i:]) }
-	return meta{ack: u(0), last: u(1), dropped: u(2), corrupt: u(3)}, nil
+	m := meta{ack: u(0), last: u(1), dropped: u(2), corrupt: u(3)}
+	if n == metaBytes2 {
+		m.flags = u(4)
+	}
+	return m, nil
 }
 
 // readMeta returns the zero meta if the file does not exist, and errBadMeta if it is damaged.
@@ -65,13 +83,13 @@ func readMeta(dir string) (meta, error) {
 // writeMeta replaces the meta file atomically: write a temporary file, fsync it, rename it over
 // the old one, fsync the directory (the fsyncs unless noSync).
 func (s *Spool) writeMeta() error {
-	m := meta{ack: s.ack, last: s.next - 1, dropped: s.dropped, corrupt: s.corrupt}
+	m := meta{ack: s.ack, last: s.next - 1, dropped: s.dropped, corrupt: s.corrupt, flags: s.flags}
 	b := m.encode()
 	f, err := os.OpenFile(s.metaTmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b[:])
+	_, err = f.Write(b)
 	if err == nil && !s.opt.NoSync {
 		err = f.Sync()
 	}

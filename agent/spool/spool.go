@@ -8,7 +8,7 @@
 //
 //	00000000000000000001.seg   records 1 .. k
 //	00000000000000000413.seg   records k+1 .. (the newest segment is the one appended to)
-//	meta                       delivered-up-to ID, last assigned ID, dropped and corrupt counts
+//	meta                       delivered-up-to ID, last assigned ID, dropped and corrupt counts, flags
 //
 // A segment is a sequence of records, each a 16-byte little-endian header then the payload:
 //
@@ -21,7 +21,8 @@
 // take the current one past Options.SegmentBytes. Ack replaces the meta file atomically (write
 // meta.tmp, fsync, rename, fsync the directory) and deletes the segments it fully delivered,
 // except the newest. The meta file is 44 bytes: "EWSPOOL1", uint64 ack, last, dropped, corrupt,
-// and a CRC-32C of the rest.
+// and a CRC-32C of the rest; once the user set a flag (SetFlags), 52 bytes: "EWSPOOL2", the
+// same four, uint64 flags, and the CRC-32C.
 //
 // IDs start at 1, grow by 1 per record and are never reused: after a restart the next ID follows
 // the largest of the meta file's last ID, the IDs in the segments and the newest segment's name
@@ -122,6 +123,7 @@ type Spool struct {
 	next       uint64 // the ID the next Append assigns; 0 once exhausted
 	dropped    uint64
 	corrupt    uint64
+	flags      uint64
 
 	pbuf   []byte // payload scratch for Append
 	fbuf   []byte // frame scratch for Append
@@ -198,7 +200,7 @@ func (s *Spool) recover() error {
 	} else if err != nil {
 		return err
 	}
-	s.ack, s.dropped, s.corrupt = m.ack, m.dropped, m.corrupt
+	s.ack, s.dropped, s.corrupt, s.flags = m.ack, m.dropped, m.corrupt, m.flags
 	if err := os.Remove(s.metaTmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -674,6 +676,34 @@ func (s *Spool) Stats() Stats {
 		Dropped: s.dropped,
 		Corrupt: s.corrupt,
 	}
+}
+
+// Flags returns the flags set with SetFlags (persisted in the meta file).
+func (s *Spool) Flags() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flags
+}
+
+// SetFlags sets the bits of f, persistently (the meta file is written at once), for facts the
+// spool's user must remember with the queue. Bits are never cleared.
+func (s *Spool) SetFlags(f uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.flags|f == s.flags {
+		return nil
+	}
+	old := s.flags
+	s.flags |= f
+	if err := s.writeMeta(); err != nil {
+		s.flags = old
+		return fmt.Errorf("spool.SetFlags: %w", err)
+	}
+	s.ackWritten, s.ackDirty = time.Now(), false
+	return nil
 }
 
 // Close closes the spool's files. Every record appended is already on disk.

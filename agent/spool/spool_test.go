@@ -689,3 +689,56 @@ func TestAckEvery(t *testing.T) {
 		t.Fatalf("after Close: %v", got)
 	}
 }
+
+// Flags persist across reopen and alongside acks; while none is set the meta file stays in
+// version 1 (an older agent reads it), and a version 1 file still opens with no flag.
+func TestFlagsPersist(t *testing.T) {
+	o := Options{Dir: t.TempDir(), NoSync: true}
+	s := mustOpen(t, o)
+	appendN(t, s, 3, 40)
+	if err := s.Ack(1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(o.Dir, metaName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != metaBytes || string(b[:len(metaMagic)]) != metaMagic {
+		t.Fatalf("meta without flags: %d bytes %q; want version 1 (%d bytes)", len(b), b[:8], metaBytes)
+	}
+	mustClose(t, s)
+
+	s = mustOpen(t, o)
+	if f := s.Flags(); f != 0 {
+		t.Fatalf("flags from a version 1 meta: got %#x; want 0", f)
+	}
+	for _, f := range []uint64{1, 4, 1} {
+		if err := s.SetFlags(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Ack(2); err != nil { // a later meta write keeps the flags
+		t.Fatal(err)
+	}
+	mustClose(t, s)
+
+	s = mustOpen(t, o)
+	defer mustClose(t, s)
+	if f := s.Flags(); f != 5 {
+		t.Fatalf("flags after reopen: got %#x; want 0x5", f)
+	}
+	if st := s.Stats(); st.Acked != 2 || st.Records != 1 || st.Corrupt != 0 {
+		t.Fatalf("stats after reopen: %+v; want Acked 2, Records 1, Corrupt 0", st)
+	}
+	b, err = os.ReadFile(filepath.Join(o.Dir, metaName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != metaBytes2 || string(b[:len(metaMagic2)]) != metaMagic2 {
+		t.Fatalf("meta with flags: %d bytes %q; want version 2 (%d bytes)", len(b), b[:8], metaBytes2)
+	}
+	b[len(b)-5] ^= 1 // a damaged version 2 meta is bad, as a damaged version 1
+	if _, err := decodeMeta(b); !errors.Is(err, errBadMeta) {
+		t.Fatalf("damaged version 2 meta: got %v; want errBadMeta", err)
+	}
+}

@@ -55,7 +55,7 @@ func (f *fleet) Assignments(context.Context, string) ([]*sdwan.Assignment, error
 func (f *fleet) SetSiteStatus(context.Context, string, string, time.Time, time.Time, ...*event.Envelope) (int, error) {
 	return 0, nil
 }
-func (f *fleet) SaveFigures(context.Context, map[string]time.Time, []sdwan.TransportFigures) error {
+func (f *fleet) SaveFigures(context.Context, map[string]sdwan.SiteFigures, []sdwan.TransportFigures) error {
 	return nil
 }
 func (f *fleet) SetRollout(context.Context, string, string, int, string, string, time.Time) (bool, error) {

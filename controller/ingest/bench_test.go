@@ -118,7 +118,7 @@ func (st *benchStore) SetSiteStatus(_ context.Context, _, _ string, _, _ time.Ti
 	return 0, nil
 }
 
-func (st *benchStore) SaveFigures(context.Context, map[string]time.Time, []sdwan.TransportFigures) error {
+func (st *benchStore) SaveFigures(context.Context, map[string]sdwan.SiteFigures, []sdwan.TransportFigures) error {
 	return nil
 }
 
@@ -210,11 +210,12 @@ func newBenchEngine(b testing.TB, n int, bus mqtt.Bus) *benchEngine {
 	}
 	clock := &benchClock{}
 	clock.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	e := New(st, bus, sk, Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e := New(st, bus, sk, Options{Now: clock.now, SyncWithin: time.Nanosecond /* evaluate at once, as before a restart */, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx := context.Background()
 	for _, id := range st.order {
-		if err := e.load(ctx, st.sites[id], false); err != nil {
-			b.Fatal(err)
+		e.load(ctx, st.sites[id], false)
+		if q := e.Quarantined(id); q != nil {
+			b.Fatal(q.Reason)
 		}
 	}
 	return &benchEngine{e: e, st: st, sink: sk, clock: clock, gen: newBenchReports(st, clock)}
@@ -412,10 +413,11 @@ func BenchmarkIngestMemory(b *testing.B) {
 		gen := newBenchReports(st, clock)
 		gen.next(b)
 		h0 := heap()
-		e := New(st, &nopBus{}, sk, Options{Now: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		e := New(st, &nopBus{}, sk, Options{Now: clock.now, SyncWithin: time.Nanosecond /* evaluate at once, as before a restart */, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		for _, id := range st.order {
-			if err := e.load(context.Background(), st.sites[id], false); err != nil {
-				b.Fatal(err)
+			e.load(context.Background(), st.sites[id], false)
+			if q := e.Quarantined(id); q != nil {
+				b.Fatal(q.Reason)
 			}
 		}
 		h1 := heap()

@@ -5,6 +5,8 @@ package ingest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +33,8 @@ type Store interface {
 	Assignments(ctx context.Context, siteID string) ([]*sdwan.Assignment, error)
 	// SetSiteStatus and InsertEvents return how many webhook deliveries the events queued.
 	SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) (int, error)
-	SaveFigures(ctx context.Context, sites map[string]time.Time, fs []sdwan.TransportFigures) error
+	// SaveFigures saves sites' last-seen times and watermarks and transports' latest figures.
+	SaveFigures(ctx context.Context, sites map[string]sdwan.SiteFigures, fs []sdwan.TransportFigures) error
 	SetRollout(ctx context.Context, siteID, policyID string, version int, state, reason string, at time.Time) (bool, error)
 	InsertEvents(ctx context.Context, evs ...*event.Envelope) (int, error)
 }
@@ -44,15 +47,30 @@ type Sink interface {
 
 // Options configure the engine. Zero values take the defaults named.
 type Options struct {
-	OfflineAfter time.Duration    // no report for this long: the site is offline; default 30s
-	FlushEvery   time.Duration    // how often latest figures are saved to the database; default 5s
-	Steering     steering.Options // default steering.DefaultOptions()
-	Now          func() time.Time
-	Notify       func() // wakes the webhook dispatcher after events were stored
-	Registerer   prometheus.Registerer
-	Logger       *slog.Logger
+	OfflineAfter time.Duration // no report for this long: the site is offline; default 30s
+	// FlushEvery is how often the time series are flushed, the latest figures saved and the
+	// sites' watermarks published to the agents (see telemetry.Stored); default 5s.
+	FlushEvery time.Duration
+	Steering   steering.Options // default steering.DefaultOptions()
+	Now        func() time.Time
+	Notify     func() // wakes the webhook dispatcher after events were stored
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 	// OnSiteRemoved is told when a followed site is decommissioned, e.g. to disconnect its agent.
 	OnSiteRemoved func(siteID, deviceID string)
+	// OnQuarantine is told when a site is quarantined (e.g. to open a SOC case). It must not
+	// block: it may be called with no lock held but on the message's or the API's path.
+	OnQuarantine func(siteID string, q sdwan.Quarantine)
+	// LateAfter: a report whose window ended longer ago than this (or three windows, if more)
+	// is late (replayed from the agent's spool after an outage, or delayed): it goes into the
+	// history, but no decision comes from it. Default 5s.
+	LateAfter time.Duration
+	// SyncWithin: after a start, the engine decides nothing for a site until its agent says
+	// which paths it is on (its online status), or for at most this long; default 15s.
+	SyncWithin time.Duration
+	// RetryQuarantinedEvery is how often Run tries to load the quarantined sites again;
+	// default 1 minute.
+	RetryQuarantinedEvery time.Duration
 	// MaxPast and MaxFuture bound agent times around Now (clock.go); defaults DefaultMaxPast
 	// and DefaultMaxFuture. OnClockSkew is told of a site whose times fall outside (at most
 	// once per 10 minutes per site), e.g. to open a SOC case; it must not block.
@@ -78,6 +96,7 @@ type Engine struct {
 
 	mu    sync.RWMutex
 	sites map[string]*site
+	boot  string // this start's identity in the watermarks
 
 	reports pool
 	rec     recorder
@@ -89,14 +108,26 @@ type Engine struct {
 // (the bus already delivers one site's messages in order, one at a time) with the liveness
 // loop, the API's reads and policy pushes.
 type site struct {
-	mu         sync.Mutex
-	id         string
-	device     string
-	status     string
-	lastSeen   time.Time
-	seq        uint64
-	haveSeq    bool
-	steer      *steering.Site
+	mu       sync.Mutex
+	id       string
+	device   string
+	status   string
+	lastSeen time.Time
+	seq      uint64 // the last report accepted (reports at or below are duplicates)
+	haveSeq  bool
+	// The watermark may cover only reports fully handled (written to the sink, events
+	// recorded): busy counts the reports accepted and still being handled (a reconnecting
+	// agent's old and new connections may deliver at once), done the highest handled, safe the
+	// value of done when busy was last 0.
+	busy       int
+	done, safe uint64
+	stored     uint64         // the watermark: reports up to it are stored (persisted, published)
+	steer      *steering.Site // nil while the site has no transports, or is quarantined
+	quarantine *sdwan.Quarantine
+	// synced: the steering state holds the paths the agent is on (see Options.SyncWithin);
+	// until then, or syncBy, nothing is decided.
+	synced     bool
+	syncBy     time.Time
 	classes    []steering.Class
 	transports []*transport
 	paths      map[string]string // last decisions published
@@ -139,23 +170,34 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}}
+	if o.LateAfter <= 0 {
+		o.LateAfter = 5 * time.Second
+	}
+	if o.SyncWithin <= 0 {
+		o.SyncWithin = 15 * time.Second
+	}
+	if o.RetryQuarantinedEvery <= 0 {
+		o.RetryQuarantinedEvery = time.Minute
+	}
+	boot := make([]byte, 8)
+	_, _ = rand.Read(boot)
+	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}, boot: hex.EncodeToString(boot)}
 	e.rec.init()
 	e.m = newMetrics(o.Registerer, e)
 	return e
 }
 
 // Start loads the live sites and subscribes to the agents' topics. Call it before the broker
-// serves, so that nothing is missed; then Run.
+// serves, so that nothing is missed; then Run. Nothing in one site's data stops it: a site
+// that cannot be loaded is quarantined (see sdwan.Quarantine) and every other one runs. It
+// fails only when the database cannot be read at all or the bus refuses a subscription.
 func (e *Engine) Start(ctx context.Context) error {
 	sites, err := e.store.LiveSites(ctx)
 	if err != nil {
 		return fmt.Errorf("ingest: loading sites: %w", err)
 	}
 	for _, s := range sites {
-		if err := e.load(ctx, s, false); err != nil {
-			return err
-		}
+		e.load(ctx, s, false)
 	}
 	subs := map[string]mqtt.Handler{
 		telemetry.KindTelemetry: e.onTelemetry,
@@ -191,17 +233,24 @@ func (e *Engine) Run(ctx context.Context) error {
 		if err := e.PushPolicies(ctx, id); err != nil {
 			e.o.Logger.Error("ingest: publishing policies", "site", id, "err", err)
 		}
+		// Decisions are not published now: a fresh steering state is not what the agents run
+		// (see onStatus); the last ones published stay with the agents.
 		if st := e.site(id); st != nil {
-			if err := e.publishDecisions(st, true); err != nil {
-				e.o.Logger.Error("ingest: publishing decisions", "site", id, "err", err)
+			st.mu.Lock()
+			device, stored := st.device, st.stored
+			st.mu.Unlock()
+			if e.o.Owner == nil || e.o.Owner.Owns(id) { // with several controllers, only the owner speaks
+				e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
 			}
 		}
 	}
 
 	live := time.NewTicker(time.Second)
 	flush := time.NewTicker(e.o.FlushEvery)
+	retry := time.NewTicker(e.o.RetryQuarantinedEvery)
 	defer live.Stop()
 	defer flush.Stop()
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -209,24 +258,23 @@ func (e *Engine) Run(ctx context.Context) error {
 			<-recDone
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			e.flushFigures(sctx)
-			if e.sink != nil {
-				if err := e.sink.Flush(sctx); err != nil {
-					e.o.Logger.Warn("ingest: flushing time series at shutdown", "err", err)
-				}
-			}
+			e.checkpoint(sctx)
 			return nil
 		case <-live.C:
 			e.checkLiveness()
 		case <-flush.C:
-			e.flushFigures(ctx)
+			e.checkpoint(ctx)
+		case <-retry.C:
+			e.retryQuarantined(ctx)
 		}
 	}
 }
 
 // load builds (or rebuilds) the live state of a site from the database and, if publish,
-// publishes its policies and decisions. A decommissioned site is forgotten.
-func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) error {
+// publishes its policies and decisions. A decommissioned site is forgotten. A site whose state
+// cannot be loaded is quarantined, not an error: the caller's change is stored already, and
+// the site is followed (liveness, history) without decisions until it loads.
+func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) {
 	if s.Status == sdwan.SiteDecommissioned || s.ClaimedAt.IsZero() {
 		e.mu.Lock()
 		old := e.sites[s.ID]
@@ -236,38 +284,37 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) error {
 		if old != nil && e.o.OnSiteRemoved != nil {
 			e.o.OnSiteRemoved(s.ID, s.DeviceID)
 		}
-		return nil
+		return
 	}
-	as, err := e.store.Assignments(ctx, s.ID)
-	if err != nil {
-		return err
-	}
-	names := make([]string, len(s.Transports))
-	for i, t := range s.Transports {
-		names[i] = t.Name
-	}
-	classes := steeringClasses(as, s.Transports)
-
 	e.mu.Lock()
 	st := e.sites[s.ID]
+	taken := st == nil && publish && s.StoredSeq > 0 // taken over from another controller
 	if st == nil {
-		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen}
+		// The watermark survives restarts: what is stored is not taken again.
+		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen, seq: s.StoredSeq, haveSeq: s.StoredSeq > 0, stored: s.StoredSeq,
+			// A site claimed now has no paths to learn; one loaded at start, or taken over
+			// from another controller (Owner), has.
+			synced: publish && e.o.Owner == nil, syncBy: e.o.Now().Add(e.o.SyncWithin)}
+		st.done, st.safe = s.StoredSeq, s.StoredSeq
 		e.sites[s.ID] = st
 	}
 	e.mu.Unlock()
+	if taken { // the agent sends again what the previous owner had not stored
+		e.publishStored(s.ID, s.DeviceID, s.StoredSeq)
+	}
+
+	var q *sdwan.Quarantine
+	var as []*sdwan.Assignment
+	if s.Quarantine != nil {
+		q = s.Quarantine
+	} else if a, err := e.store.Assignments(ctx, s.ID); err != nil {
+		q = &sdwan.Quarantine{Kind: sdwan.QuarantineStore, Reason: "reading its policies: " + err.Error()}
+	} else {
+		as = a
+	}
 
 	st.mu.Lock()
 	st.device = s.DeviceID
-	if st.steer == nil {
-		st.steer, err = steering.NewSite(names, classes, e.o.Steering)
-	} else {
-		st.scratch, err = st.steer.Reconfigure(e.o.Now(), names, classes, st.scratch[:0])
-	}
-	if err != nil {
-		st.mu.Unlock()
-		return fmt.Errorf("ingest: site %s: %w", s.ID, err)
-	}
-	st.classes = classes
 	old := st.transports
 	st.transports = st.transports[:0:0]
 	for _, t := range s.Transports {
@@ -277,14 +324,115 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) error {
 		}
 		st.transports = append(st.transports, tr)
 	}
+	if q == nil {
+		if err := e.configure(st, s.Transports, steeringClasses(as, s.Transports)); err != nil {
+			q = &sdwan.Quarantine{Kind: sdwan.QuarantineSteering, Reason: err.Error()}
+		}
+	}
+	fresh := e.setQuarantine(st, q)
 	st.mu.Unlock()
-	if !publish {
-		return nil
+	if fresh {
+		e.reportQuarantine(st.id, *q)
+	}
+	if !publish || q != nil {
+		return
 	}
 	if err := e.PushPolicies(ctx, s.ID); err != nil {
+		e.o.Logger.Error("ingest: publishing policies", "site", s.ID, "err", err)
+		return
+	}
+	if err := e.publishDecisions(st, true); err != nil {
+		e.o.Logger.Error("ingest: publishing decisions", "site", s.ID, "err", err)
+	}
+}
+
+// configure builds or reconfigures a site's steering state for these transports and classes.
+// With no transports, a normal state for a site claimed before its transports were added,
+// there is nothing to steer: the state is dropped and evaluation begins with the first
+// transport. On error the site is unchanged. Called with st.mu held.
+func (e *Engine) configure(st *site, ts []*sdwan.Transport, classes []steering.Class) error {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	var err error
+	switch {
+	case len(names) == 0:
+		st.steer = nil
+	case st.steer == nil:
+		var n *steering.Site
+		if n, err = steering.NewSite(names, classes, e.o.Steering); err == nil {
+			st.steer = n
+		}
+	default:
+		st.scratch, err = st.steer.Reconfigure(e.o.Now(), names, classes, st.scratch[:0])
+	}
+	if err != nil {
 		return err
 	}
-	return e.publishDecisions(st, true)
+	st.classes = classes
+	return nil
+}
+
+// setQuarantine sets or lifts a site's quarantine and reports whether it is a new one (then
+// the caller reports it, with no lock held). Called with st.mu held.
+func (e *Engine) setQuarantine(st *site, q *sdwan.Quarantine) bool {
+	switch {
+	case q == nil:
+		if st.quarantine != nil {
+			e.o.Logger.Info("ingest: site loads again; quarantine lifted", "site", st.id)
+		}
+		st.quarantine = nil
+		return false
+	case st.quarantine != nil && st.quarantine.Kind == q.Kind && st.quarantine.Reason == q.Reason:
+		return false
+	}
+	q.Since = e.o.Now().UTC()
+	st.quarantine, st.steer, st.classes, st.paths = q, nil, nil, nil
+	return true
+}
+
+func (e *Engine) reportQuarantine(siteID string, q sdwan.Quarantine) {
+	e.o.Logger.Error("ingest: site quarantined: its stored state cannot be loaded; every other site runs",
+		"site", siteID, "kind", q.Kind, "reason", q.Reason)
+	if e.o.OnQuarantine != nil {
+		e.o.OnQuarantine(siteID, q)
+	}
+}
+
+// Quarantined implements sdwan.Live: why the site is quarantined, or nil.
+func (e *Engine) Quarantined(siteID string) *sdwan.Quarantine {
+	st := e.site(siteID)
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.quarantine == nil {
+		return nil
+	}
+	q := *st.quarantine
+	return &q
+}
+
+// retryQuarantined loads the quarantined sites again: the cause may have been passing (a
+// database error) or fixed outside the API.
+func (e *Engine) retryQuarantined(ctx context.Context) {
+	e.mu.RLock()
+	var ids []string
+	for id, st := range e.sites {
+		st.mu.Lock()
+		if st.quarantine != nil {
+			ids = append(ids, id)
+		}
+		st.mu.Unlock()
+	}
+	e.mu.RUnlock()
+	for _, id := range ids {
+		if err := e.SiteChanged(ctx, id); err != nil {
+			e.o.Logger.Warn("ingest: retrying a quarantined site", "site", id, "err", err)
+		}
+	}
 }
 
 // steeringClasses are the classes the site steers by (shared with the what-if replay).
@@ -296,13 +444,15 @@ func (e *Engine) site(id string) *site {
 	return e.sites[id]
 }
 
-// SiteChanged implements sdwan.Live: reload the site from the database.
+// SiteChanged implements sdwan.Live: reload the site from the database. It fails only when
+// the site cannot be read; a site that cannot be run is quarantined.
 func (e *Engine) SiteChanged(ctx context.Context, siteID string) error {
 	s, err := e.store.GetSite(ctx, siteID)
 	if err != nil {
 		return err
 	}
-	return e.load(ctx, s, true)
+	e.load(ctx, s, true)
+	return nil
 }
 
 // The policy message is defined in telemetry, for both sides.
@@ -336,20 +486,20 @@ func (e *Engine) PushPolicies(ctx context.Context, siteID string) error {
 	}
 	if st := e.site(siteID); st != nil {
 		classes := steeringClasses(as, s.Transports)
+		var q *sdwan.Quarantine
+		fresh := false
 		st.mu.Lock()
-		if !slices.EqualFunc(classes, st.classes, sameClass) {
-			names := make([]string, len(s.Transports))
-			for i, t := range s.Transports {
-				names[i] = t.Name
+		// A site quarantined for its steering state may load with this policy.
+		retry := st.quarantine != nil && st.quarantine.Kind == sdwan.QuarantineSteering
+		if retry || (st.quarantine == nil && !slices.EqualFunc(classes, st.classes, sameClass)) {
+			if err := e.configure(st, s.Transports, classes); err != nil {
+				q = &sdwan.Quarantine{Kind: sdwan.QuarantineSteering, Reason: err.Error()}
 			}
-			st.scratch, err = st.steer.Reconfigure(e.o.Now(), names, classes, st.scratch[:0])
-			if err == nil {
-				st.classes = classes
-			}
+			fresh = e.setQuarantine(st, q)
 		}
 		st.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("ingest: site %s: %w", siteID, err)
+		if fresh {
+			e.reportQuarantine(siteID, *q)
 		}
 		defer func() { _ = e.publishDecisions(st, false) }()
 	}
@@ -373,6 +523,10 @@ func (e *Engine) publishDecisions(st *site, always bool) error {
 		return nil // its owner publishes
 	}
 	st.mu.Lock()
+	if st.steer == nil || !st.synced { // nothing decided (yet): the agent keeps its own paths
+		st.mu.Unlock()
+		return nil
+	}
 	paths := make(map[string]string, len(st.classes))
 	for _, c := range st.classes {
 		paths[c.Name] = st.steer.Path(c.Name)
@@ -432,8 +586,18 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		return
 	}
 	st.seq, st.haveSeq = r.Seq, true
-	e.roll.AddReport(now, r)
+	st.busy++
+	// A late report goes into the history only: evaluating old windows as current raised
+	// transport.down and moved traffic off healthy links after every controller restart.
+	late := now.Sub(r.Time) > max(e.o.LateAfter, 3*time.Duration(r.WindowMs)*time.Millisecond)
+	if late {
+		e.m.late.Inc()
+	}
+	e.roll.AddReport(now, r) // placed at the report's own time
 	for i := range r.Transport {
+		if st.steer == nil || late { // no transports yet, or quarantined: history and liveness only
+			break
+		}
 		tw := &r.Transport[i]
 		m := steering.WindowMetrics(tw)
 		if !st.steer.Observe(now, tw.Name, m) {
@@ -446,7 +610,14 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 			}
 		}
 	}
-	st.scratch = st.steer.Evaluate(now, st.scratch[:0])
+	if !st.synced && now.After(st.syncBy) {
+		st.synced = true // the agent did not say; decide from the evidence gathered since the start
+	}
+	if st.steer != nil && !late && st.synced {
+		st.scratch = st.steer.Evaluate(now, st.scratch[:0])
+	} else {
+		st.scratch = st.scratch[:0]
+	}
 	wasOffline := st.status != sdwan.SiteUp && st.status != sdwan.SiteDegraded
 	st.lastSeen, st.dirty = now, true
 	status := e.siteStatus(st)
@@ -480,6 +651,13 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 			e.o.Logger.Warn("ingest: publishing decisions", "site", st.id, "err", err)
 		}
 	}
+	st.mu.Lock()
+	st.busy--
+	st.done = max(st.done, r.Seq)
+	if st.busy == 0 {
+		st.safe = st.done
+	}
+	st.mu.Unlock()
 	e.m.reports.Inc()
 	e.m.lag.Observe(now.Sub(r.Time).Seconds())
 }
@@ -487,6 +665,9 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 // siteStatus derives a reporting site's status from its transports and classes. Called with
 // st.mu held.
 func (e *Engine) siteStatus(st *site) string {
+	if st.steer == nil {
+		return sdwan.SiteUp // reporting, with nothing evaluated
+	}
 	// Every transport's status first: returning at the first bad one left the others with the
 	// status they had before their first window (unknown next to live figures).
 	degraded := false
@@ -595,21 +776,35 @@ func (e *Engine) markOffline(id, device, prev string, last, now time.Time, reaso
 	e.record(id, sdwan.SiteOffline, prev, last, evs...)
 }
 
-// flushFigures saves the latest transport figures and last-seen times that changed.
-func (e *Engine) flushFigures(ctx context.Context) {
+// checkpoint makes what was handled durable and tells the agents: it notes each site's last
+// handled report, flushes the time series, saves the latest figures, last-seen times and
+// watermarks in one transaction, waits until the events recorded before are stored, and only
+// then publishes the new watermarks (retained). A failure leaves the watermarks where they were:
+// the agents keep their records and send them again.
+func (e *Engine) checkpoint(ctx context.Context) {
 	e.mu.RLock()
 	all := make([]*site, 0, len(e.sites))
 	for _, st := range e.sites {
 		all = append(all, st)
 	}
 	e.mu.RUnlock()
-	seen := map[string]time.Time{}
+	type mark struct {
+		st     *site
+		device string
+		seq    uint64
+	}
+	var marks []mark
+	sites := map[string]sdwan.SiteFigures{}
 	var fs []sdwan.TransportFigures
 	for _, st := range all {
 		st.mu.Lock()
-		if st.dirty {
-			seen[st.id] = st.lastSeen
+		h := st.safe
+		if st.dirty || h > st.stored {
+			sites[st.id] = sdwan.SiteFigures{LastSeen: st.lastSeen, StoredSeq: max(h, st.stored)}
 			st.dirty = false
+		}
+		if h > st.stored {
+			marks = append(marks, mark{st, st.device, h})
 		}
 		for _, t := range st.transports {
 			if t.dirty {
@@ -619,11 +814,48 @@ func (e *Engine) flushFigures(ctx context.Context) {
 		}
 		st.mu.Unlock()
 	}
-	if len(seen) == 0 && len(fs) == 0 {
+	gen := e.rec.mark()
+	if e.sink != nil {
+		if err := e.sink.Flush(ctx); err != nil {
+			e.o.Logger.Warn("ingest: flushing time series; watermarks held", "err", err)
+			for _, m := range marks { // save the figures, not the watermarks
+				f := sites[m.st.id]
+				m.st.mu.Lock()
+				f.StoredSeq = m.st.stored
+				m.st.mu.Unlock()
+				sites[m.st.id] = f
+			}
+			marks = nil
+		}
+	}
+	if len(sites) == 0 && len(fs) == 0 {
 		return
 	}
-	if err := e.store.SaveFigures(ctx, seen, fs); err != nil && !errors.Is(err, context.Canceled) {
-		e.o.Logger.Warn("ingest: saving latest figures", "err", err)
+	if err := e.store.SaveFigures(ctx, sites, fs); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			e.o.Logger.Warn("ingest: saving latest figures; watermarks held", "err", err)
+		}
+		return
+	}
+	if len(marks) == 0 || !e.rec.waitStored(ctx, gen) {
+		return
+	}
+	for _, m := range marks {
+		m.st.mu.Lock()
+		m.st.stored = max(m.st.stored, m.seq)
+		m.st.mu.Unlock()
+		e.publishStored(m.st.id, m.device, m.seq)
+	}
+}
+
+// publishStored publishes a site's watermark, retained.
+func (e *Engine) publishStored(siteID, device string, seq uint64) {
+	b, err := json.Marshal(telemetry.Stored{V: telemetry.SchemaVersion, Site: siteID, Device: device, Seq: seq, Boot: e.boot, Time: e.o.Now().UTC()})
+	if err == nil {
+		err = e.bus.Publish(telemetry.Topic(siteID, telemetry.KindStored), b, true)
+	}
+	if err != nil {
+		e.o.Logger.Warn("ingest: publishing a watermark", "site", siteID, "err", err)
 	}
 }
 
@@ -672,6 +904,24 @@ func (e *Engine) onAgentEvent(topic string, payload []byte) {
 	e.record(siteID, "", "", e.o.Now(), e.newEvent(a.Type, data))
 }
 
+// adoptPaths takes the paths a site's agent is on into a steering state that has not yet learnt
+// them (after a start), so that the controller's first decisions start from where traffic is.
+func (e *Engine) adoptPaths(st *site, s *telemetry.Status) {
+	st.mu.Lock()
+	if st.synced || s.Device != st.device || st.steer == nil || len(s.Paths) == 0 {
+		st.mu.Unlock()
+		return
+	}
+	for class, path := range s.Paths {
+		st.steer.Adopt(e.o.Now(), class, path) // an unknown class or transport is left as it is
+	}
+	st.synced = true
+	st.mu.Unlock()
+	if err := e.publishDecisions(st, true); err != nil {
+		e.o.Logger.Warn("ingest: publishing decisions", "site", st.id, "err", err)
+	}
+}
+
 // onStatus takes an agent's retained presence: "offline" (its last will) marks the site offline
 // at once rather than after the liveness timeout.
 func (e *Engine) onStatus(topic string, payload []byte) {
@@ -681,6 +931,10 @@ func (e *Engine) onStatus(topic string, payload []byte) {
 	if !ok || st == nil || len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &s) != nil ||
 		(s.State != "online" && s.State != "offline") {
 		e.m.rejected.WithLabelValues("invalid_status").Inc()
+		return
+	}
+	if s.State == "online" {
+		e.adoptPaths(st, &s)
 		return
 	}
 	if s.State != "offline" {

@@ -52,6 +52,9 @@ func (e *Engine) Health(siteID string, window time.Duration) (*sdwan.Health, boo
 		h.Transports = append(h.Transports, th)
 	}
 	for _, c := range st.classes {
+		if st.steer == nil {
+			break
+		}
 		path := st.steer.Path(c.Name)
 		sh := sdwan.SLAHealth{Class: c.Name, Path: path}
 		for _, th := range h.Transports {

@@ -11,6 +11,7 @@ import (
 
 type metrics struct {
 	reports  prometheus.Counter
+	late     prometheus.Counter
 	rejected *prometheus.CounterVec
 	events   *prometheus.CounterVec
 	switches *prometheus.CounterVec
@@ -21,6 +22,9 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 	m := metrics{
 		reports: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgewan_ingest_reports_total", Help: "Telemetry reports ingested and evaluated.",
+		}),
+		late: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgewan_ingest_late_reports_total", Help: "Reports that arrived late (replayed or delayed): stored as history, not evaluated.",
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgewan_ingest_rejected_total",
@@ -39,7 +43,7 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reports, m.rejected, m.events, m.switches, m.lag,
+		reg.MustRegister(m.reports, m.late, m.rejected, m.events, m.switches, m.lag,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_sites_live", Help: "Claimed sites the controller follows."},
 				func() float64 { e.mu.RLock(); defer e.mu.RUnlock(); return float64(len(e.sites)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_transports_tracked", Help: "Transports with rolling aggregates in memory."},
@@ -68,15 +72,25 @@ type statusCollector struct{ e *Engine }
 var (
 	sitesDesc = prometheus.NewDesc("edgewan_sites", "Followed (claimed) sites by status: up, degraded, offline.",
 		[]string{"status"}, nil)
+	quarantinedDesc = prometheus.NewDesc("edgewan_sites_quarantined", "Followed sites the controller cannot evaluate because their stored state does not load, by kind: data, steering, store.",
+		[]string{"kind"}, nil)
 	transportsDesc = prometheus.NewDesc("edgewan_transports", "Transports of the followed sites by status: unknown, up, degraded, down.",
 		[]string{"status"}, nil)
 )
 
-func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sitesDesc; ch <- transportsDesc }
+func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- sitesDesc
+	ch <- transportsDesc
+	ch <- quarantinedDesc
+}
 
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	sites := map[string]int{sdwan.SiteUp: 0, sdwan.SiteDegraded: 0, sdwan.SiteOffline: 0}
 	trs := map[string]int{sdwan.TransportUnknown: 0, sdwan.TransportUp: 0, sdwan.TransportDegraded: 0, sdwan.TransportDown: 0}
+	quar := make(map[string]int, len(sdwan.QuarantineKinds))
+	for _, k := range sdwan.QuarantineKinds {
+		quar[k] = 0
+	}
 	c.e.mu.RLock()
 	all := make([]*site, 0, len(c.e.sites))
 	for _, st := range c.e.sites {
@@ -86,6 +100,9 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range all {
 		st.mu.Lock()
 		sites[st.status]++
+		if st.quarantine != nil {
+			quar[st.quarantine.Kind]++
+		}
 		for _, t := range st.transports {
 			trs[t.status]++
 		}
@@ -93,6 +110,9 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range sites {
 		ch <- prometheus.MustNewConstMetric(sitesDesc, prometheus.GaugeValue, float64(n), k)
+	}
+	for k, n := range quar {
+		ch <- prometheus.MustNewConstMetric(quarantinedDesc, prometheus.GaugeValue, float64(n), k)
 	}
 	for k, n := range trs {
 		ch <- prometheus.MustNewConstMetric(transportsDesc, prometheus.GaugeValue, float64(n), k)

@@ -37,9 +37,6 @@ func (e *Engine) adopt(siteID string) *site {
 	if err != nil {
 		return nil
 	}
-	if err := e.load(ctx, s, true); err != nil {
-		e.o.Logger.Warn("ingest: loading a site another controller added", "site", siteID, "err", err)
-		return nil
-	}
+	e.load(ctx, s, true) // a site that cannot be loaded is quarantined, and followed
 	return e.site(siteID)
 }

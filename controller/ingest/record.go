@@ -34,6 +34,9 @@ type recorder struct {
 	order   []*pendingRecord // in arrival order
 	events  int              // events queued
 	wake    chan struct{}    // something was queued; capacity 1
+	queued  uint64           // changes queued, ever
+	taken   uint64           // queued when the writer last took the queue
+	done    uint64           // of those, how many are stored (or failed and logged)
 }
 
 // pendingRecord is what one site has waiting: its latest status change, if any, and its events.
@@ -100,13 +103,39 @@ func (e *Engine) record(siteID, status, prev string, now time.Time, evs ...*even
 	}
 	p.evs = append(p.evs, evs...)
 	r.events += len(evs)
+	r.queued++
 	r.mu.Unlock()
 	r.signal()
+}
+
+// mark returns a position in the queue for waitStored: every change recorded before it.
+func (r *recorder) mark() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.queued
+}
+
+// waitStored waits until the changes queued up to gen are stored (or ctx is done; then false).
+// Changes not queued were stored by their caller before record returned.
+func (r *recorder) waitStored(ctx context.Context, gen uint64) bool {
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.done < gen && ctx.Err() == nil {
+		r.cond.Wait()
+	}
+	return r.done >= gen
 }
 
 // takeLocked returns everything queued, oldest first, and makes room. Call with mu held.
 func (r *recorder) takeLocked() []*pendingRecord {
 	out := r.order
+	r.taken = r.queued
 	r.order = nil
 	clear(r.pending)
 	r.events = 0
@@ -132,9 +161,11 @@ func (e *Engine) writeRecords(ctx context.Context, done chan<- struct{}) {
 			}
 			r.busy = true
 			batch := r.takeLocked()
+			batch0 := r.taken
 			r.mu.Unlock()
 			e.storeAll(context.Background(), batch)
 			r.mu.Lock()
+			r.done = max(r.done, batch0)
 			r.busy = false
 			if len(r.order) > 0 {
 				r.signal()
@@ -148,11 +179,13 @@ func (e *Engine) writeRecords(ctx context.Context, done chan<- struct{}) {
 				r.cond.Wait()
 			}
 			last := r.takeLocked()
+			last0 := r.taken
 			r.mu.Unlock()
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			e.storeAll(sctx, last)
 			r.mu.Lock()
+			r.done = max(r.done, last0)
 			r.drain = false
 			r.cond.Broadcast()
 			r.mu.Unlock()

@@ -50,6 +50,7 @@ topic write edgewan/v1/sites/site-a/acks
 topic write edgewan/v1/sites/site-a/status
 topic read edgewan/v1/sites/site-a/policy
 topic read edgewan/v1/sites/site-a/decisions
+topic read edgewan/v1/sites/site-a/stored
 
 user dev-b
 topic write edgewan/v1/sites/site-b/telemetry
@@ -58,6 +59,7 @@ topic write edgewan/v1/sites/site-b/acks
 topic write edgewan/v1/sites/site-b/status
 topic read edgewan/v1/sites/site-b/policy
 topic read edgewan/v1/sites/site-b/decisions
+topic read edgewan/v1/sites/site-b/stored
 `
 	acl := read(f.ACL)
 	if _, body, _ := strings.Cut(acl, "\n"); body != want {

@@ -262,7 +262,8 @@ func (h *handlers) stream(c *gin.Context) {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
-	if err := h.s.Stream(c.Request.Context(), StreamRequest{Sites: ids}, c.Writer, c.Writer.Flush); err != nil {
+	w, flush := rest.StreamWriter(c, 0) // a client that stops reading ends its stream
+	if err := h.s.Stream(c.Request.Context(), StreamRequest{Sites: ids}, w, flush); err != nil {
 		slog.Warn("sdwan: stream ended", "err", err)
 	}
 }
@@ -360,7 +361,8 @@ func (h *handlers) simulate(c *gin.Context) {
 	}
 	c.Header("Content-Type", "application/json; charset=utf-8")
 	c.Status(http.StatusOK)
-	if err := run.Stream(c.Request.Context(), c.Writer, c.Writer.Flush); err != nil {
+	w, flush := rest.StreamWriter(c, 0) // a client that stops reading frees its simulation slot
+	if err := run.Stream(c.Request.Context(), w, flush); err != nil {
 		slog.Warn("sdwan: simulation ended early", "simulation", run.Simulation().ID, "err", err)
 	}
 }

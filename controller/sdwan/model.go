@@ -71,11 +71,42 @@ type Site struct {
 	CreatedAt  time.Time    `json:"created_at"`
 	UpdatedAt  time.Time    `json:"updated_at"`
 	Transports []*Transport `json:"transports,omitzero"` // in the detail and creation views, not in lists
+	// Quarantine is set while the controller cannot run the site from its stored state (see
+	// Quarantine); every other site runs meanwhile.
+	Quarantine *Quarantine `json:"quarantine,omitempty"`
+	// StoredSeq is the agent's highest report sequence whose data is stored (the ingest's
+	// watermark); internal.
+	StoredSeq uint64 `json:"-"`
 
 	// Claim is the one-time claim token: set only in the response to POST /sites.
 	Claim          string    `json:"claim_token,omitempty"`
 	ClaimExpiresAt time.Time `json:"claim_expires_at,omitzero"`
 }
+
+// SiteFigures is what the ingest saves of a site at each flush.
+type SiteFigures struct {
+	LastSeen  time.Time
+	StoredSeq uint64 // see Site.StoredSeq
+}
+
+// Quarantine says why the controller does not evaluate a claimed site: its stored state could
+// not be loaded. It is lifted as soon as the site loads again (after a change to it, or the
+// periodic retry).
+type Quarantine struct {
+	Kind   string    `json:"kind"` // one of QuarantineKinds
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// Quarantine kinds: a closed set (the /metrics label).
+const (
+	QuarantineData     = "data"     // a stored row cannot be decoded
+	QuarantineSteering = "steering" // the site's transports and steering policy are not a valid steering state
+	QuarantineStore    = "store"    // reading the site's state from the database failed
+)
+
+// QuarantineKinds lists every kind.
+var QuarantineKinds = []string{QuarantineData, QuarantineSteering, QuarantineStore}
 
 // Transport is a WAN circuit of a site.
 type Transport struct {

@@ -54,6 +54,9 @@ type Store interface {
 	// ClaimSite marks the site claimed if it still is unclaimed, and stores the device and its
 	// credential; ErrConflict if it was claimed meanwhile.
 	ClaimSite(ctx context.Context, c ClaimRecord) error
+	// UnclaimSite undoes ClaimSite c (when the site is still claimed by c's device): the
+	// token is usable again.
+	UnclaimSite(ctx context.Context, c ClaimRecord) error
 	DecommissionSite(ctx context.Context, id string, at time.Time) error
 	CreateTransport(ctx context.Context, t *Transport) error // ErrConflict on a duplicate name
 	ListTransports(ctx context.Context, siteID string, p page.Params) ([]*Transport, error)
@@ -97,6 +100,8 @@ type Live interface {
 	Points(siteID string, window time.Duration) (time.Duration, []rollup.TransportPoints, time.Time)
 	// SiteChanged reloads a site after a claim, a new transport or decommissioning.
 	SiteChanged(ctx context.Context, siteID string) error
+	// Quarantined says why the site is not evaluated, or nil.
+	Quarantined(siteID string) *Quarantine
 }
 
 // MQTTAccess is how a claimed agent reaches the broker.
@@ -257,6 +262,9 @@ func (s *Service) GetSite(ctx context.Context, id string) (*Site, error) {
 	}
 	if s.live != nil {
 		s.live.Overlay(site.ID, site.Transports)
+		if q := s.live.Quarantined(site.ID); q != nil {
+			site.Quarantine = q
+		}
 	}
 	if site.Transports == nil {
 		site.Transports = []*Transport{}
@@ -272,7 +280,15 @@ func (s *Service) ListSites(ctx context.Context, p page.Params, f SiteFilter) ([
 	if f.Role != "" && !slices.Contains(Roles, f.Role) {
 		return nil, apierr.BadRequest("role must be one of %s; got %q", strings.Join(Roles, ", "), f.Role)
 	}
-	return s.store.ListSites(ctx, p, f)
+	sites, err := s.store.ListSites(ctx, p, f)
+	if err == nil && s.live != nil {
+		for _, site := range sites {
+			if q := s.live.Quarantined(site.ID); q != nil {
+				site.Quarantine = q
+			}
+		}
+	}
+	return sites, err
 }
 
 // UpdateSite changes a site's name, role, location, segments or serial.
@@ -323,6 +339,11 @@ func (s *Service) UpdateSite(ctx context.Context, id string, req UpdateSiteReque
 	site.UpdatedAt = s.now()
 	if err := s.store.UpdateSite(ctx, site); err != nil {
 		return nil, err
+	}
+	if s.live != nil && s.live.Quarantined(id) != nil { // the change may be its fix
+		if err := s.changed(ctx, id); err != nil {
+			return nil, err
+		}
 	}
 	return s.GetSite(ctx, id)
 }
@@ -465,15 +486,20 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 		}
 		return nil, err
 	}
+	// From here a failure undoes the claim: a request that fails never uses up the token
+	// (the agent retries with it). Nothing in the site's data fails these steps: the live
+	// engine quarantines a site it cannot run (a claimed site with no transports is normal).
+	var claimed *Site
+	err = s.changed(ctx, site.ID)
+	if err == nil {
+		claimed, err = s.GetSite(ctx, site.ID)
+	}
+	if err != nil {
+		s.unclaim(rec, err)
+		return nil, err
+	}
 	if s.o.OnClaimed != nil {
 		s.o.OnClaimed(ctx, site.ID)
-	}
-	if err := s.changed(ctx, site.ID); err != nil {
-		return nil, err
-	}
-	site, err = s.GetSite(ctx, site.ID)
-	if err != nil {
-		return nil, err
 	}
 	access := MQTTAccess{Username: dev.ID, Password: password, CAPEM: s.o.CAPEM}
 	for _, u := range strings.Split(s.brokerURL(), ",") { // several nodes: --mqtt-public-url a,b,c
@@ -487,7 +513,21 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	if len(access.URLs) < 2 {
 		access.URLs = nil
 	}
-	return &ClaimResult{Site: site, Device: dev.ID, MQTT: access}, nil
+	return &ClaimResult{Site: claimed, Device: dev.ID, MQTT: access}, nil
+}
+
+// unclaim undoes a claim whose request failed after it was stored, and makes the live state
+// forget the site again.
+func (s *Service) unclaim(rec ClaimRecord, cause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.store.UnclaimSite(ctx, rec); err != nil {
+		slog.Error("sdwan: undoing a failed claim; its token stays used", "site", rec.SiteID, "cause", cause, "err", err)
+		return
+	}
+	if err := s.changed(ctx, rec.SiteID); err != nil {
+		slog.Warn("sdwan: reloading a site after undoing its claim", "site", rec.SiteID, "err", err)
+	}
 }
 
 // CreatePolicyRequest is the body of POST /policies.

@@ -2,6 +2,7 @@ package sdwan_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,9 @@ import (
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/store/storetest"
 	"github.com/edgewan/edgewan/coreapi/apierr"
+	"github.com/edgewan/edgewan/coreapi/org"
+	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/telemetry/rollup"
 	"github.com/edgewan/edgewan/telemetry/sink"
 )
 
@@ -95,6 +99,62 @@ func FuzzValidateContent(f *testing.F) {
 	})
 }
 
+// failingLive is the live engine whose reload fails the first n times: a database read error
+// after the claim was stored.
+type failingLive struct{ n int }
+
+func (l *failingLive) Overlay(string, []*sdwan.Transport) {}
+func (l *failingLive) Health(string, time.Duration) (*sdwan.Health, bool) {
+	return nil, false
+}
+func (l *failingLive) Points(string, time.Duration) (time.Duration, []rollup.TransportPoints, time.Time) {
+	return 0, nil, time.Time{}
+}
+func (l *failingLive) Quarantined(string) *sdwan.Quarantine { return nil }
+func (l *failingLive) SiteChanged(context.Context, string) error {
+	if l.n > 0 {
+		l.n--
+		return errors.New("reading the site: connection reset")
+	}
+	return nil
+}
+
+type noPush struct{}
+
+func (noPush) PushPolicies(context.Context, string) error { return nil }
+
+// TestFailedClaimKeepsToken: a claim that fails after it was stored is undone: the token works
+// again, and the failed attempt leaves no device behind.
+func TestFailedClaimKeepsToken(t *testing.T) {
+	for _, b := range storetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			st := b.Open(t)
+			svc := sdwan.NewService(st, sdwan.Options{}, nil)
+			svc.Attach(noPush{}, &failingLive{n: 2}) // the claim's reload, then the undo's
+			ctx := context.Background()
+			site, err := svc.CreateSite(ctx, sdwan.CreateSiteRequest{Name: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Claim(ctx, sdwan.ClaimRequest{ClaimToken: site.Claim}, ""); err == nil {
+				t.Fatal("claim succeeded with a failing reload")
+			}
+			got, err := svc.GetSite(ctx, site.ID)
+			if err != nil || !got.ClaimedAt.IsZero() || got.DeviceID != "" || got.Status != sdwan.SitePending {
+				t.Fatalf("site after the failed claim: %+v, %v", got, err)
+			}
+			res, err := svc.Claim(ctx, sdwan.ClaimRequest{ClaimToken: site.Claim}, "")
+			if err != nil {
+				t.Fatalf("claim again with the same token: %v", err)
+			}
+			devs, err := st.ListDevices(ctx, page.Params{Limit: 10}, org.DeviceFilter{})
+			if err != nil || len(devs) != 1 || devs[0].ID != res.Device {
+				t.Fatalf("devices: %v, %v; want only %s", devs, err, res.Device)
+			}
+		})
+	}
+}
+
 // TestSimulationsBounded: at most Concurrent simulations run at once; the next is a 429 until
 // one ends, and a run's slot is released once however often Release is called.
 func TestSimulationsBounded(t *testing.T) {
@@ -107,16 +167,9 @@ func TestSimulationsBounded(t *testing.T) {
 	}
 	defer es.Close()
 	svc.SetHistory(es, sdwan.SimulationOptions{Concurrent: 2})
-	site, err := svc.CreateSite(ctx, sdwan.CreateSiteRequest{Name: "b", Transports: []sdwan.CreateTransportRequest{{Name: "inet", Interface: "eth0"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := svc.CreatePolicy(ctx, sdwan.CreatePolicyRequest{Name: "p", Type: sdwan.TypeSteering,
-		Content: []byte(`{"classes":[{"name":"voice","max_latency_ms":100}],"paths":{"voice":["inet"]}}`)}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := sdwan.SimulateRequest{Window: "1h", Sites: []string{site.ID}}
+	siteID, policyID := simFixture(t, svc)
+	p := &sdwan.Policy{ID: policyID}
+	req := sdwan.SimulateRequest{Window: "1h", Sites: []string{siteID}}
 	a, err := svc.Simulate(ctx, p.ID, 1, req, "")
 	if err != nil {
 		t.Fatal(err)
@@ -147,4 +200,20 @@ func TestSimulationsBounded(t *testing.T) {
 	}
 	c.Release()
 	d.Release()
+}
+
+// simFixture makes a site with one transport and a steering policy for it to simulate.
+func simFixture(t *testing.T, svc *sdwan.Service) (siteID, policyID string) {
+	t.Helper()
+	ctx := context.Background()
+	site, err := svc.CreateSite(ctx, sdwan.CreateSiteRequest{Name: "b", Transports: []sdwan.CreateTransportRequest{{Name: "inet", Interface: "eth0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.CreatePolicy(ctx, sdwan.CreatePolicyRequest{Name: "p", Type: sdwan.TypeSteering,
+		Content: []byte(`{"classes":[{"name":"voice","max_latency_ms":100}],"paths":{"voice":["inet"]}}`)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return site.ID, p.ID
 }

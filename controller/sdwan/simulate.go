@@ -40,6 +40,10 @@ type SimulationOptions struct {
 	// Concurrent bounds the simulations running at once (each uses Workers goroutines); past
 	// it a simulation is refused with 429. Default 2.
 	Concurrent int
+	// FlushTimeout bounds the wait for the telemetry store to take what the sink buffers
+	// before the replay; past it (the store down or far behind) the simulation fails with a
+	// 503 message rather than hold its slot until the client leaves. Default 10s.
+	FlushTimeout time.Duration
 }
 
 // SimulateRequest is the body of POST /policies/{id}/versions/{v}/simulate.
@@ -151,6 +155,9 @@ func (s *Service) SetHistory(h History, o SimulationOptions) {
 	}
 	if o.Concurrent <= 0 {
 		o.Concurrent = 2
+	}
+	if o.FlushTimeout <= 0 {
+		o.FlushTimeout = 10 * time.Second
 	}
 	s.history, s.simOpts, s.simSlots = h, o, make(chan struct{}, o.Concurrent)
 }
@@ -296,8 +303,18 @@ func (r *SimulationRun) Stream(ctx context.Context, w io.Writer, flush func()) e
 
 // replay runs the sites in batches of Workers x 4 and hands each result to emit in order.
 func (r *SimulationRun) replay(ctx context.Context, emit func(*SimulationSite, bool) error, flush func() error) (*SimulationSummary, error) {
-	if err := r.s.history.Flush(ctx); err != nil {
-		return nil, fmt.Errorf("sdwan: flushing telemetry before a simulation: %w", err)
+	fctx, cancel := context.WithTimeout(ctx, r.s.simOpts.FlushTimeout)
+	err := r.s.history.Flush(fctx)
+	cancel()
+	switch {
+	case err == nil, errors.Is(err, sink.ErrRejected):
+		// Points the store refused for good are lost to any reader (counted and logged by
+		// the sink): the replay goes on without them.
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	default:
+		return nil, apierr.New(503, apierr.CodeUnavailable, "the telemetry store has not taken the recent points within %s (%v); retry when it has caught up",
+			r.s.simOpts.FlushTimeout, err)
 	}
 	sum := &SimulationSummary{Classes: []SimClassTotals{}, Changes: []SimChangedClass{}}
 	workers := r.s.simOpts.Workers

@@ -31,7 +31,7 @@ func TestNOCFleet(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	statuses := map[int]string{}
 	var figures []sdwan.TransportFigures
-	seen := map[string]time.Time{}
+	seen := map[string]sdwan.SiteFigures{}
 	var first []string // the IDs of sites 0..49 by name, the first page when sorted by name
 	for i := range fleet {
 		site := &sdwan.Site{ID: ids.New("site"), Name: fmt.Sprintf("Site %05d", i), Status: sdwan.SitePending, Role: "branch",
@@ -59,7 +59,7 @@ func TestNOCFleet(t *testing.T) {
 		if _, err := s.Store.SetSiteStatus(ctx, site.ID, st, now, now); err != nil {
 			t.Fatal(err)
 		}
-		seen[site.ID] = now
+		seen[site.ID] = sdwan.SiteFigures{LastSeen: now}
 		figures = append(figures, sdwan.TransportFigures{SiteID: site.ID, Name: "mpls", Status: "up", LatencyMs: 20 + float64(i%7), At: now},
 			sdwan.TransportFigures{SiteID: site.ID, Name: "inet", Status: map[bool]string{true: "degraded", false: "up"}[st == sdwan.SiteDegraded], LatencyMs: 35 + float64(i%11), At: now})
 	}

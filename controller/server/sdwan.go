@@ -98,6 +98,11 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 			}
 			s.writeMosquittoFiles(context.Background(), "")
 		},
+		OnQuarantine: func(siteID string, q sdwan.Quarantine) {
+			s.raise(context.Background(), soc.Signal{Rule: soc.RuleSiteQuarantined, Subject: siteID, Severity: "high",
+				Title:       "Site " + siteID + " quarantined: the controller cannot load its state",
+				Description: fmt.Sprintf("%s: %s. The site is followed (liveness, history) but not evaluated; every other site runs. Fix the site through the API, or its row.", q.Kind, q.Reason)})
+		},
 	})
 	s.SDWAN.Attach(s.Engine, s.Engine)
 	if h, ok := s.sink.(sdwan.History); ok {

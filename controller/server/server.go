@@ -187,21 +187,29 @@ func (s *Server) build(ctx context.Context) error {
 	if _, err := s.Store.EnsureOrg(ctx, cfg.OrgName); err != nil {
 		return err
 	}
-	cursorKey, err := s.Store.Setting(ctx, "cursor_key", func() string {
+	newKey := func() string {
 		b := make([]byte, 32)
 		_, _ = rand.Read(b)
 		return hex.EncodeToString(b)
-	})
+	}
+	cursorKey, err := s.Store.Setting(ctx, "cursor_key", newKey)
 	if err != nil {
 		return err
 	}
 	kb, err := hex.DecodeString(cursorKey)
-	if err != nil {
-		return fmt.Errorf("server: stored cursor key: %w", err)
-	}
-	pages, err := page.NewCodec(kb)
-	if err != nil {
-		return err
+	pages, cerr := page.NewCodec(kb)
+	if err != nil || cerr != nil {
+		// Nothing in the data stops the start: a damaged key only invalidates the cursors
+		// clients hold (they get invalid_cursor and list again).
+		slog.Error("server: the stored cursor key is damaged; replacing it (list cursors issued before are invalid)", "err", errors.Join(err, cerr))
+		cursorKey = newKey()
+		if err := s.Store.SetSetting(ctx, "cursor_key", cursorKey); err != nil {
+			return err
+		}
+		kb, _ = hex.DecodeString(cursorKey)
+		if pages, err = page.NewCodec(kb); err != nil {
+			return err
+		}
 	}
 
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -27,6 +27,14 @@ func (s *Store) Setting(ctx context.Context, key string, gen func() string) (str
 	return v, nil
 }
 
+// SetSetting replaces a setting's value.
+func (s *Store) SetSetting(ctx context.Context, key, value string) error {
+	if _, err := s.exec(ctx, "UPDATE settings SET value = ? WHERE key = ?", value, key); err != nil {
+		return fmt.Errorf("store.SetSetting %s: %w", key, err)
+	}
+	return nil
+}
+
 // EnsureOrg creates the organisation on first start; a non-empty name different from the
 // stored one renames it.
 func (s *Store) EnsureOrg(ctx context.Context, name string) (*org.Org, error) {

@@ -19,22 +19,25 @@ import (
 
 var _ sdwan.Store = (*Store)(nil)
 
-const siteCols = "id, name, status, role, location, segments, serial, claimed_at, device_id, last_seen, created_at, updated_at"
+const siteCols = "id, name, status, role, location, segments, serial, claimed_at, device_id, last_seen, created_at, updated_at, stored_seq"
 
 func scanSite(sc interface{ Scan(...any) error }) (*sdwan.Site, error) {
 	var s sdwan.Site
 	var loc, segs string
-	var claimed, seen, c, u int64
-	if err := sc.Scan(&s.ID, &s.Name, &s.Status, &s.Role, &loc, &segs, &s.Serial, &claimed, &s.DeviceID, &seen, &c, &u); err != nil {
+	var claimed, seen, c, u, stored int64
+	if err := sc.Scan(&s.ID, &s.Name, &s.Status, &s.Role, &loc, &segs, &s.Serial, &claimed, &s.DeviceID, &seen, &c, &u, &stored); err != nil {
 		return nil, err
 	}
+	s.ClaimedAt, s.LastSeen, s.CreatedAt, s.UpdatedAt = fromMicros(claimed), fromMicros(seen), fromMicros(c), fromMicros(u)
+	s.StoredSeq = uint64(stored)
+	// On a column that does not decode, the site comes back with the error: LiveSites
+	// quarantines it rather than failing every site.
 	if err := json.Unmarshal([]byte(loc), &s.Location); err != nil {
-		return nil, fmt.Errorf("site %s location: %w", s.ID, err)
+		return &s, fmt.Errorf("site %s location: %w", s.ID, err)
 	}
 	if err := json.Unmarshal([]byte(segs), &s.Segments); err != nil {
-		return nil, fmt.Errorf("site %s segments: %w", s.ID, err)
+		return &s, fmt.Errorf("site %s segments: %w", s.ID, err)
 	}
-	s.ClaimedAt, s.LastSeen, s.CreatedAt, s.UpdatedAt = fromMicros(claimed), fromMicros(seen), fromMicros(c), fromMicros(u)
 	return &s, nil
 }
 
@@ -53,10 +56,10 @@ func scanTransport(sc interface{ Scan(...any) error }) (*sdwan.Transport, error)
 		&t.Status, &t.LatencyMs, &t.LossPct, &t.JitterMs, &last, &c, &u); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(targets), &t.ProbeTargets); err != nil {
-		return nil, fmt.Errorf("transport %s probe targets: %w", t.ID, err)
-	}
 	t.LastSampleAt, t.CreatedAt, t.UpdatedAt = fromMicros(last), fromMicros(c), fromMicros(u)
+	if err := json.Unmarshal([]byte(targets), &t.ProbeTargets); err != nil {
+		return &t, fmt.Errorf("transport %s probe targets: %w", t.ID, err) // with the row, for LiveSites
+	}
 	return &t, nil
 }
 
@@ -98,24 +101,53 @@ func (s *Store) CreateSite(ctx context.Context, site *sdwan.Site, claimHash stri
 // GetSite returns a site with its transports, by name order.
 func (s *Store) GetSite(ctx context.Context, id string) (*sdwan.Site, error) {
 	site, err := scanSite(s.r.QueryRowContext(ctx, s.q("SELECT "+siteCols+" FROM sites WHERE id = ?"), id))
-	if errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return nil, notFound("site", id)
-	}
-	if err != nil {
+	case err != nil && site != nil:
+		quarantine(site, err) // the row is there and readable enough to show and to fix
+	case err != nil:
 		return nil, fmt.Errorf("store.GetSite: %w", err)
 	}
 	site.Transports, err = s.SiteTransports(ctx, id)
+	var bad badRowError
+	if errors.As(err, &bad) {
+		quarantine(site, bad.err)
+		err = nil
+	}
 	return site, err
 }
+
+// quarantine marks a site whose stored row did not decode, as LiveSites does.
+func quarantine(site *sdwan.Site, err error) {
+	if site.Quarantine == nil {
+		site.Quarantine = &sdwan.Quarantine{Kind: sdwan.QuarantineData, Reason: err.Error()}
+	}
+}
+
+// badRowError is a row that was read but did not decode; SiteTransports returns it with every
+// transport (the bad one partly filled) so that its site can be shown, quarantined.
+type badRowError struct{ err error }
+
+func (e badRowError) Error() string { return e.err.Error() }
 
 // SiteTransports returns a site's transports by name.
 func (s *Store) SiteTransports(ctx context.Context, siteID string) ([]*sdwan.Transport, error) {
 	var out []*sdwan.Transport
+	var bad error
 	err := s.queryRows(ctx, "SELECT "+transportCols+" FROM transports WHERE site_id = ? ORDER BY name", []any{siteID}, func(r *sql.Rows) error {
 		t, err := scanTransport(r)
-		out = append(out, t)
+		if err != nil && t != nil {
+			bad, err = err, nil
+		}
+		if err == nil {
+			out = append(out, t)
+		}
 		return err
 	})
+	if err == nil && bad != nil {
+		return out, badRowError{fmt.Errorf("store.SiteTransports: %w", bad)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store.SiteTransports: %w", err)
 	}
@@ -131,6 +163,10 @@ func (s *Store) ListSites(ctx context.Context, p page.Params, f sdwan.SiteFilter
 	var out []*sdwan.Site
 	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
 		site, err := scanSite(r)
+		if err != nil && site != nil {
+			quarantine(site, err)
+			err = nil
+		}
 		out = append(out, site)
 		return err
 	})
@@ -188,8 +224,8 @@ func (s *Store) SiteByClaim(ctx context.Context, hash string) (*sdwan.Site, time
 	row := s.w.QueryRowContext(ctx, s.q("SELECT "+siteCols+", claim_expires_at FROM sites WHERE claim_hash = ?"), hash)
 	var site sdwan.Site
 	var loc, segs string
-	var claimed, seen, c, u, exp int64
-	err := row.Scan(&site.ID, &site.Name, &site.Status, &site.Role, &loc, &segs, &site.Serial, &claimed, &site.DeviceID, &seen, &c, &u, &exp)
+	var claimed, seen, c, u, stored, exp int64
+	err := row.Scan(&site.ID, &site.Name, &site.Status, &site.Role, &loc, &segs, &site.Serial, &claimed, &site.DeviceID, &seen, &c, &u, &stored, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, time.Time{}, notFound("claim", "")
 	}
@@ -222,6 +258,29 @@ func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 	})
 	if err != nil {
 		return fmt.Errorf("store.ClaimSite: %w", err)
+	}
+	return nil
+}
+
+// UnclaimSite implements sdwan.Store.
+func (s *Store) UnclaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = 0, device_id = '', status = ?, updated_at = ? WHERE id = ? AND device_id = ?"),
+			sdwan.SitePending, micros(c.At), c.SiteID, c.Device.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apierr.Conflict("site %s is not claimed by %s", c.SiteID, c.Device.ID)
+		}
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM mqtt_credentials WHERE username = ?"), c.MQTTUser); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q("DELETE FROM devices WHERE id = ?"), c.Device.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store.UnclaimSite: %w", err)
 	}
 	return nil
 }
@@ -323,16 +382,16 @@ func (s *Store) ListTransports(ctx context.Context, siteID string, p page.Params
 // SaveFigures stores the latest figures of many transports and the last report time of their
 // sites, in one transaction. It does not touch updated_at: figures change every second and
 // would churn every list.
-func (s *Store) SaveFigures(ctx context.Context, sites map[string]time.Time, fs []sdwan.TransportFigures) error {
+func (s *Store) SaveFigures(ctx context.Context, sites map[string]sdwan.SiteFigures, fs []sdwan.TransportFigures) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// Prepared once per flush: at 10k sites the statement was parsed 10k times every 5 s.
-		seenStmt, err := tx.PrepareContext(ctx, s.q("UPDATE sites SET last_seen = ? WHERE id = ?"))
+		seenStmt, err := tx.PrepareContext(ctx, s.q("UPDATE sites SET last_seen = ?, stored_seq = ? WHERE id = ?"))
 		if err != nil {
 			return err
 		}
 		defer seenStmt.Close()
-		for id, seen := range sites {
-			if _, err := seenStmt.ExecContext(ctx, micros(seen), id); err != nil {
+		for id, f := range sites {
+			if _, err := seenStmt.ExecContext(ctx, micros(f.LastSeen), int64(f.StoredSeq), id); err != nil {
 				return err
 			}
 		}
@@ -360,7 +419,13 @@ func (s *Store) LiveSites(ctx context.Context) ([]*sdwan.Site, error) {
 	var sites []*sdwan.Site
 	err := s.queryRows(ctx, "SELECT "+siteCols+" FROM sites WHERE claimed_at <> 0 AND status <> ?", []any{sdwan.SiteDecommissioned}, func(r *sql.Rows) error {
 		site, err := scanSite(r)
-		sites = append(sites, site)
+		if err != nil && site != nil {
+			quarantine(site, err)
+			err = nil
+		}
+		if err == nil {
+			sites = append(sites, site)
+		}
 		return err
 	})
 	if err != nil {
@@ -370,12 +435,20 @@ func (s *Store) LiveSites(ctx context.Context) ([]*sdwan.Site, error) {
 	for _, site := range sites {
 		byID[site.ID] = site
 	}
+	// A transport row that does not decode quarantines its site, not the whole start.
 	err = s.queryRows(ctx, "SELECT "+transportCols+" FROM transports ORDER BY site_id, name", nil, func(r *sql.Rows) error {
 		t, err := scanTransport(r)
-		if err == nil && byID[t.SiteID] != nil {
+		switch {
+		case err == nil && byID[t.SiteID] != nil:
 			byID[t.SiteID].Transports = append(byID[t.SiteID].Transports, t)
+		case err != nil && t != nil && byID[t.SiteID] != nil:
+			quarantine(byID[t.SiteID], err)
+		case err != nil && t != nil:
+			// a bad row of a site that is not followed
+		case err != nil:
+			return err
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.LiveSites: %w", err)

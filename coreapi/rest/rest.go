@@ -243,8 +243,12 @@ func DecodeBytes(body []byte, dst any) error {
 	}
 	// encoding/json keeps the last of two equal keys: a proxy or audit log reading the first
 	// would see another request than the one served.
-	if k, ok := duplicateKey(body); ok {
-		return apierr.BadRequest("field %q is given twice in one object", k)
+	k, dup, fold := duplicateKey(body)
+	if !dup && fold {
+		k, dup = foldDuplicate(body, reflect.TypeOf(dst))
+	}
+	if dup {
+		return apierr.BadRequest("field %q is given twice in one object (field names match whatever their case)", k)
 	}
 	if f, ok := nullField(body, reflect.TypeOf(dst)); ok {
 		return apierr.BadRequest("field %q must not be null; leave it out instead", f)

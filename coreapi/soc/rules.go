@@ -20,6 +20,9 @@ const (
 	RuleMQTTACL        = "mqtt.acl_violation" // a device published or subscribed outside its site
 	RuleClaimReuse     = "ztp.claim_reuse"    // a used or expired claim token was presented
 	RuleClockSkew      = "agent.clock_skew"   // an agent's messages are dated outside the accepted window
+	// RuleSiteQuarantined: the controller could not load a site's stored state and stopped
+	// evaluating it (not an attack, but nobody may notice otherwise: the site keeps its paths).
+	RuleSiteQuarantined = "controller.site_quarantined"
 )
 
 // Signal is one occurrence of a rule's event.

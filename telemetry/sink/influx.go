@@ -395,6 +395,12 @@ func (s *InfluxSink) Close() error {
 	for _, l := range s.lanes {
 		<-l.done
 	}
+	if p := s.pending.Load(); p > 0 {
+		s.mu.Lock()
+		last := s.lastErr
+		s.mu.Unlock()
+		s.log.Error("InfluxDB sink closed with telemetry not written", "points", p, "last_error", last)
+	}
 	s.client.Close()
 	if err != nil {
 		return fmt.Errorf("sink.InfluxSink.Close: %w", err)
@@ -437,7 +443,9 @@ func (s *InfluxSink) run(l *influxLane) {
 		}
 		l.mu.Unlock()
 		if b.n > 0 {
-			s.send(l, b)
+			if !s.send(l, b) {
+				return // Close gave up: it counts and logs what is left, once
+			}
 			continue
 		}
 		select {
@@ -452,14 +460,17 @@ func (s *InfluxSink) run(l *influxLane) {
 	}
 }
 
-// send writes b, retrying with backoff until it succeeds, InfluxDB refuses it for good, or
-// Close gives up.
-func (s *InfluxSink) send(l *influxLane, b batch) {
+// send writes b, retrying with backoff until it succeeds or InfluxDB refuses it for good
+// (true), or Close gives up (false).
+func (s *InfluxSink) send(l *influxLane, b batch) bool {
 	wait := s.opts.RetryMin
 	var failingSince time.Time
 	var lastLog time.Time
 	body := string(b.lines)
 	for attempt := 1; ; attempt++ {
+		if s.abortCtx.Err() != nil {
+			return false
+		}
 		err := s.write.WriteRecord(s.abortCtx, body)
 		if err == nil {
 			s.written.Add(int64(b.n))
@@ -467,13 +478,16 @@ func (s *InfluxSink) send(l *influxLane, b batch) {
 				s.log.Info("InfluxDB writes recovered", "failed_attempts", attempt-1, "outage", time.Since(failingSince).Round(time.Millisecond))
 			}
 			s.resolve(l, b, nil)
-			return
+			return true
 		}
 		if permanent(err) {
-			s.rejected.Add(int64(b.n))
-			s.log.Error("InfluxDB refused a batch of telemetry; dropped", "points", b.n, "err", err)
-			s.resolve(l, b, fmt.Errorf("InfluxDB refused %d points: %w", b.n, err))
-			return
+			// A partial write names the points InfluxDB dropped; it wrote the others.
+			n := droppedPoints(err, b.n)
+			s.rejected.Add(int64(n))
+			s.written.Add(int64(b.n - n))
+			s.log.Error("InfluxDB refused telemetry; dropped", "points", n, "batch", b.n, "err", err)
+			s.resolve(l, b, fmt.Errorf("%w: InfluxDB refused %d of %d points: %w", ErrRejected, n, b.n, err))
+			return true
 		}
 		s.retries.Add(1)
 		s.mu.Lock()
@@ -490,8 +504,7 @@ func (s *InfluxSink) send(l *influxLane, b batch) {
 		select {
 		case <-time.After(wait):
 		case <-s.abortCtx.Done():
-			s.log.Error("InfluxDB sink closed with telemetry not written", "points", b.n, "err", err)
-			return
+			return false
 		}
 		wait = min(2*wait, s.opts.RetryMax)
 	}
@@ -529,6 +542,25 @@ func permanent(err error) bool {
 		return true
 	}
 	return false
+}
+
+// droppedPoints is how many of a refused batch's n points InfluxDB dropped: the "dropped=N"
+// of InfluxDB 1.x's "partial write" answer (it wrote the rest), else all n.
+func droppedPoints(err error, n int) int {
+	msg := err.Error()
+	i := strings.LastIndex(msg, "dropped=")
+	if i < 0 {
+		return n
+	}
+	d := msg[i+len("dropped="):]
+	end := 0
+	for end < len(d) && d[end] >= '0' && d[end] <= '9' {
+		end++
+	}
+	if k, perr := strconv.Atoi(d[:end]); perr == nil && k >= 0 && k <= n {
+		return k
+	}
+	return n
 }
 
 // appendLine appends tw as one line of line protocol.

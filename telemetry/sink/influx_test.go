@@ -277,8 +277,8 @@ func TestInfluxRejected(t *testing.T) {
 	long, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	err := s.Flush(long)
-	if err == nil || !strings.Contains(err.Error(), "refused 1 points") || !strings.Contains(err.Error(), "conflict") {
-		t.Errorf("Flush: got %v; want InfluxDB refused 1 points (field type conflict)", err)
+	if err == nil || !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "refused 1 of 1 points") || !strings.Contains(err.Error(), "conflict") {
+		t.Errorf("Flush: got %v; want InfluxDB refused 1 of 1 points (field type conflict)", err)
 	}
 	if st := s.Stats(); st.Rejected != 1 || st.Pending != 0 {
 		t.Errorf("Stats: got %+v; want 1 rejected, 0 pending", st)

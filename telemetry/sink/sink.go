@@ -29,13 +29,16 @@ var (
 	_ Sink = (*EmbeddedSink)(nil)
 )
 
-// Errors of Write.
+// Errors of Write and Flush.
 var (
 	// ErrClosed: the sink was closed.
 	ErrClosed = errors.New("sink closed")
 	// ErrOverflow: the sink's buffer is full (its store has been unreachable for long);
 	// the report was dropped, and counted.
 	ErrOverflow = errors.New("sink buffer full")
+	// ErrRejected is returned (wrapped) by Flush when the database refused points for good
+	// (malformed or conflicting data): they are dropped, counted and logged.
+	ErrRejected = errors.New("points refused by the database")
 )
 
 // Sample is one transport window as stored in InfluxDB: one point of measurement "transport".

@@ -3,6 +3,7 @@
 package natstest
 
 import (
+	"math/rand/v2"
 	"bytes"
 	"context"
 	"fmt"
@@ -86,18 +87,13 @@ func (c *Cluster) Restart(t testing.TB, n int) {
 	}
 }
 
-// freeRange returns a port p such that p..p+n look free (checked by listening on them).
+// freeRange returns a port p such that p..p+n look free (checked by listening on them). The
+// range is drawn below the kernel's ephemeral ports (32768 up on Linux): a base taken from an
+// ephemeral port lands among outgoing connections, which on a busy machine (tens of thousands
+// of sockets in TIME_WAIT after a load test) left no free range at all.
 func freeRange(n int) (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if base+n > 65535 {
-			continue
-		}
+	for range 200 {
+		base := 10000 + rand.IntN(32000-10000-n)
 		ok := true
 		for p := base; p <= base+n && ok; p++ {
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))

@@ -32,7 +32,13 @@ type Server struct {
 	Client *http.Client
 	Config config.Config
 	t      testing.TB
+	once   sync.Once
+	stop   func()
 }
+
+// Stop shuts the controller down gracefully (as SIGTERM does) and waits for it; a test may
+// then start another on the same Config.DataDir.
+func (s *Server) Stop() { s.stop() }
 
 // Options adjust the test server's configuration before it starts.
 type Options struct {
@@ -50,7 +56,7 @@ func Start(t testing.TB, o Options) *Server {
 		}
 	})
 	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = t.TempDir() // Config may set another, e.g. a stopped server's
 	cfg.Listen = "127.0.0.1:0"
 	cfg.MetricsListen = "127.0.0.1:0"
 	cfg.MQTTListen = "127.0.0.1:0"
@@ -74,13 +80,16 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("servertest: controller stopped with error: %v", err)
-		}
-	})
 	s := &Server{Server: srv, Config: cfg, t: t, URL: "https://" + srv.Addr()}
+	s.stop = func() {
+		s.once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("servertest: controller stopped with error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(s.stop)
 	switch {
 	case cfg.PlainHTTP:
 		s.URL = "http://" + srv.Addr()
