@@ -84,18 +84,28 @@ type openaiSink struct {
 	model   string
 	usage   bool // stream_options.include_usage: a last chunk with the usage and no choices
 	started bool
+	roled   map[int]bool // choices whose first chunk (with the role) was sent
 }
 
-func (s *openaiSink) chunk(delta map[string]any, finish any) error {
+func (s *openaiSink) chunk(delta map[string]any, finish any) error { return s.choiceChunk(0, delta, finish) }
+
+// choiceChunk sends a chunk of choice i; a choice's first chunk has the role, as OpenAI's.
+func (s *openaiSink) choiceChunk(i int, delta map[string]any, finish any) error {
 	if !s.started {
 		s.started = true
 		startSSE(s.c)
-		if err := s.chunk(map[string]any{"role": "assistant", "content": ""}, nil); err != nil {
+	}
+	if s.roled == nil {
+		s.roled = map[int]bool{}
+	}
+	if !s.roled[i] {
+		s.roled[i] = true
+		if err := s.choiceChunk(i, map[string]any{"role": "assistant", "content": ""}, nil); err != nil {
 			return err
 		}
 	}
 	b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
-		"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}})
+		"choices": []map[string]any{{"index": i, "delta": delta, "finish_reason": finish}}})
 	if _, err := fmt.Fprintf(s.c.Writer, "data: %s\n\n", b); err != nil {
 		return err
 	}
@@ -103,17 +113,26 @@ func (s *openaiSink) chunk(delta map[string]any, finish any) error {
 	return nil
 }
 
-func (s *openaiSink) Delta(text string) error { return s.chunk(map[string]any{"content": text}, nil) }
+func (s *openaiSink) Delta(text string) error { return s.ChoiceDelta(0, text) }
 
-// ToolCall sends a tool_calls delta: with its id, type and name the first time, then only
-// arguments, as OpenAI streams them.
+// ChoiceDelta sends a piece of choice i's text.
+func (s *openaiSink) ChoiceDelta(i int, text string) error {
+	return s.choiceChunk(i, map[string]any{"content": text}, nil)
+}
+
 func (s *openaiSink) ToolCall(index int, id, name, args string) error {
+	return s.ChoiceToolCall(0, index, id, name, args)
+}
+
+// ChoiceToolCall sends a tool_calls delta of choice i: with its id, type and name the first
+// time, then only arguments, as OpenAI streams them.
+func (s *openaiSink) ChoiceToolCall(i, index int, id, name, args string) error {
 	tc := map[string]any{"index": index, "function": map[string]any{"arguments": args}}
 	if id != "" || name != "" {
 		tc["id"], tc["type"] = id, "function"
 		tc["function"] = map[string]any{"name": name, "arguments": args}
 	}
-	return s.chunk(map[string]any{"tool_calls": []any{tc}}, nil)
+	return s.choiceChunk(i, map[string]any{"tool_calls": []any{tc}}, nil)
 }
 
 func (s *openaiSink) Done(r *ChatResponse) error {
@@ -124,6 +143,15 @@ func (s *openaiSink) Done(r *ChatResponse) error {
 	}
 	if err := s.chunk(map[string]any{}, finish); err != nil {
 		return err
+	}
+	for i, ch := range r.More {
+		f := ch.FinishReason
+		if f == "" {
+			f = "stop"
+		}
+		if err := s.choiceChunk(i+1, map[string]any{}, f); err != nil {
+			return err
+		}
 	}
 	if s.usage {
 		u := r.Usage

@@ -177,9 +177,6 @@ func parseOpenAIRequest(body []byte) (*openaiRequest, error) {
 		r.Tools = nil
 	}
 	r.Stream = stream
-	if stream && r.Sampling.N > 1 {
-		return nil, badParam("n", "above 1 is not supported with stream by the gateway yet (ask without stream, or make n requests)")
-	}
 	if streamOpts != nil {
 		if !stream {
 			return nil, badParam("stream_options", "is only allowed with \"stream\": true")

@@ -22,7 +22,6 @@ func TestParseOpenAIRequest(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`, ""},
 		{`{"model":"m","messages":[{"role":"tool","content":"ok"}]}`, "messages[0].tool_call_id"},
 		{`{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, "messages[0].tool_calls"},
-		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":2,"stream":true}`, "n"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":0}`, "n"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":129}`, "n"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"},"strict":true}}}`, ""},

@@ -693,18 +693,38 @@ type toolStream struct {
 // stream.
 func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind string, req ChatRequest, sink StreamSink) error {
 	start := time.Now()
+	n := max(req.Sampling.N, 1)
+	cs, _ := sink.(ChoiceSink)
+	if n > 1 && cs == nil {
+		return apierr.BadRequest("n above 1 is not supported with stream on this endpoint")
+	}
 	p, err := s.prepare(ctx, c, requestID, kind, req, start)
 	if err != nil {
 		return err
 	}
-	text := &checkedStream{sess: p.sess}
-	var tools []*toolStream
-	cur := -1                 // the part being streamed: -1 the text, else a tool call's index
-	release := func() error { // ends the current part
-		t, send := text, sink.Delta
-		if cur >= 0 {
-			k := cur
-			t, send = &tools[k].checkedStream, func(x string) error { return sink.ToolCall(k, "", "", x) }
+	// One set of parts per choice; choice 0 goes to sink's own methods.
+	choices := make([]*choiceParts, n)
+	for i := range choices {
+		choices[i] = &choiceParts{text: &checkedStream{sess: p.sess}, cur: -1}
+	}
+	delta := func(choice int, text string) error {
+		if choice == 0 {
+			return sink.Delta(text)
+		}
+		return cs.ChoiceDelta(choice, text)
+	}
+	toolCall := func(choice, index int, id, name, args string) error {
+		if choice == 0 {
+			return sink.ToolCall(index, id, name, args)
+		}
+		return cs.ChoiceToolCall(choice, index, id, name, args)
+	}
+	release := func(choice int) error { // ends the current part of a choice
+		ch := choices[choice]
+		t, send := ch.text, func(x string) error { return delta(choice, x) }
+		if ch.cur >= 0 {
+			k := ch.cur
+			t, send = &ch.tools[k].checkedStream, func(x string) error { return toolCall(choice, k, "", "", x) }
 		}
 		rest := t.close()
 		if t.blocked {
@@ -716,19 +736,20 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 		return send(rest)
 	}
 	p.req.OnToolCall = func(d provider.ToolCallDelta) error {
-		if d.Index != cur {
-			if err := release(); err != nil {
+		ch := choices[d.Choice] // the provider checked the indexes
+		if d.Index != ch.cur {
+			if err := release(d.Choice); err != nil {
 				return err
 			}
-			cur = d.Index
+			ch.cur = d.Index
 		}
-		if d.Index == len(tools) { // a new call: its ID and name (the application's own function names) go at once
-			tools = append(tools, &toolStream{id: d.ID, name: d.Name, checkedStream: checkedStream{sess: p.sess, json: true}})
-			if err := sink.ToolCall(d.Index, d.ID, d.Name, ""); err != nil {
+		if d.Index == len(ch.tools) { // a new call: its ID and name (the application's own function names) go at once
+			ch.tools = append(ch.tools, &toolStream{id: d.ID, name: d.Name, checkedStream: checkedStream{sess: p.sess, json: true}})
+			if err := toolCall(d.Choice, d.Index, d.ID, d.Name, ""); err != nil {
 				return err
 			}
 		}
-		t := tools[d.Index] // the provider checked the index
+		t := ch.tools[d.Index]
 		safe := t.write(d.Arguments)
 		if t.blocked {
 			return errStreamBlocked
@@ -736,51 +757,71 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 		if safe == "" {
 			return nil
 		}
-		return sink.ToolCall(d.Index, "", "", safe)
+		return toolCall(d.Choice, d.Index, "", "", safe)
 	}
-	upStart := time.Now()
-	resp, err := s.o.Models.Stream(ctx, p.req, func(delta string) error {
-		if cur != -1 {
-			if err := release(); err != nil {
+	onText := func(choice int, piece string) error {
+		ch := choices[choice]
+		if ch.cur != -1 {
+			if err := release(choice); err != nil {
 				return err
 			}
-			cur = -1
+			ch.cur = -1
 		}
-		safe := text.write(delta)
-		if text.blocked {
+		safe := ch.text.write(piece)
+		if ch.text.blocked {
 			return errStreamBlocked
 		}
 		if safe == "" {
 			return nil
 		}
-		return sink.Delta(safe)
-	})
+		return delta(choice, safe)
+	}
+	if n > 1 {
+		p.req.OnChoice = onText
+	}
+	upStart := time.Now()
+	resp, err := s.o.Models.Stream(ctx, p.req, func(piece string) error { return onText(0, piece) })
 	upTime := time.Since(upStart)
-	if err == nil {
-		err = release()
+	for i := range choices {
+		if err == nil {
+			err = release(i)
+		}
 	}
 	blocked := errors.Is(err, errStreamBlocked)
-	text.close() // collects the redactions and findings of every part, also after an error
-	for _, t := range tools {
-		t.close()
-		blocked = blocked || t.blocked
-	}
-	blocked = blocked || text.blocked
 	model := req.Model
 	if resp != nil {
 		model = resp.Model
 	}
-	reds := append(p.reds, convRedactions("output", text.reds)...)
-	outFinds := convFindings("output", text.finds)
-	logged := text.sent.String()
-	calls := make([]provider.ToolCall, len(tools))
-	for i, t := range tools {
-		where := fmt.Sprintf("output.tool_calls[%d]", i)
-		reds = append(reds, convRedactions(where, t.reds)...)
-		outFinds = append(outFinds, convFindings(where, t.finds)...)
-		calls[i] = provider.ToolCall{ID: t.id, Type: "function", Function: provider.FunctionCall{Name: t.name, Arguments: p.sess.Restore(t.sent.String(), true)}}
-		logged += "\ntool_call " + t.name + ": " + t.sent.String()
+	var reds []Redaction
+	var outFinds []Finding
+	var logged strings.Builder
+	out := make([]Choice, n)
+	for i, ch := range choices {
+		where := "output"
+		if i > 0 {
+			where = fmt.Sprintf("output.choices[%d]", i)
+			logged.WriteString("\n" + where + ": ")
+		}
+		ch.text.close() // collects the redactions and findings of every part, also after an error
+		blocked = blocked || ch.text.blocked
+		reds = append(reds, convRedactions(where, ch.text.reds)...)
+		outFinds = append(outFinds, convFindings(where, ch.text.finds)...)
+		logged.WriteString(ch.text.sent.String())
+		out[i] = Choice{Output: p.sess.Restore(ch.text.sent.String(), false), ToolCalls: make([]provider.ToolCall, len(ch.tools))}
+		for k, t := range ch.tools {
+			t.close()
+			blocked = blocked || t.blocked
+			w := fmt.Sprintf("%s.tool_calls[%d]", where, k)
+			reds = append(reds, convRedactions(w, t.reds)...)
+			outFinds = append(outFinds, convFindings(w, t.finds)...)
+			out[i].ToolCalls[k] = provider.ToolCall{ID: t.id, Type: "function", Function: provider.FunctionCall{Name: t.name, Arguments: p.sess.Restore(t.sent.String(), true)}}
+			logged.WriteString("\ntool_call " + t.name + ": " + t.sent.String())
+		}
+		if i > 0 && resp != nil && i-1 < len(resp.More) {
+			out[i].FinishReason = resp.More[i-1].FinishReason
+		}
 	}
+	reds = append(p.reds, reds...)
 	finds := append(p.finds, outFinds...)
 	status := http.StatusOK
 	switch {
@@ -792,7 +833,7 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	default:
 		s.mUpstreams.WithLabelValues(model, "ok").Inc()
 	}
-	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, logged, reds, finds, blocked, status, start)
+	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, logged.String(), reds, finds, blocked, status, start)
 	if cerr := s.commit(ctx, rec); cerr != nil {
 		return cerr
 	}
@@ -804,8 +845,22 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 		return upstreamError(err)
 	}
 	listed, omitted := listRedactions(reds)
-	return sink.Done(&ChatResponse{RequestID: requestID, Output: p.sess.Restore(text.sent.String(), false), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
-		ToolCalls: calls, Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
+	return sink.Done(&ChatResponse{RequestID: requestID, Output: out[0].Output, Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
+		ToolCalls: out[0].ToolCalls, More: out[1:], Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
+}
+
+// choiceParts are the streamed parts of one choice: its text and its tool calls, and which of
+// them the model is streaming (-1 the text, else a tool call's index).
+type choiceParts struct {
+	text  *checkedStream
+	tools []*toolStream
+	cur   int
+}
+
+// ChoiceSink is a StreamSink that also takes the choices after the first (OpenAI's n).
+type ChoiceSink interface {
+	ChoiceDelta(choice int, text string) error
+	ChoiceToolCall(choice, index int, id, name, args string) error
 }
 
 // Models lists the models the caller's project may use: the configured ones its policy allows.

@@ -52,6 +52,7 @@ type FunctionCall struct {
 // ToolCallDelta is a piece of a streamed tool call: the first piece of a call has its ID and
 // Name, the others only more Arguments text.
 type ToolCallDelta struct {
+	Choice    int // the choice the call belongs to (Sampling.N); 0 for the first
 	Index     int
 	ID        string
 	Name      string
@@ -77,6 +78,9 @@ type Request struct {
 	// OnToolCall receives a stream's tool call pieces, as onDelta receives its text; a stream
 	// with tool calls and no OnToolCall fails.
 	OnToolCall func(ToolCallDelta) error
+	// OnChoice receives the text pieces of a stream's choices after the first (Sampling.N);
+	// the first choice's go to onDelta. A stream with N above 1 needs it.
+	OnChoice func(choice int, text string) error
 }
 
 // usesTools reports whether r needs function calling.
@@ -120,7 +124,8 @@ type Sampling struct {
 	FrequencyPenalty *float64
 	PresencePenalty  *float64
 	// N asks for several choices (OpenAI's n); 0 or 1 means one. Only OpenAI-compatible
-	// upstreams take more than one, and not streamed (Response.More holds the others).
+	// upstreams take more than one (Response.More holds the others; streamed, OnChoice gets
+	// their text).
 	N int
 }
 

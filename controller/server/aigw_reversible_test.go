@@ -139,6 +139,18 @@ func TestAIGWReversible(t *testing.T) {
 		if len(resp.Choices) != 2 || resp.Choices[0].Message.Content != want || resp.Choices[1].Message.Content != "Hi Thandiwe Mbeki!" {
 			t.Fatalf("got %s", resp.RawJSON())
 		}
+		e.oai.Queue(providertest.Reply{Content: answer, More: []string{"Hi [PERSON_1]!"}})
+		stream := client.Chat.Completions.NewStreaming(ctx, p)
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(acc.Choices) != 2 || acc.Choices[0].Message.Content != want || acc.Choices[1].Message.Content != "Hi Thandiwe Mbeki!" {
+			t.Fatalf("streamed: got %+v", acc.Choices)
+		}
 	})
 
 	t.Run("another request's placeholders are not restored", func(t *testing.T) {
