@@ -87,7 +87,9 @@ type openaiSink struct {
 	roled   map[int]bool // choices whose first chunk (with the role) was sent
 }
 
-func (s *openaiSink) chunk(delta map[string]any, finish any) error { return s.choiceChunk(0, delta, finish) }
+func (s *openaiSink) chunk(delta map[string]any, finish any) error {
+	return s.choiceChunk(0, delta, finish)
+}
 
 // choiceChunk sends a chunk of choice i; a choice's first chunk has the role, as OpenAI's.
 func (s *openaiSink) choiceChunk(i int, delta map[string]any, finish any) error {
