@@ -288,7 +288,11 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) {
 	}
 	e.mu.Lock()
 	st := e.sites[s.ID]
-	taken := st == nil && publish && s.StoredSeq > 0 // taken over from another controller
+	// A site new to this engine at run time: just claimed, or taken over from another
+	// controller (Owner). Its watermark goes out at once, even at 0: an agent that has never
+	// seen one falls back to deleting at PUBACK after a grace (an older controller), and must
+	// learn before that this controller speaks the watermark.
+	isNew := st == nil && publish
 	if st == nil {
 		// The watermark survives restarts: what is stored is not taken again.
 		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen, seq: s.StoredSeq, haveSeq: s.StoredSeq > 0, stored: s.StoredSeq,
@@ -299,7 +303,7 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) {
 		e.sites[s.ID] = st
 	}
 	e.mu.Unlock()
-	if taken { // the agent sends again what the previous owner had not stored
+	if isNew { // taken over: the agent sends again what the previous owner had not stored
 		e.publishStored(s.ID, s.DeviceID, s.StoredSeq)
 	}
 

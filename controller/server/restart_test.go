@@ -121,3 +121,29 @@ func TestRestartChangesNothing(t *testing.T) {
 		t.Fatalf("health after the restart: %+v", h)
 	}
 }
+
+// A site claimed while the controller runs gets a watermark (0) before it stores anything: a
+// new agent that has seen none falls back to deleting at PUBACK after a grace (it takes that
+// silence for an older controller), so it must learn at once that this one speaks the watermark.
+func TestClaimedSiteGetsWatermarkAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := servertest.Start(t, servertest.Options{})
+	rw := s.Key("sdwan:read", "sdwan:write")
+	var site sdwan.Site
+	s.Do("POST", "/sd-wan/v1/sites", rw, `{"name":"w","transports":[{"name":"mpls","interface":"eth0"}]}`).JSON(t, &site)
+	acc, err := sim.Claim(ctx, s.Client, s.URL, site.Claim, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := sim.Connect(ctx, acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Kill()
+	var w telemetry.Stored
+	nextOf(t, ag, telemetry.KindStored, &w) // retained: no report sent yet
+	if w.Site != site.ID || w.Device != acc.Device || w.Seq != 0 || w.Boot == "" {
+		t.Fatalf("watermark of a fresh site: %+v", w)
+	}
+}
