@@ -55,33 +55,6 @@ func TestSpooledMessage(t *testing.T) {
 	}
 }
 
-// TestBackoff: full jitter, each wait within [0, min(cap, base*2^n)), spread over that range
-// (not the same value every time, which would keep a fleet in lockstep), and back to the base
-// after a reset.
-func TestBackoff(t *testing.T) {
-	b := backoff{base: 500 * time.Millisecond, cap: 8 * time.Second}
-	for n := range 40 {
-		limit := min(b.cap, b.base<<min(n, 16))
-		seen := map[time.Duration]bool{}
-		for range 20 {
-			c := b
-			d := c.next()
-			if d < 0 || d >= limit {
-				t.Fatalf("attempt %d: wait %v outside [0, %v)", n, d, limit)
-			}
-			seen[d] = true
-		}
-		if len(seen) < 10 {
-			t.Fatalf("attempt %d: only %d distinct waits in 20: no jitter", n, len(seen))
-		}
-		b.next()
-	}
-	b.reset()
-	if d := b.next(); d >= b.base {
-		t.Fatalf("after reset: wait %v, want < %v", d, b.base)
-	}
-}
-
 // A transport is hard down once DownAfter probes in a row are unanswered past their suspect
 // deadline and the first of them is lost: a delay step answered before the loss deadline is
 // not a dead link, and a loss older than the last answer does not count.

@@ -6,12 +6,12 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/edgewan/edgewan/agent/backoff"
 	"github.com/edgewan/edgewan/agent/claim"
 	"github.com/edgewan/edgewan/agent/spool"
 	"github.com/edgewan/edgewan/telemetry"
@@ -69,34 +69,6 @@ const decisionGrace = time.Minute
 func (u *uplink) decisionsHold() bool {
 	return u.connected() || time.Since(time.Unix(0, u.lostAt.Load())) < decisionGrace
 }
-
-// Reconnecting: full-jitter exponential backoff, each wait uniform in [0, min(cap, base*2^n)).
-// paho's own backoff has no jitter (1 s doubling to its maximum, 30 s here before): every agent
-// of a restarted controller retried in lockstep, and one that just missed the controller's
-// return waited up to 30 s. With a low cap an agent retries at least every reconnectCap, so it
-// is back within reconnectCap/2 of the broker's return on median, while a fleet spreads its
-// attempts evenly over the cap (10,000 agents: about 10,000/reconnectCap connections a second).
-const (
-	reconnectBase = 500 * time.Millisecond
-	reconnectCap  = 8 * time.Second
-)
-
-// backoff is full-jitter exponential backoff.
-type backoff struct {
-	base, cap time.Duration
-	n         int
-}
-
-func (b *backoff) next() time.Duration {
-	d := b.cap
-	if b.n < 16 && b.base<<b.n < b.cap {
-		d = b.base << b.n
-	}
-	b.n++
-	return rand.N(d)
-}
-
-func (b *backoff) reset() { b.n = 0 }
 
 const (
 	publishBatch   = 64               // spooled messages in flight at once
@@ -156,7 +128,7 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 // backoff (not at once: when a broker comes back, all its agents lost it together), until ctx
 // is done.
 func (u *uplink) connectLoop(ctx context.Context) {
-	b := backoff{base: reconnectBase, cap: reconnectCap}
+	b := backoff.Reconnect() // full jitter, low cap: see package backoff
 	for {
 		select {
 		case <-u.lost: // a loss of a previous connection
@@ -171,14 +143,14 @@ func (u *uplink) connectLoop(ctx context.Context) {
 		if err := tok.Error(); err != nil {
 			u.e.log.Debug("agent: connecting to the broker", "err", err)
 		} else {
-			b.reset()
+			b.Reset()
 			select {
 			case <-u.lost:
 			case <-ctx.Done():
 				return
 			}
 		}
-		t := time.NewTimer(b.next())
+		t := time.NewTimer(b.Next())
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -45,6 +45,7 @@ type agent struct {
 	topic  string
 	sentAt [64]int64 // UnixNano per packet id % 64, for the PUBACK round trip
 	closed atomic.Bool
+	down   chan struct{} // closed when the current connection's reader stops (the connection is gone)
 }
 
 // connect opens the agent's connection as a real agent would: will (retained "offline" status),
@@ -57,8 +58,10 @@ func (a *agent) connect(ctx context.Context, addr string, tc *tls.Config, clean 
 		return err
 	}
 	a.c = c
+	a.closed.Store(false)
 	a.topic = topic(a.ss.ID, "telemetry")
-	go a.read()
+	a.down = make(chan struct{})
+	go a.read(c, a.down)
 	online := `{"v":1,"device":"` + a.ss.Device + `","state":"online","version":"loadgen","ts":"` + time.Now().UTC().Format(time.RFC3339Nano) + `"}`
 	err = c.subscribe(1, topic(a.ss.ID, "policy"), topic(a.ss.ID, "decisions"))
 	if err == nil {
@@ -73,14 +76,14 @@ func (a *agent) connect(ctx context.Context, addr string, tc *tls.Config, clean 
 }
 
 // read handles what the broker sends: PUBACKs of telemetry, and the controller's messages,
-// acknowledged at QoS 1.
-func (a *agent) read() {
+// acknowledged at QoS 1. It closes down when the connection is gone.
+func (a *agent) read(c *mqttConn, down chan struct{}) {
+	defer close(down)
 	var buf []byte
 	for {
-		typ, flags, body, err := a.c.readPacket(buf)
+		typ, flags, body, err := c.readPacket(buf)
 		if err != nil {
-			if !a.closed.Load() {
-				a.cnt.disconnects.Add(1)
+			if !a.closed.Load() && a.cnt.disconnects.Add(1) <= 5 { // a controller restart drops them all
 				log.Printf("agent %s: connection lost: %v", a.ss.Name, err)
 			}
 			return
@@ -101,7 +104,7 @@ func (a *agent) read() {
 		case pktPublish:
 			a.cnt.fromBroker.Add(1)
 			if _, id, qos, _, err := parsePublish(flags, body); err == nil && qos > 0 {
-				_ = a.c.puback(id)
+				_ = c.puback(id)
 			}
 		}
 	}

@@ -8,7 +8,9 @@
 //
 // With --health-only it only probes the health endpoint, to run beside a publishing loadgen
 // (whose own scheduling delays would otherwise be in the probes' latency). scripts/bench-sdwan.sh
-// starts a controller and runs both. Every loop is bounded: the run lasts --duration (at most
+// starts a controller and runs both. With --reconnect it runs the controller itself
+// (--controller-cmd), kills and restarts it, and measures the fleet reconnecting on the agent's
+// own backoff (scripts/bench-reconnect.sh). Every loop is bounded: the run lasts --duration (at most
 // 10m) plus the drain, and staging retries a bounded number of times.
 package main
 
@@ -51,6 +53,11 @@ type options struct {
 	HealthRequests, HealthWorkers                     int
 	HealthWindow                                      string
 	Policy, CleanSession, StageOnly, HealthOnly       bool
+	// The reconnect scenario.
+	Reconnect                    bool
+	ControllerCmd, ControllerLog string
+	KillSignal                   string
+	Outage, ReconnectTimeout     time.Duration
 }
 
 func main() {
@@ -91,6 +98,13 @@ func main() {
 	fs.BoolVar(&o.StageOnly, "stage-only", false, "pre-stage and claim, then exit")
 	fs.BoolVar(&o.HealthOnly, "health-only", false, "only probe the health endpoint (sites from --state), from --warmup to --duration: run it beside a loadgen that publishes,\n"+
 		"so that the probes' latency does not include the publishing loader's own scheduling delays")
+	fs.BoolVar(&o.Reconnect, "reconnect", false, "the reconnect scenario instead of publishing: loadgen runs the controller (--controller-cmd), connects the agents,\n"+
+		"stops the controller (--kill-signal), starts it again after --outage, and reports the reconnect rate and times")
+	fs.StringVar(&o.ControllerCmd, "controller-cmd", "", "with --reconnect: the controller's command line (split at spaces), e.g. \"bin/controller serve --data-dir d --listen 127.0.0.1:8443 ...\"")
+	fs.StringVar(&o.ControllerLog, "controller-log", "loadgen-controller.log", "with --reconnect: the controller's output is appended here")
+	fs.StringVar(&o.KillSignal, "kill-signal", "KILL", "with --reconnect: KILL or TERM")
+	fs.DurationVar(&o.Outage, "outage", 10*time.Second, "with --reconnect: from stopping the controller to starting it again (long enough and every agent waits at the backoff's cap)")
+	fs.DurationVar(&o.ReconnectTimeout, "reconnect-timeout", 2*time.Minute, "with --reconnect: how long after the controller is ready to wait for every agent")
 	_ = fs.Parse(os.Args[1:])
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
@@ -98,7 +112,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o); err != nil {
+	if _, err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
 	}
@@ -136,6 +150,25 @@ func (o *options) validate() error {
 	if o.HealthRequests < 0 || o.HealthRequests > 1_000_000 {
 		errs = append(errs, fmt.Errorf("--health-requests %d: want 0..1000000", o.HealthRequests))
 	}
+	if o.Reconnect {
+		if len(strings.Fields(o.ControllerCmd)) == 0 {
+			errs = append(errs, errors.New("--reconnect needs --controller-cmd: loadgen stops and restarts the controller itself"))
+		}
+		if o.KillSignal != "KILL" && o.KillSignal != "TERM" {
+			errs = append(errs, fmt.Errorf("--kill-signal %q: want KILL or TERM", o.KillSignal))
+		}
+		if o.Outage < 0 || o.Outage > 5*time.Minute {
+			errs = append(errs, fmt.Errorf("--outage %s: want up to 5m", o.Outage))
+		}
+		if o.ReconnectTimeout <= 0 || o.ReconnectTimeout > 10*time.Minute {
+			errs = append(errs, fmt.Errorf("--reconnect-timeout %s: want up to 10m", o.ReconnectTimeout))
+		}
+		if o.HealthOnly || o.StageOnly {
+			errs = append(errs, errors.New("--reconnect goes with neither --health-only nor --stage-only"))
+		}
+	} else if o.ControllerCmd != "" {
+		errs = append(errs, errors.New("--controller-cmd is only for --reconnect"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -163,18 +196,36 @@ type results struct {
 	health                           []time.Duration
 	healthErrs                       int64
 	healthFirstErr                   string
+	reconnect                        *reconnectResults
 }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o options) (*results, error) {
+	// With --reconnect loadgen runs the controller, which writes its CA (--ca) when it first starts.
+	if !o.HealthOnly {
+		if err := raiseFileLimit(o.Conns + 256); err != nil { // a descriptor per agent
+			return nil, err
+		}
+	}
+	var ctl *controllerProc
+	if o.Reconnect {
+		ctl = &controllerProc{args: strings.Fields(o.ControllerCmd), logPath: o.ControllerLog}
+		if err := ctl.start(); err != nil {
+			return nil, err
+		}
+		defer ctl.stop(syscall.SIGTERM)
+		if err := ctl.waitFile(ctx, o.CA, time.Minute); err != nil {
+			return nil, err
+		}
+	}
 	apiTLS := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CA != "" {
 		pem, err := os.ReadFile(o.CA)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("--ca %s: no certificate", o.CA)
+			return nil, fmt.Errorf("--ca %s: no certificate", o.CA)
 		}
 		apiTLS.RootCAs = pool
 	}
@@ -183,10 +234,15 @@ func run(ctx context.Context, o options) error {
 	mc := &http.Client{Timeout: 30 * time.Second}
 	a := &api{base: strings.TrimRight(o.API, "/"), token: o.Token, hc: hc}
 	res := &results{o: o, rssBase: o.RSSBase}
+	if ctl != nil {
+		if _, err := ctl.waitReady(ctx, hc, a.base, 3*time.Minute); err != nil {
+			return nil, err
+		}
+	}
 
 	st, err := loadState(o.State)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if st.API != "" && st.API != a.base {
 		log.Printf("state %s was made with %s; using its sites with %s (a controller on the same data dir)", o.State, st.API, a.base)
@@ -204,7 +260,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	if o.HealthOnly {
-		return healthOnly(ctx, o, a, mc, st)
+		return nil, healthOnly(ctx, o, a, mc, st)
 	}
 
 	stg := &stager{a: a, st: st, path: o.State, workers: o.StageWorkers, prefix: o.Prefix, dirty: true}
@@ -215,18 +271,18 @@ func run(ctx context.Context, o options) error {
 	}
 	staged = staged || len(st.Sites) < o.Sites
 	if err := stg.stage(ctx, o.Sites); err != nil {
-		return err
+		return nil, err
 	}
 	if o.Policy {
 		if err := stg.publishPolicy(ctx, o.Sites); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if staged {
 		res.staged = time.Since(t0)
 	}
 	if o.StageOnly {
-		return nil
+		return res, nil
 	}
 	sites := st.Sites[:o.Sites]
 	s1, _ := metricsOrNil(ctx, mc, o.Metrics)
@@ -239,14 +295,14 @@ func run(ctx context.Context, o options) error {
 	if brokerAddr == "" {
 		u, err := url.Parse(st.MQTTURL)
 		if err != nil || u.Host == "" {
-			return fmt.Errorf("the claims' broker URL %q: give --mqtt host:port", st.MQTTURL)
+			return nil, fmt.Errorf("the claims' broker URL %q: give --mqtt host:port", st.MQTTURL)
 		}
 		brokerAddr = u.Host
 	}
 	host, _, _ := strings.Cut(brokerAddr, ":")
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM([]byte(st.CAPEM)) {
-		return errors.New("the claims' CA PEM holds no certificate")
+		return nil, errors.New("the claims' CA PEM holds no certificate")
 	}
 	mqttTLS := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, ServerName: host}
 	cnt := &counters{}
@@ -294,15 +350,28 @@ func run(ctx context.Context, o options) error {
 	res.connectTime, res.connected, res.connectErrs = time.Since(t0), cnt.connected.Load(), cnt.connectErrs.Load()
 	log.Printf("connected %d agents in %s, %d failed", res.connected, res.connectTime.Round(time.Millisecond), res.connectErrs)
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	if res.connected == 0 {
-		return errors.New("no agent connected")
+		return nil, errors.New("no agent connected")
 	}
 	sleep(ctx, 2*time.Second) // let the retained policies and decisions reach the agents
 	s2, _ := metricsOrNil(ctx, mc, o.Metrics)
 	if s2 != nil {
 		res.rssConnected = rss(o.PID, s2)
+	}
+	if o.Reconnect {
+		rr, err := reconnectScenario(ctx, o, ctl, hc, agents, brokerAddr, mqttTLS)
+		if err != nil {
+			return nil, err
+		}
+		res.reconnect = rr
+		rs := reconnectRows(rr)
+		printRows(os.Stdout, rs)
+		if o.Out != "" {
+			return res, writeMarkdown(o.Out, rs)
+		}
+		return res, nil
 	}
 
 	// Publish.
@@ -368,7 +437,7 @@ func run(ctx context.Context, o options) error {
 	sB, _ := metricsOrNil(ctx, mc, o.Metrics)
 	<-healthDone
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 
 	// Drain: wait for the PUBACKs, then for the controller to evaluate all it acknowledged.
@@ -420,9 +489,9 @@ func run(ctx context.Context, o options) error {
 	rs := rows(res)
 	printRows(os.Stdout, rs)
 	if o.Out != "" {
-		return writeMarkdown(o.Out, rs)
+		return res, writeMarkdown(o.Out, rs)
 	}
-	return nil
+	return res, nil
 }
 
 func metricsOrNil(ctx context.Context, hc *http.Client, u string) (*scrape, error) {
