@@ -91,23 +91,7 @@ func TestCompose(t *testing.T) {
 
 	// The controller's environment is valid for the controller itself: every variable is one of
 	// its flags, and the configuration they make passes its validation.
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg := config.Default()
-	cfg.Flags(fs)
-	for k, v := range ctl.Environment {
-		name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, "EDGEWAN_"), "_", "-"))
-		if !strings.HasPrefix(k, "EDGEWAN_") || fs.Lookup(name) == nil {
-			t.Errorf("controller environment %s is not a controller flag's variable", k)
-			continue
-		}
-		t.Setenv(k, *v)
-	}
-	if err := config.ApplyEnv(fs); err != nil {
-		t.Fatalf("controller environment: %v", err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("controller environment does not validate: %v", err)
-	}
+	cfg := controllerConfig(t, ctl.Environment)
 	if cfg.MQTTURL == "" || cfg.MosquittoDir == "" || cfg.InfluxURL == "" || !strings.HasPrefix(cfg.DatabaseURL, "postgres://") {
 		t.Errorf("controller: mqtt-url %q, mosquitto-dir %q, influx-url %q, database-url %q; want Mosquitto, InfluxDB and PostgreSQL",
 			cfg.MQTTURL, cfg.MosquittoDir, cfg.InfluxURL, cfg.DatabaseURL)
@@ -490,4 +474,28 @@ func TestDockerfiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// controllerConfig reads a controller service's environment as `controller serve` would: every
+// variable must be one of its flags', and the configuration they make must pass validation.
+func controllerConfig(t *testing.T, env map[string]*string) config.Config {
+	t.Helper()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := config.Default()
+	cfg.Flags(fs)
+	for k, v := range env {
+		name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, "EDGEWAN_"), "_", "-"))
+		if !strings.HasPrefix(k, "EDGEWAN_") || fs.Lookup(name) == nil {
+			t.Errorf("controller environment %s is not a controller flag's variable", k)
+			continue
+		}
+		t.Setenv(k, *v)
+	}
+	if err := config.ApplyEnv(fs); err != nil {
+		t.Fatalf("controller environment: %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("controller environment does not validate: %v", err)
+	}
+	return cfg
 }

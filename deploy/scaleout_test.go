@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"flag"
 	"os"
 	"os/exec"
 	"slices"
@@ -10,22 +9,13 @@ import (
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/cli"
-
-	"github.com/edgewan/edgewan/controller/config"
 )
-
-// plannedFlags are the scaled-out controller's settings compose.scale-out.yaml sets that
-// `controller serve` does not have yet (docs/scale-out.md, "What exists today"). When one
-// becomes a flag, this test asks for it to be removed from here.
-var plannedFlags = []string{
-	"EDGEWAN_CLUSTER_ID", "EDGEWAN_CLUSTER_PARTITIONS", "EDGEWAN_CLUSTER_LEASE_TTL",
-	"EDGEWAN_NATS_URLS", "EDGEWAN_NATS_MQTT_URLS", "EDGEWAN_NATS_USER", "EDGEWAN_NATS_PASSWORD",
-}
 
 // TestComposeScaleOut loads the scaled-out stack with the compose-spec loader (there is no
 // Docker engine to run it here) and checks its shape: 3 controllers, 3 NATS nodes with the
-// MQTT port published, the shared services, hardening, and controller settings that are
-// flags or known to be planned.
+// MQTT port published, the shared services, hardening, and each controller's environment:
+// every variable one of `controller serve`'s flags, and the configuration they make valid and
+// scaled out.
 func TestComposeScaleOut(t *testing.T) {
 	opts, err := cli.NewProjectOptions([]string{"compose.scale-out.yaml"},
 		cli.WithWorkingDirectory("."), cli.WithEnvFiles(".env.example"), cli.WithDotEnv, cli.WithName("edgewan-scale-out"))
@@ -40,32 +30,19 @@ func TestComposeScaleOut(t *testing.T) {
 		"postgres", "influxdb", "prometheus", "grafana"} {
 		service(t, p, name)
 	}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg := config.Default()
-	cfg.Flags(fs)
 	ids := map[string]bool{}
 	for _, n := range []string{"controller-1", "controller-2", "controller-3"} {
 		s := service(t, p, n)
 		if s.User == "" || strings.HasPrefix(s.User, "0") || !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") {
 			t.Errorf("%s: user %q, read_only %v, cap_drop %v; want non-root, read-only, no capabilities", n, s.User, s.ReadOnly, s.CapDrop)
 		}
-		id := s.Environment["EDGEWAN_CLUSTER_ID"]
-		if id == nil || ids[*id] {
-			t.Errorf("%s: cluster ID missing or shared", n)
-		} else {
-			ids[*id] = true
-		}
-		for k := range s.Environment {
-			name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, "EDGEWAN_"), "_", "-"))
-			isFlag := strings.HasPrefix(k, "EDGEWAN_") && fs.Lookup(name) != nil
-			planned := slices.Contains(plannedFlags, k)
-			switch {
-			case isFlag && planned:
-				t.Errorf("%s is a controller flag now: remove it from plannedFlags", k)
-			case !isFlag && !planned:
-				t.Errorf("%s: environment %s is neither a controller flag nor a planned one", n, k)
+		t.Run(n, func(t *testing.T) {
+			cfg := controllerConfig(t, s.Environment)
+			if !cfg.Scaled() || len(cfg.NATSURLs) != 3 || len(cfg.NATSMQTTURLs) != 3 || cfg.ClusterID == "" || ids[cfg.ClusterID] {
+				t.Errorf("nats-urls %q, nats-mqtt-urls %q, cluster-id %q; want the 3 nodes and an ID of its own", cfg.NATSURLs, cfg.NATSMQTTURLs, cfg.ClusterID)
 			}
-		}
+			ids[cfg.ClusterID] = true
+		})
 	}
 	for i, n := range []string{"nats-1", "nats-2", "nats-3"} {
 		s := service(t, p, n)

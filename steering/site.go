@@ -163,8 +163,9 @@ func (s *Site) build(transports []string, classes []Class) error {
 }
 
 // Reconfigure applies a new policy. State of transports, classes and pairs whose names remain
-// is kept (windows counted, breaches, hold-downs, penalties, paths). New ones start as in
-// NewSite, except that a new class starts on the best live transport. A class whose path was
+// is kept (windows counted, breaches, hold-downs, penalties, paths), and so is the Detector's
+// evidence of a pair unless its class's SLA changed (it was weighed against the old one). New
+// ones start as in NewSite, except that a new class starts on the best live transport. A class whose path was
 // removed moves at once to the best live transport, appended to out as a PathSwitched with
 // ReasonRemoved; a class whose SLA or order changed may switch at the next Evaluate without
 // waiting for HoldDown. On error the site is unchanged.
@@ -193,6 +194,11 @@ func (s *Site) Reconfigure(now time.Time, transports []string, classes []Class, 
 		for ti, oi := range oldIdx {
 			if oi >= 0 {
 				n.cells[ci*T+ti] = s.cells[oc*oldT+oi]
+				if c.sla != old.sla {
+					// evidence is measured against the SLA: gathered against the old one it would
+					// hasten (or delay) a breach of the new one
+					n.cells[ci*T+ti].ev = evidence{}
+				}
 			}
 		}
 		c.switched, c.switchedNs, c.breached = old.switched, old.switchedNs, old.breached

@@ -762,3 +762,51 @@ func TestAdopt(t *testing.T) {
 		t.Fatalf("inet down after adopting: decisions %s, voice on %s", kinds(ds), s.Path("voice"))
 	}
 }
+
+// TestReconfigureEvidence: one window adds at most half the Detector's threshold to the latency
+// test, so a second slow window decides a breach only if the first one's evidence was kept.
+func TestReconfigureEvidence(t *testing.T) {
+	slowN := Metrics{LatencyMs: 180, LatencySDMs: 5, JitterMs: 2, Probes: 20}
+	voiceSLA := func(maxLatency float64) []Class {
+		cs := testClasses()
+		cs[0].SLA.MaxLatencyMs = maxLatency
+		return cs
+	}
+	tests := []struct {
+		name       string
+		transports []string
+		classes    []Class
+		wantBreach bool // at the window after Reconfigure
+	}{
+		{"unchanged policy keeps evidence", testTransports, testClasses(), true},
+		{"added transport keeps evidence", []string{"mpls", "inet", "lte", "sat"}, testClasses(), true},
+		{"changed SLA resets evidence", testTransports, voiceSLA(160), false},
+		{"other class's SLA changed keeps evidence", testTransports, func() []Class {
+			cs := testClasses()
+			cs[1].SLA.MaxLatencyMs = 300
+			return cs
+		}(), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestSite(t, testOptions())
+			if ds := window(s, at(1), map[string]Metrics{"mpls": slowN}); len(switches(ds)) != 0 {
+				t.Fatalf("switches after one slow window: got %v; the test needs the breach undecided", switches(ds))
+			}
+			if _, err := s.Reconfigure(at(1), tt.transports, tt.classes, nil); err != nil {
+				t.Fatalf("Reconfigure: got error %v; want nil", err)
+			}
+			for _, name := range tt.transports {
+				m := good
+				if name == "mpls" {
+					m = slowN
+				}
+				s.Observe(at(2), name, m)
+			}
+			got := fmt.Sprint(switches(s.Evaluate(at(2), nil)))
+			if want := fmt.Sprint([]string{"voice:mpls>inet/sla"}); (got == want) != tt.wantBreach {
+				t.Errorf("switches at the 2nd slow window: got %s; want a breach: %v", got, tt.wantBreach)
+			}
+		})
+	}
+}

@@ -23,12 +23,10 @@ import (
 // request field is used or refused with a 400 naming it.
 
 // anthropicUsed are the request fields of the Messages API the gateway uses.
-var anthropicUsed = []string{"model", "max_tokens", "messages", "system", "stream", "temperature", "top_p", "stop_sequences", "metadata"}
+var anthropicUsed = []string{"model", "max_tokens", "messages", "system", "stream", "temperature", "top_p", "stop_sequences", "metadata", "tools", "tool_choice"}
 
 // anthropicRefused are the Messages API fields the gateway does not support yet.
 var anthropicRefused = map[string]string{
-	"tools":              "tool use is not supported by the gateway's Anthropic endpoint yet (the OpenAI endpoint has tools)",
-	"tool_choice":        "tool use is not supported by the gateway's Anthropic endpoint yet",
 	"top_k":              "top_k is not supported by the gateway yet",
 	"thinking":           "extended thinking is not supported by the gateway yet",
 	"service_tier":       "service_tier is not supported by the gateway yet",
@@ -85,6 +83,10 @@ func parseAnthropicRequest(body []byte) (ChatRequest, error) {
 			err = decodeParam(k, v, &r.Sampling.TopP)
 		case "stop_sequences":
 			err = decodeParam(k, v, &r.Sampling.Stop)
+		case "tools":
+			r.Tools, err = anthropicTools(v)
+		case "tool_choice":
+			r.ToolChoice, r.ParallelToolCalls, err = anthropicToolChoice(v)
 		case "metadata":
 			var m struct {
 				UserID string `json:"user_id"`
@@ -108,32 +110,6 @@ func parseAnthropicRequest(body []byte) (ChatRequest, error) {
 	r.MaxTokens = *maxTokens
 	r.Messages = append(system, r.Messages...)
 	return r, nil
-}
-
-func parseAnthropicMessages(v json.RawMessage) ([]provider.Message, error) {
-	var raw []map[string]json.RawMessage
-	if err := json.Unmarshal(v, &raw); err != nil {
-		return nil, badParam("messages", "must be an array of message objects")
-	}
-	out := make([]provider.Message, len(raw))
-	for i, m := range raw {
-		at := fmt.Sprintf("messages[%d]", i)
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if k != "role" && k != "content" {
-				return nil, badParam(at+"."+k, "not supported (messages take role and content)")
-			}
-		}
-		var role string
-		if err := decodeParam(at+".role", m["role"], &role); err != nil || (role != provider.RoleUser && role != provider.RoleAssistant) {
-			return nil, badParam(at+".role", "must be user or assistant")
-		}
-		text, err := anthropicText(at+".content", m["content"])
-		if err != nil {
-			return nil, err
-		}
-		out[i] = provider.Message{Role: role, Content: text}
-	}
-	return out, nil
 }
 
 // anthropicText reads content: a string or an array of text blocks (joined). Other blocks
@@ -197,8 +173,13 @@ func (h *handlers) anthropicMessages(c *gin.Context) {
 			anthropicFail(c, err)
 			return
 		}
+		blocks, err := anthropicBlocks(res.Output, res.ToolCalls)
+		if err != nil {
+			anthropicFail(c, err)
+			return
+		}
 		c.JSON(http.StatusOK, gin.H{"id": "msg_" + id, "type": "message", "role": "assistant", "model": res.Model,
-			"content": []gin.H{{"type": "text", "text": res.Output}}, "stop_reason": anthropicStop(res.FinishReason), "stop_sequence": nil,
+			"content": blocks, "stop_reason": anthropicStop(res.FinishReason), "stop_sequence": nil,
 			"usage":   gin.H{"input_tokens": res.Usage.PromptTokens, "output_tokens": res.Usage.CompletionTokens},
 			"edgewan": gin.H{"request_id": id, "redactions": res.Redactions, "policy": res.Policy}})
 		return
@@ -209,14 +190,18 @@ func (h *handlers) anthropicMessages(c *gin.Context) {
 	}
 }
 
-// anthropicSink writes the Messages API's event stream: message_start, one text block
-// (content_block_start, content_block_delta per piece, content_block_stop), message_delta
-// with the stop reason and usage, message_stop.
+// anthropicSink writes the Messages API's event stream: message_start, content blocks one
+// after the other (content_block_start, a content_block_delta per piece, content_block_stop):
+// the text, then a tool_use block per tool call with its input as input_json_delta pieces;
+// then message_delta with the stop reason and usage, and message_stop.
 type anthropicSink struct {
 	c       *gin.Context
 	id      string
 	model   string
 	started bool
+	blocks  int  // content blocks started
+	open    bool // the last one is not stopped yet
+	tool    int  // the tool call index of the open block; -1 for text
 }
 
 func (s *anthropicSink) event(name string, v gin.H) error {
@@ -225,9 +210,6 @@ func (s *anthropicSink) event(name string, v gin.H) error {
 		startSSE(s.c)
 		if err := s.event("message_start", gin.H{"message": gin.H{"id": s.id, "type": "message", "role": "assistant", "model": s.model,
 			"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": gin.H{"input_tokens": 0, "output_tokens": 0}}}); err != nil {
-			return err
-		}
-		if err := s.event("content_block_start", gin.H{"index": 0, "content_block": gin.H{"type": "text", "text": ""}}); err != nil {
 			return err
 		}
 	}
@@ -240,30 +222,64 @@ func (s *anthropicSink) event(name string, v gin.H) error {
 	return nil
 }
 
+// startBlock stops the open block and starts the next one.
+func (s *anthropicSink) startBlock(tool int, block gin.H) error {
+	if err := s.stopBlock(); err != nil {
+		return err
+	}
+	s.open, s.tool = true, tool
+	s.blocks++
+	return s.event("content_block_start", gin.H{"index": s.blocks - 1, "content_block": block})
+}
+
+func (s *anthropicSink) stopBlock() error {
+	if !s.open {
+		return nil
+	}
+	s.open = false
+	return s.event("content_block_stop", gin.H{"index": s.blocks - 1})
+}
+
 func (s *anthropicSink) Delta(text string) error {
-	return s.event("content_block_delta", gin.H{"index": 0, "delta": gin.H{"type": "text_delta", "text": text}})
-}
-
-// ToolCall cannot happen: the endpoint refuses tools.
-func (s *anthropicSink) ToolCall(int, string, string, string) error {
-	return fmt.Errorf("gateway: a tool call in an Anthropic-endpoint answer")
-}
-
-func (s *anthropicSink) Done(r *ChatResponse) error {
-	for _, ev := range []struct {
-		name string
-		v    gin.H
-	}{
-		{"content_block_stop", gin.H{"index": 0}},
-		{"message_delta", gin.H{"delta": gin.H{"stop_reason": anthropicStop(r.FinishReason), "stop_sequence": nil},
-			"usage": gin.H{"input_tokens": r.Usage.PromptTokens, "output_tokens": r.Usage.CompletionTokens}}},
-		{"message_stop", gin.H{}},
-	} {
-		if err := s.event(ev.name, ev.v); err != nil {
+	if !s.open || s.tool != -1 {
+		if err := s.startBlock(-1, gin.H{"type": "text", "text": ""}); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.event("content_block_delta", gin.H{"index": s.blocks - 1, "delta": gin.H{"type": "text_delta", "text": text}})
+}
+
+// ToolCall starts a tool_use block for a new call, and sends its arguments as
+// input_json_delta pieces. Blocks cannot interleave: a piece of a call whose block was
+// stopped (a model going back to an earlier call) ends the stream with an error.
+func (s *anthropicSink) ToolCall(index int, id, name, args string) error {
+	if id != "" || name != "" {
+		if err := s.startBlock(index, gin.H{"type": "tool_use", "id": id, "name": name, "input": gin.H{}}); err != nil {
+			return err
+		}
+	} else if !s.open || s.tool != index {
+		return apierr.New(http.StatusBadGateway, apierr.CodeUpstream, "the model interleaved its tool calls, which the Messages API's stream cannot carry")
+	}
+	if args == "" {
+		return nil
+	}
+	return s.event("content_block_delta", gin.H{"index": s.blocks - 1, "delta": gin.H{"type": "input_json_delta", "partial_json": args}})
+}
+
+func (s *anthropicSink) Done(r *ChatResponse) error {
+	if s.blocks == 0 { // an empty answer still has its text block
+		if err := s.startBlock(-1, gin.H{"type": "text", "text": ""}); err != nil {
+			return err
+		}
+	}
+	if err := s.stopBlock(); err != nil {
+		return err
+	}
+	if err := s.event("message_delta", gin.H{"delta": gin.H{"stop_reason": anthropicStop(r.FinishReason), "stop_sequence": nil},
+		"usage": gin.H{"input_tokens": r.Usage.PromptTokens, "output_tokens": r.Usage.CompletionTokens}}); err != nil {
+		return err
+	}
+	return s.event("message_stop", gin.H{})
 }
 
 func (s *anthropicSink) fail(err error) {

@@ -45,6 +45,7 @@ func Register(g *gin.RouterGroup, s *Service, pages *page.Codec, diff func(a, b 
 	g.POST("/openai/embeddings", h.admit(chatBodyLimit), h.openaiEmbeddings)
 	g.POST("/anthropic/v1/messages", h.admit(chatBodyLimit), h.anthropicMessages)
 	g.GET("/openai/models", h.openaiModels)
+	g.GET("/openai/models/:model", h.openaiModel)
 	registerDocuments(g, h)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -41,20 +42,13 @@ func (h *handlers) openaiChat(c *gin.Context) {
 			openaiFail(c, err)
 			return
 		}
-		finish := res.FinishReason
-		if finish == "" {
-			finish = "stop"
-		}
-		msg := gin.H{"role": "assistant", "content": res.Output}
-		if len(res.ToolCalls) > 0 {
-			msg["tool_calls"] = res.ToolCalls
-			if res.Output == "" {
-				msg["content"] = nil // as OpenAI answers a call without text
-			}
+		choices := []gin.H{openaiChoice(0, Choice{Output: res.Output, FinishReason: res.FinishReason, ToolCalls: res.ToolCalls})}
+		for i, ch := range res.More {
+			choices = append(choices, openaiChoice(i+1, ch))
 		}
 		c.JSON(http.StatusOK, gin.H{
 			"id": "chatcmpl-" + id, "object": "chat.completion", "created": created, "model": res.Model,
-			"choices": []gin.H{{"index": 0, "message": msg, "finish_reason": finish}},
+			"choices": choices,
 			"usage":   openaiUsage(res.Usage),
 			"edgewan": gin.H{"request_id": id, "redactions": res.Redactions, "policy": res.Policy},
 		})
@@ -66,6 +60,22 @@ func (h *handlers) openaiChat(c *gin.Context) {
 	}
 }
 
+// openaiChoice renders one choice of a chat.completion.
+func openaiChoice(index int, ch Choice) gin.H {
+	finish := ch.FinishReason
+	if finish == "" {
+		finish = "stop"
+	}
+	msg := gin.H{"role": "assistant", "content": ch.Output}
+	if len(ch.ToolCalls) > 0 {
+		msg["tool_calls"] = ch.ToolCalls
+		if ch.Output == "" {
+			msg["content"] = nil // as OpenAI answers a call without text
+		}
+	}
+	return gin.H{"index": index, "message": msg, "finish_reason": finish}
+}
+
 // openaiSink writes OpenAI's chat.completion.chunk stream, ending with "data: [DONE]".
 type openaiSink struct {
 	c       *gin.Context
@@ -74,18 +84,30 @@ type openaiSink struct {
 	model   string
 	usage   bool // stream_options.include_usage: a last chunk with the usage and no choices
 	started bool
+	roled   map[int]bool // choices whose first chunk (with the role) was sent
 }
 
 func (s *openaiSink) chunk(delta map[string]any, finish any) error {
+	return s.choiceChunk(0, delta, finish)
+}
+
+// choiceChunk sends a chunk of choice i; a choice's first chunk has the role, as OpenAI's.
+func (s *openaiSink) choiceChunk(i int, delta map[string]any, finish any) error {
 	if !s.started {
 		s.started = true
 		startSSE(s.c)
-		if err := s.chunk(map[string]any{"role": "assistant", "content": ""}, nil); err != nil {
+	}
+	if s.roled == nil {
+		s.roled = map[int]bool{}
+	}
+	if !s.roled[i] {
+		s.roled[i] = true
+		if err := s.choiceChunk(i, map[string]any{"role": "assistant", "content": ""}, nil); err != nil {
 			return err
 		}
 	}
 	b, _ := json.Marshal(map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": s.created, "model": s.model,
-		"choices": []map[string]any{{"index": 0, "delta": delta, "finish_reason": finish}}})
+		"choices": []map[string]any{{"index": i, "delta": delta, "finish_reason": finish}}})
 	if _, err := fmt.Fprintf(s.c.Writer, "data: %s\n\n", b); err != nil {
 		return err
 	}
@@ -93,17 +115,26 @@ func (s *openaiSink) chunk(delta map[string]any, finish any) error {
 	return nil
 }
 
-func (s *openaiSink) Delta(text string) error { return s.chunk(map[string]any{"content": text}, nil) }
+func (s *openaiSink) Delta(text string) error { return s.ChoiceDelta(0, text) }
 
-// ToolCall sends a tool_calls delta: with its id, type and name the first time, then only
-// arguments, as OpenAI streams them.
+// ChoiceDelta sends a piece of choice i's text.
+func (s *openaiSink) ChoiceDelta(i int, text string) error {
+	return s.choiceChunk(i, map[string]any{"content": text}, nil)
+}
+
 func (s *openaiSink) ToolCall(index int, id, name, args string) error {
+	return s.ChoiceToolCall(0, index, id, name, args)
+}
+
+// ChoiceToolCall sends a tool_calls delta of choice i: with its id, type and name the first
+// time, then only arguments, as OpenAI streams them.
+func (s *openaiSink) ChoiceToolCall(i, index int, id, name, args string) error {
 	tc := map[string]any{"index": index, "function": map[string]any{"arguments": args}}
 	if id != "" || name != "" {
 		tc["id"], tc["type"] = id, "function"
 		tc["function"] = map[string]any{"name": name, "arguments": args}
 	}
-	return s.chunk(map[string]any{"tool_calls": []any{tc}}, nil)
+	return s.choiceChunk(i, map[string]any{"tool_calls": []any{tc}}, nil)
 }
 
 func (s *openaiSink) Done(r *ChatResponse) error {
@@ -114,6 +145,15 @@ func (s *openaiSink) Done(r *ChatResponse) error {
 	}
 	if err := s.chunk(map[string]any{}, finish); err != nil {
 		return err
+	}
+	for i, ch := range r.More {
+		f := ch.FinishReason
+		if f == "" {
+			f = "stop"
+		}
+		if err := s.choiceChunk(i+1, map[string]any{}, f); err != nil {
+			return err
+		}
 	}
 	if s.usage {
 		u := r.Usage
@@ -150,9 +190,31 @@ func (h *handlers) openaiModels(c *gin.Context) {
 	}
 	data := []gin.H{}
 	for _, m := range ms {
-		data = append(data, gin.H{"id": m, "object": "model", "created": 0, "owned_by": "edgewan"})
+		data = append(data, openaiModelObject(m))
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
+}
+
+// openaiModel answers OpenAI's model retrieval (GET /models/{model}): a model the project may
+// use, or a 404 also for a configured model its policy does not allow (the list and the
+// retrieval agree). Only the configured name is shown: never the upstream's model name, URL
+// or kind.
+func (h *handlers) openaiModel(c *gin.Context) {
+	ms, err := h.s.Models(c.Request.Context(), caller(c))
+	if err != nil {
+		openaiFail(c, err)
+		return
+	}
+	id := c.Param("model")
+	if !slices.Contains(ms, id) {
+		openaiFail(c, &paramError{param: "model", err: apierr.NotFound("the model %q does not exist or the project's policy does not allow it; GET /openai/models lists them", id)})
+		return
+	}
+	c.JSON(http.StatusOK, openaiModelObject(id))
+}
+
+func openaiModelObject(id string) gin.H {
+	return gin.H{"id": id, "object": "model", "created": 0, "owned_by": "edgewan"}
 }
 
 func openaiUsage(u *Usage) gin.H {

@@ -153,9 +153,8 @@ func parseOpenAIRequest(body []byte) (*openaiRequest, error) {
 		case "response_format":
 			r.ResponseFormat, err = parseResponseFormat(v)
 		case "n":
-			var n int
-			if err = decodeParam(k, v, &n); err == nil && n != 1 {
-				err = badParam(k, "only 1 is supported by the gateway yet; got %d", n)
+			if err = decodeParam(k, v, &r.Sampling.N); err == nil && (r.Sampling.N < 1 || r.Sampling.N > MaxChoices) {
+				err = badParam(k, "must be 1 to %d; got %d", MaxChoices, r.Sampling.N)
 			}
 		}
 		if err != nil {

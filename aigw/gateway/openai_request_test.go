@@ -22,7 +22,8 @@ func TestParseOpenAIRequest(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`, ""},
 		{`{"model":"m","messages":[{"role":"tool","content":"ok"}]}`, "messages[0].tool_call_id"},
 		{`{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, "messages[0].tool_calls"},
-		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":2}`, "n"},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":0}`, "n"},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":129}`, "n"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"},"strict":true}}}`, ""},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema"}}`, "response_format.json_schema.name"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"yaml"}}`, "response_format.type"},
@@ -93,6 +94,7 @@ func FuzzParseOpenAIEmbed(f *testing.F) {
 func FuzzParseAnthropicRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"stop_sequences":["x"],"metadata":{"user_id":"u"}}`))
 	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}],"tools":[]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"text","text":"t"},{"type":"tool_use","id":"c","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c","content":[{"type":"text","text":"r"}],"is_error":true},{"type":"text","text":"ok"}]}],"tools":[{"name":"f","description":"d","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := parseAnthropicRequest(body)
 		if err != nil {

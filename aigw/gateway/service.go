@@ -388,6 +388,18 @@ type ChatResponse struct {
 	RedactionsOmitted int `json:"redactions_omitted,omitempty"`
 	// ToolCalls are the model's tool calls, arguments checked (OpenAI-compatible endpoint).
 	ToolCalls []provider.ToolCall `json:"-"`
+	// More are the choices after the first, checked as it is (OpenAI's n).
+	More []Choice `json:"-"`
+}
+
+// MaxChoices bounds OpenAI's n: the choices of one answer, each checked like an answer.
+const MaxChoices = 128
+
+// Choice is one more answer to a request with several choices.
+type Choice struct {
+	Output       string
+	FinishReason string
+	ToolCalls    []provider.ToolCall
 }
 
 // Usage counts tokens as the model reported them.
@@ -465,7 +477,7 @@ func (s *Service) prepare(ctx context.Context, c Caller, requestID, kind string,
 		// redacted, so nothing reaches the model through them unchecked.
 		for j, tc := range m.ToolCalls {
 			where := fmt.Sprintf("input[%d].tool_calls[%d]", i, j)
-			res := p.sess.Input(tc.Function.Arguments)
+			res := p.sess.InputJSON(tc.Function.Arguments)
 			tc.Function.Arguments = res.Text
 			p.req.Messages[i].ToolCalls = append(p.req.Messages[i].ToolCalls, tc)
 			p.reds = append(p.reds, convRedactions(where, res.Redactions)...)
@@ -541,36 +553,68 @@ func (s *Service) Chat(ctx context.Context, c Caller, requestID, kind string, re
 		return nil, upstreamError(err)
 	}
 	s.mUpstreams.WithLabelValues(resp.Model, "ok").Inc()
-	out := p.sess.Output(resp.Content)
-	reds := append(p.reds, convRedactions("output", out.Redactions)...)
-	outFinds := convFindings("output", out.Findings)
-	calls := make([]provider.ToolCall, len(resp.ToolCalls))
-	logged := out.Text
-	for j, tc := range resp.ToolCalls {
-		where := fmt.Sprintf("output.tool_calls[%d]", j)
-		res := p.sess.Output(tc.Function.Arguments)
-		tc.Function.Arguments = res.Text
-		calls[j] = tc
-		reds = append(reds, convRedactions(where, res.Redactions)...)
-		outFinds = append(outFinds, convFindings(where, res.Findings)...)
-		out.Blocked = out.Blocked || res.Blocked
-		logged += "\ntool_call " + tc.Function.Name + ": " + res.Text
+	// Every choice is checked alike, in one session: one placeholder numbering, one output
+	// size limit for the whole answer.
+	var reds []Redaction
+	var outFinds []Finding
+	var logged strings.Builder
+	blocked := false
+	check := func(where, content string, tcs []provider.ToolCall) Choice {
+		out := p.sess.Output(content)
+		reds = append(reds, convRedactions(where, out.Redactions)...)
+		outFinds = append(outFinds, convFindings(where, out.Findings)...)
+		blocked = blocked || out.Blocked
+		if where != "output" {
+			logged.WriteString("\n" + where + ": ")
+		}
+		logged.WriteString(out.Text)
+		calls := make([]provider.ToolCall, len(tcs))
+		for j, tc := range tcs {
+			w := fmt.Sprintf("%s.tool_calls[%d]", where, j)
+			res := p.sess.Output(tc.Function.Arguments)
+			tc.Function.Arguments = res.Text
+			calls[j] = tc
+			reds = append(reds, convRedactions(w, res.Redactions)...)
+			outFinds = append(outFinds, convFindings(w, res.Findings)...)
+			blocked = blocked || res.Blocked
+			logged.WriteString("\ntool_call " + tc.Function.Name + ": " + res.Text)
+		}
+		return Choice{Output: out.Text, ToolCalls: calls}
 	}
+	first := check("output", resp.Content, resp.ToolCalls)
+	more := make([]Choice, len(resp.More))
+	for i, c := range resp.More {
+		more[i] = check(fmt.Sprintf("output.choices[%d]", i+1), c.Content, c.ToolCalls)
+		more[i].FinishReason = c.FinishReason
+	}
+	reds = append(p.reds, reds...)
 	finds := append(p.finds, outFinds...)
 	status := http.StatusOK
-	if out.Blocked {
+	if blocked {
 		status = http.StatusUnprocessableEntity
 	}
-	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, logged, reds, finds, out.Blocked, status, start)
+	rec := s.record(c, p.cg, requestID, kind, resp.Model, p.input, p.raw, logged.String(), reds, finds, blocked, status, start)
 	if err := s.commit(ctx, rec); err != nil {
 		return nil, err
 	}
 	s.mOverhead.Observe((time.Since(start) - upTime).Seconds())
-	if out.Blocked {
+	if blocked {
 		return nil, blockedError(outFinds, "the model's answer")
 	}
+	// With a reversible policy the caller gets its own values back; the audit record keeps
+	// the placeholders (logged above).
+	restore := func(c *Choice) {
+		c.Output = p.sess.Restore(c.Output, false)
+		for j := range c.ToolCalls {
+			c.ToolCalls[j].Function.Arguments = p.sess.Restore(c.ToolCalls[j].Function.Arguments, true)
+		}
+	}
+	restore(&first)
+	for i := range more {
+		restore(&more[i])
+	}
 	listed, omitted := listRedactions(reds)
-	return &ChatResponse{RequestID: requestID, Output: out.Text, Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason, ToolCalls: calls,
+	return &ChatResponse{RequestID: requestID, Output: first.Output, Model: resp.Model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason, ToolCalls: first.ToolCalls, More: more,
 		Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}}, nil
 }
 
@@ -586,101 +630,198 @@ type StreamSink interface {
 
 var errStreamBlocked = errors.New("gateway: output blocked")
 
-// toolStream is one streamed tool call: its arguments go through their own stream redactor
-// of the request's session (one placeholder numbering for the whole request).
+// checkedStream is one streamed text of an answer (its content, or one tool call's
+// arguments): checked over a sliding window (guard.StreamRedactor), then, with a reversible
+// policy, its placeholders restored. It can be closed when the model moves on (to a tool
+// call), which releases its held tail at once; if more of it comes, a new window of the same
+// session (one placeholder numbering for the whole request) takes it.
+type checkedStream struct {
+	sess    *guard.Session
+	json    bool // tool call arguments: restored values are JSON-escaped
+	sr      *guard.StreamRedactor
+	rs      *guard.Restorer
+	sent    strings.Builder // the checked text, as logged (placeholders kept)
+	reds    []guard.Redaction
+	finds   []guard.Finding
+	blocked bool
+}
+
+// write adds a piece and returns what can be sent now.
+func (t *checkedStream) write(piece string) string {
+	if t.sr == nil {
+		t.sr, t.rs = t.sess.Stream(), t.sess.Restorer(t.json)
+	}
+	safe := t.sr.Write(piece)
+	if t.sr.Blocked() {
+		t.blocked = true
+		return ""
+	}
+	t.sent.WriteString(safe)
+	return t.rs.Write(safe)
+}
+
+// close ends the text (for now) and returns its rest; it may set blocked.
+func (t *checkedStream) close() string {
+	if t.sr == nil {
+		return ""
+	}
+	rest := t.sr.Flush()
+	t.blocked = t.blocked || t.sr.Blocked()
+	t.sent.WriteString(rest)
+	rest = t.rs.Write(rest) + t.rs.Flush()
+	t.reds = append(t.reds, t.sr.Redactions()...)
+	t.finds = append(t.finds, t.sr.Findings()...)
+	t.sr, t.rs = nil, nil
+	if t.blocked {
+		return ""
+	}
+	return rest
+}
+
+// toolStream is one streamed tool call.
 type toolStream struct {
 	id, name string
-	sr       *guard.StreamRedactor
-	sent     strings.Builder
+	checkedStream
 }
 
 // ChatStream is Chat streaming the answer: the output, and each tool call's arguments, are
 // redacted over a sliding window, so no entity split across chunks escapes; a block rule on
-// the output stops the stream. Errors before the first delta are returned (the handler
-// answers them as usual); after it they end the stream.
+// the output stops the stream. The model streams its text, then its tool calls one after the
+// other: when it moves on, the part before is over and its held tail goes out then, so the
+// parts reach the caller in order (as the Messages API's content blocks need). Errors before
+// the first delta are returned (the handler answers them as usual); after it they end the
+// stream.
 func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind string, req ChatRequest, sink StreamSink) error {
 	start := time.Now()
+	n := max(req.Sampling.N, 1)
+	cs, _ := sink.(ChoiceSink)
+	if n > 1 && cs == nil {
+		return apierr.BadRequest("n above 1 is not supported with stream on this endpoint")
+	}
 	p, err := s.prepare(ctx, c, requestID, kind, req, start)
 	if err != nil {
 		return err
 	}
-	sr := p.sess.Stream()
-	var sent strings.Builder
-	var tools []*toolStream
+	// One set of parts per choice; choice 0 goes to sink's own methods.
+	choices := make([]*choiceParts, n)
+	for i := range choices {
+		choices[i] = &choiceParts{text: &checkedStream{sess: p.sess}, cur: -1}
+	}
+	delta := func(choice int, text string) error {
+		if choice == 0 {
+			return sink.Delta(text)
+		}
+		return cs.ChoiceDelta(choice, text)
+	}
+	toolCall := func(choice, index int, id, name, args string) error {
+		if choice == 0 {
+			return sink.ToolCall(index, id, name, args)
+		}
+		return cs.ChoiceToolCall(choice, index, id, name, args)
+	}
+	release := func(choice int) error { // ends the current part of a choice
+		ch := choices[choice]
+		t, send := ch.text, func(x string) error { return delta(choice, x) }
+		if ch.cur >= 0 {
+			k := ch.cur
+			t, send = &ch.tools[k].checkedStream, func(x string) error { return toolCall(choice, k, "", "", x) }
+		}
+		rest := t.close()
+		if t.blocked {
+			return errStreamBlocked
+		}
+		if rest == "" {
+			return nil
+		}
+		return send(rest)
+	}
 	p.req.OnToolCall = func(d provider.ToolCallDelta) error {
-		if d.Index == len(tools) { // a new call: its ID and name (the application's own function names) go at once
-			tools = append(tools, &toolStream{id: d.ID, name: d.Name, sr: p.sess.Stream()})
-			if err := sink.ToolCall(d.Index, d.ID, d.Name, ""); err != nil {
+		ch := choices[d.Choice] // the provider checked the indexes
+		if d.Index != ch.cur {
+			if err := release(d.Choice); err != nil {
+				return err
+			}
+			ch.cur = d.Index
+		}
+		if d.Index == len(ch.tools) { // a new call: its ID and name (the application's own function names) go at once
+			ch.tools = append(ch.tools, &toolStream{id: d.ID, name: d.Name, checkedStream: checkedStream{sess: p.sess, json: true}})
+			if err := toolCall(d.Choice, d.Index, d.ID, d.Name, ""); err != nil {
 				return err
 			}
 		}
-		t := tools[d.Index] // the provider checked the index
-		safe := t.sr.Write(d.Arguments)
-		if t.sr.Blocked() {
+		t := ch.tools[d.Index]
+		safe := t.write(d.Arguments)
+		if t.blocked {
 			return errStreamBlocked
 		}
 		if safe == "" {
 			return nil
 		}
-		t.sent.WriteString(safe)
-		return sink.ToolCall(d.Index, "", "", safe)
+		return toolCall(d.Choice, d.Index, "", "", safe)
+	}
+	onText := func(choice int, piece string) error {
+		ch := choices[choice]
+		if ch.cur != -1 {
+			if err := release(choice); err != nil {
+				return err
+			}
+			ch.cur = -1
+		}
+		safe := ch.text.write(piece)
+		if ch.text.blocked {
+			return errStreamBlocked
+		}
+		if safe == "" {
+			return nil
+		}
+		return delta(choice, safe)
+	}
+	if n > 1 {
+		p.req.OnChoice = onText
 	}
 	upStart := time.Now()
-	resp, err := s.o.Models.Stream(ctx, p.req, func(delta string) error {
-		safe := sr.Write(delta)
-		if sr.Blocked() {
-			return errStreamBlocked
-		}
-		if safe == "" {
-			return nil
-		}
-		sent.WriteString(safe)
-		return sink.Delta(safe)
-	})
+	resp, err := s.o.Models.Stream(ctx, p.req, func(piece string) error { return onText(0, piece) })
 	upTime := time.Since(upStart)
-	anyBlocked := func() bool {
-		if sr.Blocked() {
-			return true
+	for i := range choices {
+		if err == nil {
+			err = release(i)
 		}
-		for _, t := range tools {
-			if t.sr.Blocked() {
-				return true
-			}
-		}
-		return false
 	}
-	blocked := anyBlocked() || errors.Is(err, errStreamBlocked)
-	if err == nil && !blocked {
-		if rest := sr.Flush(); rest != "" && !sr.Blocked() {
-			sent.WriteString(rest)
-			err = sink.Delta(rest)
-		}
-		for i, t := range tools {
-			if err != nil {
-				break
-			}
-			if rest := t.sr.Flush(); rest != "" && !t.sr.Blocked() {
-				t.sent.WriteString(rest)
-				err = sink.ToolCall(i, "", "", rest)
-			}
-		}
-		blocked = anyBlocked()
-	}
+	blocked := errors.Is(err, errStreamBlocked)
 	model := req.Model
 	if resp != nil {
 		model = resp.Model
 	}
-	reds := append(p.reds, convRedactions("output", sr.Redactions())...)
-	outFinds := convFindings("output", sr.Findings())
-	logged := sent.String()
-	calls := make([]provider.ToolCall, len(tools))
-	for i, t := range tools {
-		where := fmt.Sprintf("output.tool_calls[%d]", i)
-		reds = append(reds, convRedactions(where, t.sr.Redactions())...)
-		outFinds = append(outFinds, convFindings(where, t.sr.Findings())...)
-		calls[i] = provider.ToolCall{ID: t.id, Type: "function", Function: provider.FunctionCall{Name: t.name, Arguments: t.sent.String()}}
-		logged += "\ntool_call " + t.name + ": " + t.sent.String()
+	var reds []Redaction
+	var outFinds []Finding
+	var logged strings.Builder
+	out := make([]Choice, n)
+	for i, ch := range choices {
+		where := "output"
+		if i > 0 {
+			where = fmt.Sprintf("output.choices[%d]", i)
+			logged.WriteString("\n" + where + ": ")
+		}
+		ch.text.close() // collects the redactions and findings of every part, also after an error
+		blocked = blocked || ch.text.blocked
+		reds = append(reds, convRedactions(where, ch.text.reds)...)
+		outFinds = append(outFinds, convFindings(where, ch.text.finds)...)
+		logged.WriteString(ch.text.sent.String())
+		out[i] = Choice{Output: p.sess.Restore(ch.text.sent.String(), false), ToolCalls: make([]provider.ToolCall, len(ch.tools))}
+		for k, t := range ch.tools {
+			t.close()
+			blocked = blocked || t.blocked
+			w := fmt.Sprintf("%s.tool_calls[%d]", where, k)
+			reds = append(reds, convRedactions(w, t.reds)...)
+			outFinds = append(outFinds, convFindings(w, t.finds)...)
+			out[i].ToolCalls[k] = provider.ToolCall{ID: t.id, Type: "function", Function: provider.FunctionCall{Name: t.name, Arguments: p.sess.Restore(t.sent.String(), true)}}
+			logged.WriteString("\ntool_call " + t.name + ": " + t.sent.String())
+		}
+		if i > 0 && resp != nil && i-1 < len(resp.More) {
+			out[i].FinishReason = resp.More[i-1].FinishReason
+		}
 	}
+	reds = append(p.reds, reds...)
 	finds := append(p.finds, outFinds...)
 	status := http.StatusOK
 	switch {
@@ -692,7 +833,7 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 	default:
 		s.mUpstreams.WithLabelValues(model, "ok").Inc()
 	}
-	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, logged, reds, finds, blocked, status, start)
+	rec := s.record(c, p.cg, requestID, kind, model, p.input, p.raw, logged.String(), reds, finds, blocked, status, start)
 	if cerr := s.commit(ctx, rec); cerr != nil {
 		return cerr
 	}
@@ -704,8 +845,22 @@ func (s *Service) ChatStream(ctx context.Context, c Caller, requestID, kind stri
 		return upstreamError(err)
 	}
 	listed, omitted := listRedactions(reds)
-	return sink.Done(&ChatResponse{RequestID: requestID, Output: sent.String(), Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
-		ToolCalls: calls, Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
+	return sink.Done(&ChatResponse{RequestID: requestID, Output: out[0].Output, Model: model, Redactions: listed, RedactionsOmitted: omitted, FinishReason: resp.FinishReason,
+		ToolCalls: out[0].ToolCalls, More: out[1:], Usage: &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}, Policy: PolicyRef{p.cg.policyID, p.cg.version}})
+}
+
+// choiceParts are the streamed parts of one choice: its text and its tool calls, and which of
+// them the model is streaming (-1 the text, else a tool call's index).
+type choiceParts struct {
+	text  *checkedStream
+	tools []*toolStream
+	cur   int
+}
+
+// ChoiceSink is a StreamSink that also takes the choices after the first (OpenAI's n).
+type ChoiceSink interface {
+	ChoiceDelta(choice int, text string) error
+	ChoiceToolCall(choice, index int, id, name, args string) error
 }
 
 // Models lists the models the caller's project may use: the configured ones its policy allows.

@@ -59,6 +59,10 @@ type Policy struct {
 	Models []string `json:"models,omitempty"`
 	// Output holds the checks applied to model responses.
 	Output OutputChecks `json:"output"`
+	// Reversible restores the values behind placeholders in the model's answer
+	// (de-anonymisation, restore.go): the model sees [EMAIL_1], the caller gets the address
+	// back. Only placeholders issued for this request's input are restored. Off by default.
+	Reversible bool `json:"reversible,omitempty"`
 }
 
 // BlockRules refuse a request when one of them fires. Entity-triggered blocking is the

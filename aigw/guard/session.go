@@ -21,6 +21,12 @@ type Session struct {
 	outBytes int
 	grown    int             // bytes replacements added over the values they replaced
 	ents     []detect.Entity // scratch
+	// With Policy.Reversible: placeholder -> original value, for the placeholders issued for
+	// input texts (restore.go). Memory only, for this request.
+	originals map[string]string
+	maxPH     int  // the longest placeholder in originals
+	input     bool // Input is running: its placeholders may be restored
+	jsonIn    bool // InputJSON is running: values are JSON string content, stored unescaped
 }
 
 // NewSession starts the checks of one request.
@@ -32,6 +38,8 @@ func (g *Guard) NewSession() *Session {
 // the entity actions and every block rule. The size limit counts all inputs of the session
 // and is checked before the text is read: an oversized text yields an empty Text.
 func (s *Session) Input(text string) Result {
+	s.input = true
+	defer func() { s.input = false }()
 	g := s.g
 	s.inBytes += len(text)
 	if limit := g.policy.Block.MaxInputBytes; limit > 0 && s.inBytes > limit {
@@ -140,6 +148,9 @@ func (s *Session) redact(e detect.Entity, base int) (Redaction, bool) {
 		} else {
 			s.grown += g
 		}
+	}
+	if a == ActionRedact && s.input && s.g.policy.Reversible && strings.HasPrefix(red.Replacement, "[") {
+		s.remember(red.Replacement, e.Text)
 	}
 	return red, a == ActionBlock
 }

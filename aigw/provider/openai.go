@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -66,6 +68,7 @@ type openAIRequest struct {
 	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
 	ResponseFormat    json.RawMessage `json:"response_format,omitempty"`
+	N                 int             `json:"n,omitempty"`
 }
 
 type streamOptions struct {
@@ -96,20 +99,25 @@ func (e *openAIError) code() string {
 }
 
 type openAIResponse struct {
-	Choices []struct {
-		Message struct {
-			Content   string     `json:"content"`
-			ToolCalls []ToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage openAIUsage `json:"usage"`
+	Choices []openAIChoice `json:"choices"`
+	Usage   openAIUsage    `json:"usage"`
+}
+
+type openAIChoice struct {
+	Index   int `json:"index"`
+	Message struct {
+		Content   string     `json:"content"`
+		ToolCalls []ToolCall `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason string `json:"finish_reason"`
 }
 
 // openAIChunk is one event of a stream. Choices is an array so that a chunk can be decoded into
-// a reset value without allocating; choices after the first are ignored (n is never set).
+// a reset value without allocating: OpenAI sends one choice per chunk, also with n (its index
+// says which); a chunk with more is refused (Stream checks).
 type openAIChunk struct {
 	Choices [1]struct {
+		Index int `json:"index"`
 		Delta struct {
 			Content   string `json:"content"`
 			ToolCalls []struct {
@@ -138,6 +146,12 @@ func (p *openAI) body(r Request, stream bool) ([]byte, error) {
 		FrequencyPenalty: r.Sampling.FrequencyPenalty, PresencePenalty: r.Sampling.PresencePenalty,
 		Tools: r.Tools, ToolChoice: r.ToolChoice, ParallelToolCalls: r.ParallelToolCalls, ResponseFormat: r.ResponseFormat,
 	}
+	if r.Sampling.N > 1 {
+		if stream && r.OnChoice == nil {
+			return nil, fmt.Errorf("provider: %w: a stream with n above 1 needs a choice handler", ErrInvalidRequest)
+		}
+		req.N = r.Sampling.N
+	}
 	if stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
@@ -164,9 +178,16 @@ func (p *openAI) Chat(ctx context.Context, r Request) (*Response, error) {
 		if len(v.Choices) == 0 {
 			return p.fail(res.StatusCode, "", "answer without choices", nil, false)
 		}
+		if want := max(r.Sampling.N, 1); len(v.Choices) != want {
+			return p.fail(res.StatusCode, "", fmt.Sprintf("answer with %d choices, asked for %d", len(v.Choices), want), nil, false)
+		}
+		slices.SortFunc(v.Choices, func(a, b openAIChoice) int { return a.Index - b.Index })
 		out = &Response{
 			Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
 			Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens}, ToolCalls: v.Choices[0].Message.ToolCalls,
+		}
+		for _, c := range v.Choices[1:] {
+			out.More = append(out.More, Choice{Content: c.Message.Content, FinishReason: c.FinishReason, ToolCalls: c.Message.ToolCalls})
 		}
 		return nil
 	})
@@ -208,6 +229,7 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 			if len(v.Choices) == 0 {
 				return p.fail(res.StatusCode, "", "answer without choices", nil, false)
 			}
+			slices.SortFunc(v.Choices, func(a, b openAIChoice) int { return a.Index - b.Index })
 			out = &Response{
 				Model: p.cfg.Name, Content: v.Choices[0].Message.Content, FinishReason: v.Choices[0].FinishReason,
 				Usage: Usage{v.Usage.PromptTokens, v.Usage.CompletionTokens}, ToolCalls: v.Choices[0].Message.ToolCalls,
@@ -224,9 +246,29 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 					return err
 				}
 			}
+			if want := max(r.Sampling.N, 1); len(v.Choices) != want {
+				return p.fail(res.StatusCode, "", fmt.Sprintf("answer with %d choices, asked for %d", len(v.Choices), want), nil, false)
+			}
+			for k, c := range v.Choices[1:] {
+				out.More = append(out.More, Choice{Content: c.Message.Content, FinishReason: c.FinishReason, ToolCalls: c.Message.ToolCalls})
+				if c.Message.Content != "" {
+					if err := r.OnChoice(k+1, c.Message.Content); err != nil {
+						return err
+					}
+				}
+				for i, tc := range c.Message.ToolCalls {
+					if err := p.toolDelta(r, ToolCallDelta{Choice: k + 1, Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}); err != nil {
+						return err
+					}
+				}
+			}
 			return nil
 		}
+		n := max(r.Sampling.N, 1)
 		resp := Response{Model: p.cfg.Name}
+		if n > 1 {
+			resp.More = make([]Choice, n-1)
+		}
 		var content strings.Builder
 		var c openAIChunk
 		sse := newSSEReader(res.Body, maxSSELine)
@@ -255,26 +297,51 @@ func (p *openAI) Stream(ctx context.Context, r Request, onDelta func(string) err
 			if c.Usage != nil {
 				resp.Usage = Usage{c.Usage.PromptTokens, c.Usage.CompletionTokens}
 			}
+			ci := c.Choices[0].Index
+			if n > 1 {
+				var probe struct{ Choices []json.RawMessage }
+				if json.Unmarshal(ev.Data, &probe) != nil || len(probe.Choices) > 1 {
+					return p.fail(res.StatusCode, "", "a stream chunk with several choices", nil, false)
+				}
+			}
+			if ci < 0 || ci >= n {
+				return p.fail(res.StatusCode, "", fmt.Sprintf("stream choice index %d, asked for %d", ci, n), nil, false)
+			}
+			ch := &resp.More // choice ci's state: choice 0 in resp itself
 			if fr := c.Choices[0].FinishReason; fr != "" {
-				resp.FinishReason = fr
+				if ci == 0 {
+					resp.FinishReason = fr
+				} else {
+					(*ch)[ci-1].FinishReason = fr
+				}
 			}
 			if d := c.Choices[0].Delta.Content; d != "" {
-				content.WriteString(d)
 				a.sent = true
-				if err := onDelta(d); err != nil {
+				if ci == 0 {
+					content.WriteString(d)
+					err = onDelta(d)
+				} else {
+					(*ch)[ci-1].Content += d
+					err = r.OnChoice(ci, d)
+				}
+				if err != nil {
 					return err
 				}
 			}
+			calls := &resp.ToolCalls
+			if ci > 0 {
+				calls = &(*ch)[ci-1].ToolCalls
+			}
 			for _, tc := range c.Choices[0].Delta.ToolCalls {
-				if tc.Index < 0 || tc.Index > len(resp.ToolCalls) || tc.Index == len(resp.ToolCalls) && len(resp.ToolCalls) >= maxToolCalls {
+				if tc.Index < 0 || tc.Index > len(*calls) || tc.Index == len(*calls) && len(*calls) >= maxToolCalls {
 					return p.fail(res.StatusCode, "", "tool call index out of order", nil, false)
 				}
-				if tc.Index == len(resp.ToolCalls) {
-					resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Function.Name}})
+				if tc.Index == len(*calls) {
+					*calls = append(*calls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Function.Name}})
 				}
-				resp.ToolCalls[tc.Index].Function.Arguments += tc.Function.Arguments
+				(*calls)[tc.Index].Function.Arguments += tc.Function.Arguments
 				a.sent = true
-				if err := p.toolDelta(r, ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}); err != nil {
+				if err := p.toolDelta(r, ToolCallDelta{Choice: ci, Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}); err != nil {
 					return err
 				}
 			}

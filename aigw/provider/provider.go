@@ -52,6 +52,7 @@ type FunctionCall struct {
 // ToolCallDelta is a piece of a streamed tool call: the first piece of a call has its ID and
 // Name, the others only more Arguments text.
 type ToolCallDelta struct {
+	Choice    int // the choice the call belongs to (Sampling.N); 0 for the first
 	Index     int
 	ID        string
 	Name      string
@@ -77,6 +78,9 @@ type Request struct {
 	// OnToolCall receives a stream's tool call pieces, as onDelta receives its text; a stream
 	// with tool calls and no OnToolCall fails.
 	OnToolCall func(ToolCallDelta) error
+	// OnChoice receives the text pieces of a stream's choices after the first (Sampling.N);
+	// the first choice's go to onDelta. A stream with N above 1 needs it.
+	OnChoice func(choice int, text string) error
 }
 
 // usesTools reports whether r needs function calling.
@@ -95,6 +99,9 @@ func (r Request) usesTools() bool {
 // noTools refuses a request that needs function calling or structured outputs, for a provider
 // without them.
 func noTools(r Request, model string) error {
+	if r.Sampling.N > 1 {
+		return fmt.Errorf("provider: %w: model %s does not support n above 1 (several choices) through the gateway", ErrInvalidRequest, model)
+	}
 	if r.usesTools() {
 		return fmt.Errorf("provider: %w: model %s does not support tools (function calling) through the gateway", ErrInvalidRequest, model)
 	}
@@ -116,6 +123,10 @@ type Sampling struct {
 	User             string
 	FrequencyPenalty *float64
 	PresencePenalty  *float64
+	// N asks for several choices (OpenAI's n); 0 or 1 means one. Only OpenAI-compatible
+	// upstreams take more than one (Response.More holds the others; streamed, OnChoice gets
+	// their text).
+	N int
 }
 
 // Usage counts tokens as the upstream reported them (zero when it did not).
@@ -131,6 +142,15 @@ type Response struct {
 	FinishReason string // one of the Finish constants, or the upstream's own word if unmapped
 	Usage        Usage
 	ToolCalls    []ToolCall // the model's tool calls (OpenAI-compatible upstreams)
+	// More are the choices after the first (Content, FinishReason, ToolCalls), for Sampling.N.
+	More []Choice
+}
+
+// Choice is one of several answers to a request with Sampling.N.
+type Choice struct {
+	Content      string
+	FinishReason string
+	ToolCalls    []ToolCall
 }
 
 // Provider is one model. Implementations are safe for concurrent use.

@@ -172,6 +172,17 @@ func CheckEpoch(ctx context.Context, tx *sql.Tx, p int, epoch int64) error {
 	return nil
 }
 
+// Fence is CheckEpoch for site's partition with this member's epoch, or ErrFenced at once if
+// the lease is no longer valid here (controller/store's Fence).
+func (m *Member) Fence(ctx context.Context, tx *sql.Tx, site string) error {
+	p := Partition(site, m.o.Partitions)
+	epoch, ok := m.Epoch(p)
+	if !ok {
+		return fmt.Errorf("%w: partition %d (site %s) is not held here", ErrFenced, p, site)
+	}
+	return CheckEpoch(ctx, tx, p, epoch)
+}
+
 // Run keeps this member's leases and share until ctx is done, then releases them (so their
 // next owners start at once) and leaves.
 func (m *Member) Run(ctx context.Context) error {

@@ -23,7 +23,12 @@ const testTTL = 1500 * time.Millisecond
 
 func openDB(t *testing.T) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("pgx", storetest.PostgresURL(t))
+	return openDBURL(t, storetest.PostgresURL(t))
+}
+
+func openDBURL(t *testing.T, u string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", u)
 	if err != nil {
 		t.Fatal(err)
 	}

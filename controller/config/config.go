@@ -59,6 +59,17 @@ type Config struct {
 	// disables the schedule (POST /projects/{id}/proposals still runs it on demand).
 	ProposalInterval time.Duration
 
+	// Scaled-out mode (docs/scale-out.md): set NATSURLs and the controller shares the sites
+	// with the other controllers of the cluster through partition leases in PostgreSQL, and
+	// takes the agents' messages from a NATS cluster instead of a broker of its own.
+	NATSURLs          []string      // nats://host:port of the NATS nodes; empty: not scaled out
+	NATSMQTTURLs      []string      // the nodes' MQTT listeners, for the controller's publishes
+	NATSUser          string        // the controller's NATS (and NATS MQTT) user
+	NATSPassword      string        // its password (prefer EDGEWAN_NATS_PASSWORD to the flag)
+	ClusterID         string        // this controller's name in the cluster; empty: the hostname
+	ClusterPartitions int           // partitions of the site space; 0: 16. The same on every controller
+	ClusterLeaseTTL   time.Duration // a dead controller's partitions move after this; 0: 6s
+
 	RateLimit float64 // requests per second per token; 0 disables
 	RateBurst int     // bucket size
 
@@ -136,6 +147,19 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ProposalInterval, "ai-proposal-interval", c.ProposalInterval, "how often the AI gateway's Automatic mode analyses each project's audit records and proposes policy changes (0 disables the schedule)")
 	fs.StringVar(&c.AuditKeyFile, "audit-key-file", c.AuditKeyFile, "key that encrypts raw inputs kept in the AI gateway's audit log (default DATA_DIR/audit.key)")
 	fs.StringVar(&c.SecretsKeyFile, "secrets-key-file", c.SecretsKeyFile, "key that seals webhook signing secrets in the database (default DATA_DIR/secrets.key; FILE.previous is the key it replaced)")
+	fs.Func("nats-urls", "scaled-out mode: comma-separated nats://host:port of the NATS cluster's nodes (docs/scale-out.md); needs --database-url, --influx-url and --nats-mqtt-urls", func(s string) error {
+		c.NATSURLs = splitList(s)
+		return nil
+	})
+	fs.Func("nats-mqtt-urls", "scaled-out mode: comma-separated MQTT listeners of the NATS nodes (tcp:// or mqtts://), for the controller's publishes; also the default of --mqtt-public-url", func(s string) error {
+		c.NATSMQTTURLs = splitList(s)
+		return nil
+	})
+	fs.StringVar(&c.NATSUser, "nats-user", c.NATSUser, "scaled-out mode: the controller's user on the NATS cluster")
+	fs.StringVar(&c.NATSPassword, "nats-password", c.NATSPassword, "scaled-out mode: its password (prefer EDGEWAN_NATS_PASSWORD)")
+	fs.StringVar(&c.ClusterID, "cluster-id", c.ClusterID, "scaled-out mode: this controller's name, unique in the cluster (default: the hostname)")
+	fs.IntVar(&c.ClusterPartitions, "cluster-partitions", c.ClusterPartitions, "scaled-out mode: partitions of the site space, the same on every controller and in the NATS mapping (0: 16)")
+	fs.DurationVar(&c.ClusterLeaseTTL, "cluster-lease-ttl", c.ClusterLeaseTTL, "scaled-out mode: how long a partition lease lasts without renewal; a dead controller's sites move after it (0: 6s)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per token (0 disables)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API request burst per token")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests and queues on SIGTERM")
@@ -218,6 +242,7 @@ func (c *Config) Validate() error {
 	if c.ProposalInterval < 0 || c.ProposalInterval > 0 && c.ProposalInterval < time.Minute {
 		errs = append(errs, fmt.Errorf("--ai-proposal-interval must be 0 (off) or at least 1m, got %s", c.ProposalInterval))
 	}
+	errs = append(errs, c.validateCluster()...)
 	if c.RateLimit < 0 || c.RateBurst < 0 {
 		errs = append(errs, errors.New("--rate-limit and --rate-burst must not be negative"))
 	}
@@ -230,6 +255,57 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--log-format must be text or json, got %q", c.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// Scaled reports whether the controller runs in the scaled-out mode (--nats-urls).
+func (c *Config) Scaled() bool { return len(c.NATSURLs) > 0 }
+
+// validateCluster checks the scaled-out flags: all or nothing, and never with the parts of
+// the embedded default that would split the fleet's state between controllers.
+func (c *Config) validateCluster() []error {
+	var errs []error
+	if !c.Scaled() {
+		for name, set := range map[string]bool{"nats-mqtt-urls": len(c.NATSMQTTURLs) > 0, "nats-user": c.NATSUser != "",
+			"nats-password": c.NATSPassword != "", "cluster-id": c.ClusterID != "",
+			"cluster-partitions": c.ClusterPartitions != 0, "cluster-lease-ttl": c.ClusterLeaseTTL != 0} {
+			if set {
+				errs = append(errs, fmt.Errorf("--%s is a scaled-out setting: it needs --nats-urls (%s)", name, EnvName("nats-urls")))
+			}
+		}
+		return errs
+	}
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("--nats-urls needs --database-url: the controllers of a cluster share one PostgreSQL (the embedded SQLite is one controller's)"))
+	}
+	if c.InfluxURL == "" {
+		errs = append(errs, errors.New("--nats-urls needs --influx-url: the controllers of a cluster share one InfluxDB (the embedded time series is one controller's)"))
+	}
+	if len(c.NATSMQTTURLs) == 0 {
+		errs = append(errs, errors.New("--nats-urls needs --nats-mqtt-urls (the nodes' MQTT listeners, for the controller's publishes)"))
+	}
+	if c.MQTTURL != "" || c.MosquittoDir != "" {
+		errs = append(errs, errors.New("--nats-urls excludes --mqtt-url and --mosquitto-dir: the NATS cluster is the broker"))
+	}
+	for _, u := range c.NATSURLs {
+		if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
+			errs = append(errs, fmt.Errorf("--nats-urls %q: want nats://host:port", u))
+		}
+	}
+	for _, u := range c.NATSMQTTURLs {
+		if !strings.HasPrefix(u, "tcp://") && !strings.HasPrefix(u, "mqtts://") && !strings.HasPrefix(u, "ssl://") {
+			errs = append(errs, fmt.Errorf("--nats-mqtt-urls %q: want tcp://host:port or mqtts://host:port", u))
+		}
+	}
+	if c.ClusterPartitions < 0 || c.ClusterPartitions > 4096 {
+		errs = append(errs, fmt.Errorf("--cluster-partitions must be 1..4096 (0: 16), got %d", c.ClusterPartitions))
+	}
+	if c.ClusterLeaseTTL < 0 || c.ClusterLeaseTTL > 0 && c.ClusterLeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("--cluster-lease-ttl must be at least 1s (0: 6s), got %s", c.ClusterLeaseTTL))
+	}
+	if len(c.ClusterID) > 200 {
+		errs = append(errs, errors.New("--cluster-id must have at most 200 characters"))
+	}
+	return errs
 }
 
 func splitList(s string) []string {

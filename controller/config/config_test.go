@@ -46,6 +46,36 @@ func TestBadEnvIsAnError(t *testing.T) {
 	}
 }
 
+// scaled sets a consistent scaled-out configuration.
+func scaled(c *Config) {
+	c.NATSURLs = []string{"nats://n1:4222", "nats://n2:4222"}
+	c.NATSMQTTURLs = []string{"tcp://n1:1883", "tcp://n2:1883"}
+	c.DatabaseURL = "postgres://u@db/edgewan"
+	c.InfluxURL = "http://influx:8086"
+	c.ClusterPartitions, c.ClusterLeaseTTL, c.ClusterID = 16, 6*time.Second, "c1"
+}
+
+// TestComposeVariables reads the scaled-out settings from the variables that
+// deploy/compose.scale-out.yaml sets.
+func TestComposeVariables(t *testing.T) {
+	for k, v := range map[string]string{"EDGEWAN_NATS_URLS": "nats://nats-1:4222,nats://nats-2:4222",
+		"EDGEWAN_NATS_MQTT_URLS": "tcp://nats-1:1883", "EDGEWAN_NATS_USER": "controller", "EDGEWAN_NATS_PASSWORD": "pw",
+		"EDGEWAN_CLUSTER_ID": "controller-2", "EDGEWAN_CLUSTER_PARTITIONS": "32", "EDGEWAN_CLUSTER_LEASE_TTL": "6s"} {
+		t.Setenv(k, v)
+	}
+	c := Default()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	c.Flags(fs)
+	_ = fs.Parse(nil)
+	if err := ApplyEnv(fs); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Scaled() || len(c.NATSURLs) != 2 || c.NATSMQTTURLs[0] != "tcp://nats-1:1883" || c.NATSUser != "controller" ||
+		c.NATSPassword != "pw" || c.ClusterID != "controller-2" || c.ClusterPartitions != 32 || c.ClusterLeaseTTL != 6*time.Second {
+		t.Fatalf("scaled-out settings not read from the environment: %+v", c)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -61,6 +91,16 @@ func TestValidate(t *testing.T) {
 		{"negative rate", func(c *Config) { c.RateLimit = -1 }, "--rate-limit"},
 		{"bad log level", func(c *Config) { c.LogLevel = "loud" }, "--log-level"},
 		{"metrics off", func(c *Config) { c.MetricsListen = "" }, ""},
+		{"scaled out", scaled, ""},
+		{"nats without postgres", func(c *Config) { scaled(c); c.DatabaseURL = "" }, "--nats-urls needs --database-url"},
+		{"nats without influx", func(c *Config) { scaled(c); c.InfluxURL = "" }, "--nats-urls needs --influx-url"},
+		{"nats without mqtt urls", func(c *Config) { scaled(c); c.NATSMQTTURLs = nil }, "--nats-mqtt-urls"},
+		{"nats and external broker", func(c *Config) { scaled(c); c.MQTTURL = "mqtts://b:8883" }, "excludes --mqtt-url"},
+		{"nats bad url", func(c *Config) { scaled(c); c.NATSURLs = []string{"http://n1:4222"} }, "nats://host:port"},
+		{"short lease", func(c *Config) { scaled(c); c.ClusterLeaseTTL = 100 * time.Millisecond }, "--cluster-lease-ttl"},
+		{"too many partitions", func(c *Config) { scaled(c); c.ClusterPartitions = 5000 }, "--cluster-partitions"},
+		{"cluster flag without nats", func(c *Config) { c.ClusterPartitions = 16 }, "--cluster-partitions is a scaled-out setting: it needs --nats-urls"},
+		{"nats user without nats", func(c *Config) { c.NATSUser = "u" }, "--nats-user is a scaled-out setting"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// LookupTimeout bounds one CredentialStore lookup. 0 means 5s.
 	LookupTimeout time.Duration
+	// RefusalLogEvery is how often refused CONNECTs from one address are logged: the first,
+	// then at most one line per interval, counting those not logged. 0 means one minute.
+	RefusalLogEvery time.Duration
 	// Logger receives the broker's logs and mochi's. nil means slog.Default().
 	Logger *slog.Logger
 	// OnRefused is told of each client disconnected for a message the broker refuses before
@@ -92,6 +95,7 @@ const (
 	sysInterval         = 60            // seconds between $SYS updates
 	defaultListen       = ":8883"       // MQTT over TLS
 	maxTopicReport      = 512           // bytes of a violation's topic kept
+	maxUsernameReport   = 64            // bytes of a refused client's username logged or reported
 )
 
 // Broker is the embedded MQTT broker: mochi-mqtt with a TLS listener, each agent authenticated
@@ -111,7 +115,8 @@ type Broker struct {
 	inlineSubID atomic.Int64 // last inline subscription ID given out (see InlineBus.Subscribe)
 
 	throttleMu sync.Mutex
-	throttled  map[string]time.Time // client address -> until when its CONNECTs are refused
+	throttled  map[string]time.Time  // client address -> until when its CONNECTs are refused
+	refusals   map[string]refusalLog // client address -> its refused CONNECTs' last log line
 
 	ctx      context.Context // Start's; cancels store lookups on shutdown
 	started  atomic.Bool
@@ -153,6 +158,9 @@ func NewBroker(opts Options) (*Broker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.RefusalLogEvery <= 0 {
+		opts.RefusalLogEvery = time.Minute
+	}
 	tc := opts.TLS.Clone()
 	if tc.MinVersion == 0 {
 		tc.MinVersion = tls.VersionTLS12
@@ -174,6 +182,7 @@ func NewBroker(opts Options) (*Broker, error) {
 		log:        opts.Logger,
 		principals: make(map[string]principal),
 		throttled:  make(map[string]time.Time),
+		refusals:   make(map[string]refusalLog),
 		violations: make(chan Violation, violationQueue),
 		ctx:        context.Background(),
 		closing:    make(chan struct{}),
@@ -323,11 +332,42 @@ func (b *Broker) authFailed(remote, user, reason string, now time.Time) {
 		}
 	}
 	if b.opts.OnAuthFailure != nil {
-		if len(user) > 64 {
-			user = user[:64]
-		}
-		b.opts.OnAuthFailure(AuthFailure{Remote: remote, Username: user, Reason: reason, At: now})
+		b.opts.OnAuthFailure(AuthFailure{Remote: remote, Username: cutUsername(user), Reason: reason, At: now})
 	}
+}
+
+// cutUsername bounds a client-supplied username (up to 64 KiB) before it is logged or reported.
+func cutUsername(user string) string {
+	if len(user) > maxUsernameReport {
+		return user[:maxUsernameReport]
+	}
+	return user
+}
+
+// refusalLog is the last logged refused CONNECT of one address and how many came since.
+type refusalLog struct {
+	at      time.Time
+	skipped int
+}
+
+// logRefusal logs a refused CONNECT from remote unless one from there was logged less than
+// RefusalLogEvery ago: a client retrying in a loop must not flood the log. The line counts the
+// refusals not logged since the previous one ("skipped").
+func (b *Broker) logRefusal(remote string, now time.Time, msg string, args ...any) {
+	b.throttleMu.Lock()
+	r, ok := b.refusals[remote]
+	if ok && now.Sub(r.at) < b.opts.RefusalLogEvery {
+		r.skipped++
+		b.refusals[remote] = r
+		b.throttleMu.Unlock()
+		return
+	}
+	if len(b.refusals) > 100_000 { // a flood from many addresses: bounded memory
+		clear(b.refusals)
+	}
+	b.refusals[remote] = refusalLog{at: now}
+	b.throttleMu.Unlock()
+	b.log.Info(msg, append(args, "skipped", r.skipped)...)
 }
 
 // remoteHost is a client address without its port.
@@ -394,18 +434,18 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 	now := time.Now()
 	remote := remoteHost(cl.Net.Remote)
 	if b.isThrottled(remote, now) {
-		b.log.Info("mqtt: refused client: too many failed logins from its address", "username", user, "remote", cl.Net.Remote)
+		b.logRefusal(remote, now, "mqtt: refused client: too many failed logins from its address", "username", cutUsername(user), "remote", cl.Net.Remote)
 		b.authFailed(remote, user, "throttled", now)
 		return false
 	}
 	if !pk.Connect.UsernameFlag || user == "" {
-		b.log.Info("mqtt: refused anonymous client", "remote", cl.Net.Remote)
+		b.logRefusal(remote, now, "mqtt: refused anonymous client", "remote", cl.Net.Remote)
 		b.authFailed(remote, "", "anonymous", now)
 		return false
 	}
 	p, err := b.authenticate(user, pk.Connect.Password)
 	if err != nil {
-		b.log.Info("mqtt: refused client", "username", user, "remote", cl.Net.Remote, "error", err)
+		b.logRefusal(remote, now, "mqtt: refused client", "username", cutUsername(user), "remote", cl.Net.Remote, "error", err)
 		if !errors.Is(err, errLookup) {
 			b.authFailed(remote, user, "bad credentials", now)
 		}

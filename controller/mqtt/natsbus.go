@@ -37,7 +37,7 @@ type NATSOptions struct {
 	Replicas   int    // of the stream; 0 means DefaultNATSReplicas
 	// MaxAge is how long the stream keeps messages nobody consumed (all controllers down);
 	// 0 means 24h.
-	MaxAge  time.Duration
+	MaxAge time.Duration
 	// AckWait is how long a delivered message waits for its ack before it is delivered again:
 	// to the partition's next owner after a silent death, so it bounds the takeover; 0 means 5s.
 	AckWait time.Duration
@@ -320,6 +320,12 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			b.log.Debug("NATS ack", "partition", p, "err", err) // redelivered: handlers tolerate duplicates
 		}
 	}
+}
+
+// Connected reports whether both the NATS connection and the MQTT publisher are up (the
+// controller's /readyz).
+func (b *NATSBus) Connected() bool {
+	return b.nc.IsConnected() && b.pub.IsConnectionOpen()
 }
 
 // Partitions lists the partitions being consumed.

@@ -1,6 +1,9 @@
 package sdwan
 
 import (
+	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -262,10 +265,29 @@ func (h *handlers) stream(c *gin.Context) {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
-	w, flush := rest.StreamWriter(c, 0) // a client that stops reading ends its stream
-	if err := h.s.Stream(c.Request.Context(), StreamRequest{Sites: ids}, w, flush); err != nil {
+	sw, flush := rest.StreamWriter(c, 0) // a client that stops reading ends its stream
+	w := &failWriter{w: sw}
+	ctx := c.Request.Context()
+	if err := h.s.Stream(ctx, StreamRequest{Sites: ids}, w, flush); err != nil {
+		if w.failed || ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			// the client left (mid-query or mid-write): how every stream ends, not a fault
+			slog.Debug("sdwan: stream ended: client gone", "err", err)
+			return
+		}
 		slog.Warn("sdwan: stream ended", "err", err)
 	}
+}
+
+// failWriter records that a write to the client failed.
+type failWriter struct {
+	w      io.Writer
+	failed bool
+}
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.failed = f.failed || err != nil
+	return n, err
 }
 
 func (h *handlers) listEvents(c *gin.Context) {

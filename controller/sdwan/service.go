@@ -140,8 +140,9 @@ type Service struct {
 	simOpts  SimulationOptions
 	simSlots chan struct{} // one token per running simulation
 
-	streamsDone chan struct{} // closed by CloseStreams: open streams end
-	closeOnce   sync.Once
+	streamsDone  chan struct{} // closed by CloseStreams: open streams end
+	streamCounts streamCounts
+	closeOnce    sync.Once
 }
 
 // NewService returns a Service; push and live may be set later with Attach (the ingest
@@ -742,6 +743,13 @@ func (s *Service) Publish(ctx context.Context, policyID string, req PublishReque
 		return nil, apierr.New(409, CodeSimulationRequired, "policy %s requires a simulation of version %d at most %d minutes old before it is published: POST /sd-wan/v1/policies/%s/versions/%d/simulate",
 			policyID, v.Version, n, policyID, v.Version)
 	}
+	if n := p.RequireSimulationMinutes; n > 0 {
+		// a simulation over some sites says nothing of the others the publish reaches
+		if missing := notSimulated(sim, sites); len(missing) > 0 {
+			return nil, apierr.New(409, CodeSimulationRequired, "policy %s requires a simulation of version %d covering every site it is published to; simulation %s did not cover %s: POST /sd-wan/v1/policies/%s/versions/%d/simulate",
+				policyID, v.Version, sim.ID, listSome(missing, 5), policyID, v.Version)
+		}
+	}
 	var prevContent json.RawMessage
 	c := &Change{ID: ids.New("chg"), Kind: "policy.published", Actor: actor, Target: policyID, Version: v.Version,
 		Sites: sites, Comment: req.Comment, CreatedAt: now, UpdatedAt: now}
@@ -768,6 +776,25 @@ func (s *Service) Publish(ctx context.Context, policyID string, req PublishReque
 		}
 	}
 	return res, nil
+}
+
+// notSimulated returns the sites (sorted) that sim did not replay.
+func notSimulated(sim *Simulation, sites []string) []string {
+	var missing []string
+	for _, id := range sites {
+		if _, ok := slices.BinarySearch(sim.SiteIDs, id); !ok {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// listSome lists the first n of ids and how many more there are.
+func listSome(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
 }
 
 // Ack records an agent's acknowledgement of a policy version.

@@ -57,17 +57,20 @@ type SimulateRequest struct {
 // Simulation is one run of a policy version over history: its parameters and totals. It is
 // stored, so that a publish can require a recent one and its change record can link it.
 type Simulation struct {
-	ID         string             `json:"id"`
-	Policy     string             `json:"policy"`
-	Version    int                `json:"version"`
-	Window     string             `json:"window"`
-	From       time.Time          `json:"from"`
-	To         time.Time          `json:"to"`
-	Resolution SimResolution      `json:"resolution"`
-	Sites      int                `json:"sites"`
-	Summary    *SimulationSummary `json:"summary,omitempty"` // at the end of the stream, and stored
-	CreatedBy  string             `json:"created_by"`
-	CreatedAt  time.Time          `json:"created_at"`
+	ID         string        `json:"id"`
+	Policy     string        `json:"policy"`
+	Version    int           `json:"version"`
+	Window     string        `json:"window"`
+	From       time.Time     `json:"from"`
+	To         time.Time     `json:"to"`
+	Resolution SimResolution `json:"resolution"`
+	Sites      int           `json:"sites"`
+	// SiteIDs are the sites replayed, sorted: a publish that requires a simulation must
+	// target only these.
+	SiteIDs   []string           `json:"site_ids,omitempty"`
+	Summary   *SimulationSummary `json:"summary,omitempty"` // at the end of the stream, and stored
+	CreatedBy string             `json:"created_by"`
+	CreatedAt time.Time          `json:"created_at"`
 }
 
 // SimResolution says how finely history was replayed, and what that cannot show.
@@ -244,7 +247,7 @@ func (s *Service) Simulate(ctx context.Context, policyID string, version int, re
 	opts := whatif.Options{Steering: s.simOpts.Steering, LiveWindow: s.simOpts.LiveWindow, Latency: stat}
 	scaled := whatif.Scale(opts.Steering, opts.LiveWindow)
 	sim := &Simulation{ID: ids.New("sim"), Policy: policyID, Version: version, Window: req.Window,
-		From: to.Add(-window), To: to, Sites: len(sites), CreatedBy: actor, CreatedAt: now,
+		From: to.Add(-window), To: to, Sites: len(sites), SiteIDs: sites, CreatedBy: actor, CreatedAt: now,
 		Resolution: SimResolution{Step: "1m", Latency: string(stat), BreachAfter: scaled.BreachAfter,
 			RecoverAfter: scaled.RecoverAfter, HoldDown: scaled.HoldDown.String(), Note: simNote}}
 	return &SimulationRun{s: s, sim: sim, draft: steering.ClassesOf(&content), sites: sites, opts: opts, only: req.ChangedOnly}, nil

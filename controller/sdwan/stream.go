@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/edgewan/edgewan/coreapi/apierr"
@@ -40,6 +41,39 @@ func ParseStreamSites(v string) ([]string, error) {
 	return ids, nil
 }
 
+// streamCounts shares the live sites' counts by status among the open streams: each stream
+// that sees a site change needs them, and counting is a pass over the fleet, so it is done
+// once per change seen, not once per stream.
+type streamCounts struct {
+	mu     sync.Mutex
+	key    page.Key // the newest site change the counts were taken after
+	counts map[string]int
+}
+
+// get returns counts taken after the site change at key (the newest a stream has seen),
+// counting again only if the ones held were taken before it. Streams share the map: read only.
+func (c *streamCounts) get(ctx context.Context, st Store, key page.Key) (map[string]int, error) {
+	c.mu.Lock() // held while counting: streams that tick meanwhile wait and take the result
+	defer c.mu.Unlock()
+	if c.counts != nil && !keyBefore(c.key, key) {
+		return c.counts, nil
+	}
+	p, err := st.SearchSites(ctx, SiteQuery{Sort: "status", Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	c.key, c.counts = key, p.Counts
+	return c.counts, nil
+}
+
+// keyBefore reports whether a sorts before b in (updated_at, id) order.
+func keyBefore(a, b page.Key) bool {
+	if !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return a.UpdatedAt.Before(b.UpdatedAt)
+	}
+	return a.ID < b.ID
+}
+
 // StreamSite is a site whose status changed (event "site").
 type StreamSite struct {
 	ID        string    `json:"id"`
@@ -63,7 +97,8 @@ const maxStreamBatch = 200
 // event, "figures" for each watched site whose transports' figures changed, "resync" when more
 // changed at once than one tick sends, and a comment every 15 s to keep proxies from closing
 // an idle stream. Each tick costs two small indexed queries and the watched sites' figures
-// from memory: nothing proportional to the fleet.
+// from memory; the counts, a pass over the fleet, are taken once per site change and shared
+// by every stream (streamCounts).
 func (s *Service) Stream(ctx context.Context, req StreamRequest, w io.Writer, flush func()) error {
 	if req.Interval <= 0 {
 		req.Interval = time.Second
@@ -122,11 +157,11 @@ func (s *Service) Stream(ctx context.Context, req StreamRequest, w io.Writer, fl
 			sent = true
 		}
 		if len(sites) > 0 {
-			p, err := s.store.SearchSites(ctx, SiteQuery{Sort: "status", Limit: 1})
+			counts, err := s.streamCounts.get(ctx, s.store, siteKey)
 			if err != nil {
 				return err
 			}
-			if err := send("counts", p.Counts); err != nil {
+			if err := send("counts", counts); err != nil {
 				return err
 			}
 		}

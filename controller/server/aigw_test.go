@@ -982,12 +982,12 @@ func TestAIGWOpenAISDK(t *testing.T) {
 
 	t.Run("unsupported fields are refused by name", func(t *testing.T) {
 		two := params
-		two.N = openai.Int(2)
+		two.N = openai.Int(129)
 		bias := params
 		bias.LogitBias = map[string]int64{"50256": -100}
 		logprobs := params
 		logprobs.Logprobs = openai.Bool(true)
-		for param, p := range map[string]openai.ChatCompletionNewParams{"n": two, "logit_bias": bias, "logprobs": logprobs} {
+		for param, p := range map[string]openai.ChatCompletionNewParams{"n": two, "logit_bias": bias, "logprobs": logprobs} { // n: at most 128
 			var apiErr *openai.Error
 			_, err := client.Chat.Completions.New(ctx, p)
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != param || apiErr.Type != "invalid_request_error" || apiErr.Code != "bad_request" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,5 +246,121 @@ func TestAIGWOpenAIEmbeddings(t *testing.T) {
 	_, err = client.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "gpt", Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfTokens: []int64{1, 2}}})
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "input" {
 		t.Fatalf("token input: %v; want a 400 with param input", err)
+	}
+}
+
+// TestAIGWOpenAIChoices: n above 1 with the OpenAI SDK, plain and streamed. n reaches an
+// OpenAI-compatible model; every choice comes back checked (one placeholder numbering for the
+// whole answer); a model whose API has no n is refused by name.
+func TestAIGWOpenAIChoices(t *testing.T) {
+	e := agStart(t, false, nil)
+	ctx := context.Background()
+	client := openai.NewClient(option.WithBaseURL(e.URL+"/ai-gateway/v1/openai/"), option.WithAPIKey(e.tok),
+		option.WithHTTPClient(e.Client), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{Model: "gpt", N: openai.Int(3),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("My mail is jane.roe@example.com. Who has my ticket?")}}
+
+	e.oai.Queue(providertest.Reply{Content: "Ops has it, [EMAIL_1].", More: []string{
+		"ops.lead@corp-example.com has it; card 4111 1111 1111 1111.", "Ask ops.lead@corp-example.com, SSN 536-22-8726."}})
+	resp, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := e.oai.Requests()[len(e.oai.Requests())-1]; last.N != 3 {
+		t.Errorf("the model got n = %d, want 3", last.N)
+	}
+	want := []string{"Ops has it, [EMAIL_1].", "[EMAIL_2] has it; card **** **** **** 1111.", "Ask [EMAIL_2], SSN [SSN_1]."}
+	if len(resp.Choices) != len(want) {
+		t.Fatalf("got %d choices: %s", len(resp.Choices), resp.RawJSON())
+	}
+	for i, c := range resp.Choices {
+		if c.Index != int64(i) || c.Message.Content != want[i] || c.FinishReason != "stop" {
+			t.Errorf("choice %d: index %d, %q, %q; want %q, stop", i, c.Index, c.Message.Content, c.FinishReason, want[i])
+		}
+		agLeak(t, "a choice", c.Message.Content)
+	}
+
+	for name, tc := range map[string]struct {
+		p     openai.ChatCompletionNewParams
+		param string
+		in    string
+	}{
+		"an Anthropic model": {func() openai.ChatCompletionNewParams { p := params; p.Model = "claude"; return p }(), "", "claude does not support n above 1"},
+		"n over 128":         {func() openai.ChatCompletionNewParams { p := params; p.N = openai.Int(129); return p }(), "n", "1 to 128"},
+	} {
+		var apiErr *openai.Error
+		if _, err := client.Chat.Completions.New(ctx, tc.p); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != tc.param || !strings.Contains(apiErr.Message, tc.in) {
+			t.Errorf("%s: got %v; want a 400 (param %q) saying %q", name, err, tc.param, tc.in)
+		}
+	}
+
+	// Streamed: each choice's chunks carry its index; values split across a choice's chunks
+	// (the fake cuts the other choices after every space) are released only redacted.
+	e.oai.Queue(providertest.Reply{Content: "Ops has it, [EMAIL_1].", More: []string{
+		"ops.lead@corp-example.com has it; card 4111 1111 1111 1111.", "Ask ops.lead@corp-example.com, SSN 536-22-8726."}})
+	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	var acc openai.ChatCompletionAccumulator
+	var raw strings.Builder
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+		raw.WriteString(stream.Current().RawJSON())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	agLeak(t, "the stream", raw.String())
+	if len(acc.Choices) != len(want) {
+		t.Fatalf("streamed: %d choices: %s", len(acc.Choices), raw.String())
+	}
+	for i, c := range acc.Choices {
+		if c.Index != int64(i) || c.Message.Content != want[i] || c.FinishReason != "stop" {
+			t.Errorf("streamed choice %d: index %d, %q, %q; want %q, stop", i, c.Index, c.Message.Content, c.FinishReason, want[i])
+		}
+	}
+}
+
+// TestAIGWOpenAIModels: the OpenAI SDK's model list and retrieval agree with each other and
+// with the project's policy, and show only the configured names.
+func TestAIGWOpenAIModels(t *testing.T) {
+	e := agStart(t, false, nil)
+	ctx := context.Background()
+	client := openai.NewClient(option.WithBaseURL(e.URL+"/ai-gateway/v1/openai/"), option.WithAPIKey(e.tok),
+		option.WithHTTPClient(e.Client), option.WithMaxRetries(0))
+	list := func() []string {
+		t.Helper()
+		page, err := client.Models.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range page.Data {
+			ids = append(ids, m.ID)
+			if m.Object != "model" || m.OwnedBy != "edgewan" {
+				t.Errorf("model %s: %s", m.ID, m.RawJSON())
+			}
+		}
+		return ids
+	}
+	get := func(id string) (*openai.Model, error) { return client.Models.Get(ctx, id) }
+	if ids := list(); !slices.Equal(ids, []string{"claude", "echo", "gpt", "gpt-fb", "gpt-retry", "gpt-slow"}) {
+		t.Fatalf("listed %v", ids)
+	}
+	if m, err := get("gpt"); err != nil || m.ID != "gpt" || m.Object != "model" || strings.Contains(m.RawJSON(), "127.0.0.1") {
+		t.Fatalf("retrieve gpt: %+v, %v", m, err)
+	}
+	var apiErr *openai.Error
+	if _, err := get("nope"); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Param != "model" {
+		t.Fatalf("retrieve an unknown model: %v; want 404 with param model", err)
+	}
+
+	agPublishPolicy(t, e, "gpt only", `{"models": ["gpt*"]}`)
+	if ids := list(); !slices.Equal(ids, []string{"gpt", "gpt-fb", "gpt-retry", "gpt-slow"}) {
+		t.Fatalf("with a policy allowing gpt*: listed %v", ids)
+	}
+	if _, err := get("claude"); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("retrieve a model the policy does not allow: %v; want 404", err)
+	}
+	if m, err := get("gpt-fb"); err != nil || m.ID != "gpt-fb" {
+		t.Fatalf("retrieve gpt-fb: %+v, %v", m, err)
 	}
 }

@@ -1451,6 +1451,13 @@ func (c *oaChecker) aigwFamily(all string) {
 	if len(oaiModels.Data) != 5 || oaiModels.Data[2].ID != "echo" {
 		t.Errorf("OpenAI models: %s", r.Body)
 	}
+	oaiModelDoc := "/ai-gateway/v1/openai/models/{model}"
+	r = c.do("GET", oaiModelDoc, oaiModelsDoc+"/echo", user, nil)
+	c.want(r, 200)
+	if !strings.Contains(string(r.Body), `"id":"echo"`) {
+		t.Errorf("OpenAI model echo: %s", r.Body)
+	}
+	c.wantErr(c.do("GET", oaiModelDoc, oaiModelsDoc+"/nope", user, nil), 404, "not_found")
 
 	// Sanitize: entities replaced (one placeholder per value), a fired rule reported.
 	sanDoc := "/ai-gateway/v1/sanitize"

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/edgewan/edgewan/controller/ingest"
@@ -44,7 +45,14 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 		return err
 	}
 	var client *mqtt.ClientBus
-	if cfg.MQTTURL == "" {
+	var owner ingest.Owner
+	switch {
+	case cfg.Scaled():
+		if err := s.startCluster(ctx); err != nil {
+			return err
+		}
+		owner = s.member
+	case cfg.MQTTURL == "":
 		s.broker, err = mqtt.NewBroker(mqtt.Options{
 			Listen: cfg.MQTTListen, TLS: s.tls, Credentials: s.Store,
 			OnViolation: func(v mqtt.Violation) {
@@ -72,7 +80,7 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 			return err
 		}
 		s.bus = mqtt.NewInlineBus(s.broker, mqtt.BusOptions{})
-	} else {
+	default:
 		// The broker's password and ACL files follow the database from the start, so a fresh
 		// Mosquitto (the compose stack's) lets the controller in before any agent has claimed.
 		s.writeMosquittoFiles(ctx, "")
@@ -85,7 +93,7 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 	steer := steering.DefaultOptions()
 	steer.HoldDown, steer.BreachAfter, steer.RecoverAfter = cfg.SteeringHoldDown, cfg.SteeringBreachAfter, cfg.SteeringRecoverAfter
 	s.Engine = ingest.New(s.Store, s.bus, s.sink, ingest.Options{
-		Now: s.clock.Now, OfflineAfter: cfg.OfflineAfter, Notify: s.dispatcher.Notify, Registerer: s.registry, Steering: steer,
+		Now: s.clock.Now, Owner: owner, OfflineAfter: cfg.OfflineAfter, Notify: s.dispatcher.Notify, Registerer: s.registry, Steering: steer,
 		OnClockSkew: func(c ingest.ClockSkew) {
 			s.raise(context.Background(), soc.Signal{Rule: soc.RuleClockSkew, Subject: c.Device, Severity: "medium",
 				Title: "Agent " + c.Device + " reports times outside the accepted window",
@@ -121,10 +129,13 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 		return err
 	}
 	s.registerSDWANMetrics()
-	if s.broker != nil {
+	switch {
+	case s.broker != nil:
 		return s.broker.Start(s.bgCtx)
+	case client != nil:
+		return client.Start(s.bgCtx)
 	}
-	return client.Start(s.bgCtx)
+	return nil // the NATS bus consumes once Run's cluster member holds partitions
 }
 
 // closeSDWAN stops the bus, the broker and the sink (each may be nil after a failed start).
@@ -134,6 +145,9 @@ func (s *Server) closeSDWAN() {
 	}
 	if s.broker != nil {
 		s.broker.Close()
+	}
+	if s.clusterDB != nil {
+		_ = s.clusterDB.Close()
 	}
 	if s.sink != nil {
 		if err := s.sink.Close(); err != nil {
@@ -156,6 +170,8 @@ func (s *Server) mqttPublicURL() string {
 	switch {
 	case cfg.MQTTPublicURL != "":
 		return cfg.MQTTPublicURL
+	case cfg.Scaled():
+		return strings.Join(cfg.NATSMQTTURLs, ",")
 	case cfg.MQTTURL != "":
 		return cfg.MQTTURL
 	}

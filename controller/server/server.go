@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"database/sql"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/edgewan/edgewan/aigw/gateway"
 	"github.com/edgewan/edgewan/aigw/siem"
+	"github.com/edgewan/edgewan/controller/cluster"
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
@@ -73,6 +75,8 @@ type Server struct {
 	caPEM      string      // the generated CA, handed to agents at claim
 	broker     *mqtt.Broker
 	bus        mqtt.Bus
+	member     *cluster.Member // scaled-out mode only
+	clusterDB  *sql.DB         // the member's pool (scaled-out mode)
 	sink       telemetrySink
 	Engine     *ingest.Engine
 	bgCtx      context.Context // lives until Run's shutdown: the broker and the external bus
@@ -159,7 +163,7 @@ func (s *Server) loadTLS() error {
 	cfg := s.cfg
 	certFile, keyFile := cfg.TLSCert, cfg.TLSKey
 	if certFile == "" {
-		if cfg.PlainHTTP && cfg.MQTTURL != "" {
+		if cfg.PlainHTTP && (cfg.MQTTURL != "" || cfg.Scaled()) {
 			return nil // nothing here speaks TLS
 		}
 		f, created, err := tlsgen.Ensure(cfg.DataDir, cfg.TLSHosts)
@@ -224,7 +228,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.dispatcher = webhook.NewDispatcher(s.Store, webhook.DispatchOptions{
 		Now:     s.clock.Now,
 		Timeout: cfg.WebhookTimeout, RetryBase: cfg.WebhookRetryBase, RetryMax: cfg.WebhookRetryMax,
-		RetryWindow: cfg.WebhookRetryWindow, Registerer: s.registry,
+		RetryWindow: cfg.WebhookRetryWindow, Registerer: s.registry, Shared: cfg.Scaled(),
 	})
 	s.Webhooks = webhook.NewService(s.Store, webhook.Options{AllowHTTPLoopback: cfg.AllowHTTPWebhooks}, s.dispatcher.Notify)
 	s.Cases = soc.NewService(s.Store, s.dispatcher.Notify)
@@ -352,6 +356,12 @@ func (s *Server) Run(ctx context.Context) error {
 			slog.Error("ingest stopped", "err", err)
 		}
 	}()
+	clusterCtx, leaveCluster := context.WithCancel(context.WithoutCancel(ctx))
+	clusterDone := make(chan struct{})
+	go func() {
+		defer close(clusterDone)
+		s.runCluster(clusterCtx)
+	}()
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
@@ -394,6 +404,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.metrics != nil {
 		_ = s.metrics.Shutdown(sctx)
 	}
+	leaveCluster() // releases the leases: the other controllers take the sites over at once
+	<-clusterDone
 	stopEngine() // saves the latest figures and flushes the time series
 	<-engineDone
 	s.Gateway.Close() // commits the audit records of the requests just drained

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/edgewan/edgewan/coreapi/apierr"
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/page"
 	"github.com/edgewan/edgewan/coreapi/soc"
@@ -25,15 +26,29 @@ func scanCase(sc interface{ Scan(...any) error }) (*soc.Case, error) {
 	return &c, nil
 }
 
-// CreateCase stores a new case and the event announcing it.
+// openSystemCase is the conflict target of the unique index cases_open_system (migration 24):
+// one unresolved case per rule and subject, whichever controller raises it.
+const openSystemCase = " ON CONFLICT (rule, subject) WHERE rule <> '' AND status <> 'resolved' DO NOTHING"
+
+// CreateCase stores a new case and the event announcing it. A system case (with a rule) whose
+// rule and subject already have an unresolved case, opened by this or another controller, is
+// not stored: the error is a conflict (apierr.ErrConflict), and no event is written.
 func (s *Store) CreateCase(ctx context.Context, c *soc.Case, ev *event.Envelope) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO cases ("+caseCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+		q := "INSERT INTO cases (" + caseCols + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		if c.Rule != "" {
+			q += openSystemCase
+		}
+		res, err := tx.ExecContext(ctx, s.q(q),
 			c.ID, c.Title, c.Description, c.Severity, c.Status, c.Source, c.Rule, c.Subject,
-			micros(c.CreatedAt), micros(c.UpdatedAt), micros(c.ResolvedAt)); err != nil {
+			micros(c.CreatedAt), micros(c.UpdatedAt), micros(c.ResolvedAt))
+		if err != nil {
 			return err
 		}
-		_, err := s.insertEvent(ctx, tx, ev)
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return apierr.Conflict("an unresolved case for rule %q and subject %q exists already", c.Rule, c.Subject)
+		}
+		_, err = s.insertEvent(ctx, tx, ev)
 		return err
 	})
 	if err != nil {
@@ -73,6 +88,9 @@ func (s *Store) UpdateCase(ctx context.Context, c *soc.Case, note *soc.Note, ev 
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q("UPDATE cases SET title = ?, severity = ?, status = ?, updated_at = ?, resolved_at = ? WHERE id = ?"),
 			c.Title, c.Severity, c.Status, micros(c.UpdatedAt), micros(c.ResolvedAt), c.ID)
+		if isUnique(err) { // reopening a system case while a newer one for its rule and subject is open
+			return apierr.Conflict("case %s cannot be reopened: an unresolved case for rule %q and subject %q exists; note on that one", c.ID, c.Rule, c.Subject)
+		}
 		if err != nil {
 			return err
 		}

@@ -197,6 +197,11 @@ func (s *Store) UpdateSite(ctx context.Context, site *sdwan.Site) error {
 func (s *Store) SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.fence != nil {
+			if err := s.fence(ctx, tx, id); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, s.q("UPDATE sites SET status = ?, last_seen = ?, updated_at = ? WHERE id = ? AND status <> ?"),
 			status, micros(lastSeen), micros(at), id, sdwan.SiteDecommissioned); err != nil {
 			return err

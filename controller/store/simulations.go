@@ -24,18 +24,35 @@ func (s *Store) SetPolicySettings(ctx context.Context, p *sdwan.Policy) error {
 	return nil
 }
 
-// InsertSimulation implements sdwan.Store.
+// InsertSimulation implements sdwan.Store. It prunes the version's simulations to the newest
+// KeepSimulations and those a change record links.
 func (s *Store) InsertSimulation(ctx context.Context, sim *sdwan.Simulation) error {
 	body, err := json.Marshal(sim)
 	if err != nil {
 		return fmt.Errorf("store.InsertSimulation: %w", err)
 	}
-	if _, err := s.exec(ctx, "INSERT INTO sdwan_simulations (id, policy_id, version, body, created_at) VALUES (?, ?, ?, ?, ?)",
-		sim.ID, sim.Policy, sim.Version, string(body), micros(sim.CreatedAt)); err != nil {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q("INSERT INTO sdwan_simulations (id, policy_id, version, body, created_at) VALUES (?, ?, ?, ?, ?)"),
+			sim.ID, sim.Policy, sim.Version, string(body), micros(sim.CreatedAt)); err != nil {
+			return err
+		}
+		// Each row holds up to 1000 changed classes: keep the newest of the version, and
+		// those a change record links (its simulation must stay readable).
+		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM sdwan_simulations WHERE policy_id = ? AND version = ?
+			AND id NOT IN (SELECT id FROM sdwan_simulations WHERE policy_id = ? AND version = ? ORDER BY created_at DESC, id DESC LIMIT ?)
+			AND NOT EXISTS (SELECT 1 FROM changes WHERE changes.simulation_id = sdwan_simulations.id)`),
+			sim.Policy, sim.Version, sim.Policy, sim.Version, KeepSimulations)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("store.InsertSimulation: %w", err)
 	}
 	return nil
 }
+
+// KeepSimulations is how many simulations of a policy version are kept (the newest), besides
+// those a change record links.
+const KeepSimulations = 20
 
 // GetSimulation implements sdwan.Store.
 func (s *Store) GetSimulation(ctx context.Context, id string) (*sdwan.Simulation, error) {

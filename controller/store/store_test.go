@@ -118,7 +118,7 @@ func TestClaimDue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, err := s.ResetInFlight(ctx, later)
+			n, err := s.ResetInFlight(ctx, later, later.Add(time.Microsecond))
 			if err != nil || n != 8 {
 				t.Fatalf("ResetInFlight: got %d, %v; want 8", n, err)
 			}

@@ -467,10 +467,11 @@ WHERE d.id = v.id`, ids, statuses, attempts, next, last, codes, errs)
 	return err
 }
 
-// ResetInFlight implements webhook.QueueStore.
-func (s *Store) ResetInFlight(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.exec(ctx, "UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, updated_at = ? WHERE status = ?",
-		webhook.StatusPending, micros(now), micros(now), webhook.StatusDelivering)
+// ResetInFlight implements webhook.QueueStore. A claim sets updated_at, and nothing else
+// touches a delivering row until its result, so updated_at is the claim's time.
+func (s *Store) ResetInFlight(ctx context.Context, now, claimedBefore time.Time) (int64, error) {
+	res, err := s.exec(ctx, "UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, updated_at = ? WHERE status = ? AND updated_at < ?",
+		webhook.StatusPending, micros(now), micros(now), webhook.StatusDelivering, micros(claimedBefore))
 	if err != nil {
 		return 0, fmt.Errorf("store.ResetInFlight: %w", err)
 	}

@@ -44,17 +44,23 @@ func (s *Service) Raise(ctx context.Context, sig Signal) (*Case, error) {
 	defer s.raising.Unlock()
 	key := sig.Rule + "\x00" + sig.Subject
 	c, err := s.store.OpenCaseFor(ctx, sig.Rule, sig.Subject)
-	switch {
-	case errors.Is(err, apierr.ErrNotFound):
+	if errors.Is(err, apierr.ErrNotFound) {
 		c, err = s.open(ctx, &Case{
 			Title: sig.Title, Description: sig.Description, Severity: sig.Severity,
 			Source: SourceSystem, Rule: sig.Rule, Subject: sig.Subject,
 		})
 		if err == nil {
 			s.markNoted(key, c.CreatedAt)
+			return c, nil
 		}
-		return c, err
-	case err != nil:
+		if !errors.Is(err, apierr.ErrConflict) {
+			return nil, err
+		}
+		// Another controller opened it since OpenCaseFor (the store keeps one open case per
+		// rule and subject): note on that one instead, as if it had been found.
+		c, err = s.store.OpenCaseFor(ctx, sig.Rule, sig.Subject)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("soc.Raise: %w", err)
 	}
 	now := s.now()

@@ -27,9 +27,18 @@ type DispatchOptions struct {
 	RetryMax     time.Duration // longest wait between attempts; default 1h
 	RetryWindow  time.Duration // give up this long after the delivery was queued; default 24h
 	PollInterval time.Duration // how often to look for retries coming due; default 1s
-	Client       *http.Client  // default: one with Timeout, no redirects followed
-	Registerer   prometheus.Registerer
-	Now          func() time.Time
+	// Shared says other processes' dispatchers claim from the same queue (several controllers
+	// on one PostgreSQL): at start only claims older than StaleAfter are taken back, not
+	// everything in flight, which may be another live controller's.
+	Shared bool
+	// StaleAfter is how long after its claim a delivery still delivering is taken to be
+	// abandoned by a dead process and put back in the queue (checked every StaleAfter/4).
+	// Default: twice the longest a claim can take here, (LaneQueue/Concurrency+1) attempts
+	// of Timeout (180s with the defaults), so a live dispatcher's claims are never taken.
+	StaleAfter time.Duration
+	Client     *http.Client // default: one with Timeout, no redirects followed
+	Registerer prometheus.Registerer
+	Now        func() time.Time
 }
 
 func (o *DispatchOptions) defaults() {
@@ -57,6 +66,9 @@ func (o *DispatchOptions) defaults() {
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 2 * time.Duration(o.LaneQueue/o.Concurrency+1) * o.Timeout
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -80,7 +92,9 @@ func (o *DispatchOptions) defaults() {
 // Dispatcher delivers queued events. Each webhook has its own lane of workers, so a slow or dead
 // receiver only ever holds its own lane's workers and never delays other receivers. Deliveries
 // are claimed from the database in batches and results written back in batches; a process that
-// dies mid-delivery leaves them "delivering", and the next Run puts them back in the queue.
+// dies mid-delivery leaves them "delivering": the next Run puts them back in the queue (with
+// Shared, only once StaleAfter has passed), and every running dispatcher takes back those
+// older than StaleAfter, so a dead controller's deliveries go out again, at least once.
 type Dispatcher struct {
 	qs QueueStore
 	o  DispatchOptions
@@ -138,7 +152,12 @@ func (d *Dispatcher) Notify() {
 // Run delivers until ctx is cancelled, then lets attempts in flight finish (each bounded by the
 // attempt timeout), returns deliveries not yet started to the queue, and writes every result.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	if n, err := d.qs.ResetInFlight(ctx, d.o.Now()); err != nil {
+	now := d.o.Now()
+	before := now // alone on the queue: whatever is in flight was left by a previous run
+	if d.o.Shared {
+		before = now.Add(-d.o.StaleAfter)
+	}
+	if n, err := d.qs.ResetInFlight(ctx, now, before); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started: a normal stop
 		}
@@ -155,6 +174,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	laneCtx, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
 	tick := time.NewTicker(d.o.PollInterval)
 	defer tick.Stop()
+	stale := time.NewTicker(d.o.StaleAfter / 4)
+	defer stale.Stop()
 	for ctx.Err() == nil {
 		more, err := d.claim(ctx, laneCtx)
 		if err != nil && ctx.Err() == nil {
@@ -167,6 +188,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		case <-d.wake:
 		case <-tick.C:
+		case <-stale.C:
+			d.reclaim(ctx)
 		}
 	}
 	stopLanes() // workers finish the attempt in hand and hand back what they have not started
@@ -174,6 +197,19 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	close(d.results)
 	<-writerDone
 	return nil
+}
+
+// reclaim puts back in the queue the deliveries claimed longer than StaleAfter ago and never
+// finished: their process died (another controller, or this one's previous run).
+func (d *Dispatcher) reclaim(ctx context.Context) {
+	now := d.o.Now()
+	n, err := d.qs.ResetInFlight(ctx, now, now.Add(-d.o.StaleAfter))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		slog.Error("webhook: taking back abandoned deliveries", "err", err)
+	case n > 0:
+		slog.Warn("webhook: requeued deliveries abandoned in flight (a controller died?)", "count", n, "claimed_before", now.Add(-d.o.StaleAfter))
+	}
 }
 
 // claim fetches due deliveries for the lanes with room and hands them to their lanes. It reports

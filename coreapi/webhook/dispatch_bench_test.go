@@ -436,7 +436,7 @@ func TestClaimDue(t *testing.T) {
 			if err := st.FinishDeliveries(ctx, []webhook.Result{{DeliveryID: first[0].DeliveryID, Status: webhook.StatusSucceeded, Attempts: 1, AttemptedAt: now, HTTPStatus: 204}}); err != nil {
 				t.Fatal(err)
 			}
-			n, err := st.ResetInFlight(ctx, now)
+			n, err := st.ResetInFlight(ctx, now, now.Add(time.Microsecond))
 			if err != nil || n != 102 {
 				t.Errorf("ResetInFlight: %d, %v; want the 102 still delivering", n, err)
 			}

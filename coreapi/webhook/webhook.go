@@ -278,8 +278,9 @@ type QueueStore interface {
 	ClaimDue(ctx context.Context, now time.Time, perWebhook, limit int, exclude []string) ([]Job, error)
 	// FinishDeliveries stores attempt results.
 	FinishDeliveries(ctx context.Context, rs []Result) error
-	// ResetInFlight returns deliveries left delivering by a stopped process to pending.
-	ResetInFlight(ctx context.Context, now time.Time) (int64, error)
+	// ResetInFlight returns to pending, due at now, the deliveries still delivering that were
+	// claimed before claimedBefore: left by a stopped or dead process.
+	ResetInFlight(ctx context.Context, now, claimedBefore time.Time) (int64, error)
 	// CountDeliveries counts deliveries by status.
 	CountDeliveries(ctx context.Context) (map[string]int64, error)
 }

@@ -66,6 +66,7 @@ type openAIRequest struct {
 	TopP                *float64        `json:"top_p"`
 	Stop                any             `json:"stop"`
 	Seed                *int64          `json:"seed"`
+	N                   *int            `json:"n"`
 	User                string          `json:"user"`
 	FrequencyPenalty    *float64        `json:"frequency_penalty"`
 	PresencePenalty     *float64        `json:"presence_penalty"`
@@ -88,6 +89,12 @@ func (openAIWire) decode(body []byte) (Request, error) {
 	}
 	r := Request{Model: v.Model, Temperature: v.Temperature, Stream: v.Stream, TopP: v.TopP, Seed: v.Seed, User: v.User,
 		FrequencyPenalty: v.FrequencyPenalty, PresencePenalty: v.PresencePenalty, Tools: v.Tools, ToolChoice: v.ToolChoice, ResponseFormat: v.ResponseFormat}
+	if v.N != nil {
+		if *v.N < 1 || *v.N > 128 {
+			return Request{}, fmt.Errorf("'n' must be 1 to 128")
+		}
+		r.N = *v.N
+	}
 	switch s := v.Stop.(type) {
 	case nil:
 	case string:
@@ -217,20 +224,29 @@ func (openAIWire) streamToolCall(id string, req Request, index int, tc ToolCall)
 }
 
 func (openAIWire) writeAnswer(w http.ResponseWriter, id string, req Request, a answer) {
+	choices := []map[string]any{{"index": 0, "message": openAIMessage(a), "logprobs": nil, "finish_reason": openAIFinish(a)}}
+	for i := 1; i < req.N; i++ { // choice i is More[i-1], or the first choice's text again
+		c := answer{content: a.content}
+		if i-1 < len(a.more) {
+			c.content = a.more[i-1]
+		}
+		choices = append(choices, map[string]any{"index": i, "message": openAIMessage(c), "logprobs": nil, "finish_reason": openAIFinish(c)})
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "chatcmpl-" + id, "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
-		"choices": []map[string]any{{
-			"index": 0, "message": openAIMessage(a),
-			"logprobs": nil, "finish_reason": openAIFinish(a),
-		}},
-		"usage": a.openAIUsage(), "system_fingerprint": "fp_providertest",
+		"choices": choices,
+		"usage":   a.openAIUsage(), "system_fingerprint": "fp_providertest",
 	})
 }
 
 func openAIChunk(id string, req Request, delta map[string]any, finish any) map[string]any {
+	return openAIChoiceChunk(id, req, 0, delta, finish)
+}
+
+func openAIChoiceChunk(id string, req Request, index int, delta map[string]any, finish any) map[string]any {
 	c := map[string]any{
 		"id": "chatcmpl-" + id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": req.Model,
-		"choices": []map[string]any{{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+		"choices": []map[string]any{{"index": index, "delta": delta, "logprobs": nil, "finish_reason": finish}},
 	}
 	if req.IncludeUsage {
 		c["usage"] = nil
@@ -247,7 +263,23 @@ func (openAIWire) streamDelta(id string, req Request, text string) string {
 }
 
 func (openAIWire) streamEnd(id string, req Request, a answer) []string {
-	blocks := []string{event("", openAIChunk(id, req, map[string]any{}, openAIFinish(a)))}
+	// With n, the other choices follow the first one's text, each cut after every space, as
+	// chunks with their index; then every choice's finish.
+	var blocks []string
+	for i := 1; i < req.N; i++ {
+		text := a.content
+		if i-1 < len(a.more) {
+			text = a.more[i-1]
+		}
+		blocks = append(blocks, event("", openAIChoiceChunk(id, req, i, map[string]any{"role": "assistant", "content": ""}, nil)))
+		for _, w := range strings.SplitAfter(text, " ") {
+			if w != "" {
+				blocks = append(blocks, event("", openAIChoiceChunk(id, req, i, map[string]any{"content": w}, nil)))
+			}
+		}
+		blocks = append(blocks, event("", openAIChoiceChunk(id, req, i, map[string]any{}, "stop")))
+	}
+	blocks = append(blocks, event("", openAIChunk(id, req, map[string]any{}, openAIFinish(a))))
 	if req.IncludeUsage {
 		blocks = append(blocks, event("", map[string]any{
 			"id": "chatcmpl-" + id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": req.Model,

@@ -75,6 +75,7 @@ type Request struct {
 	User             string
 	FrequencyPenalty *float64
 	PresencePenalty  *float64
+	N                int // OpenAI: n; 0 if absent
 }
 
 // LastUser is the content of the last user message, "" if none.
@@ -95,6 +96,7 @@ type Reply struct {
 	Chunks       []string   // the stream's text deltas; nil: the answer cut after each space. Without Content or Echo, they are the answer
 	FinishReason string     // in the API's words; "" = "stop" (OpenAI) or "end_turn" (Anthropic)
 	ToolCalls    []ToolCall // OpenAI: tool calls after the text; the finish reason becomes "tool_calls"
+	More         []string   // OpenAI, a request with n: the texts of choices 1, 2, ... (missing ones repeat Content)
 
 	Status      int         // not 0 or 200: answer with this status and the API's error body
 	ErrorType   string      // the error type (and OpenAI code); "" = the API's usual one for Status
@@ -175,6 +177,7 @@ type answer struct {
 	content        string
 	finish         string
 	toolCalls      []ToolCall
+	more           []string
 	prompt, output int // token counts (words)
 }
 
@@ -383,7 +386,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, id string, r
 		return
 	}
 
-	a := answer{content: rp.Content, finish: rp.FinishReason, toolCalls: rp.ToolCalls}
+	a := answer{content: rp.Content, finish: rp.FinishReason, toolCalls: rp.ToolCalls, more: rp.More}
 	for i := range a.toolCalls {
 		if tc := &a.toolCalls[i]; tc.Arguments == "" {
 			tc.Arguments = strings.Join(tc.ArgChunks, "")

@@ -3,10 +3,10 @@
 package natstest
 
 import (
-	"math/rand/v2"
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"

@@ -6,6 +6,8 @@ package whatiftest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,6 +179,21 @@ func Run(t *testing.T, s *servertest.Server) {
 	r = s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/publish", rw, `{"version":3}`)
 	if r.Status != 409 || r.Err(t).Error.Code != sdwan.CodeSimulationRequired {
 		t.Errorf("publishing a version never simulated: %d %s; want 409 %s", r.Status, r.Body, sdwan.CodeSimulationRequired)
+	}
+	// A simulation of other sites does not open the gate for this one.
+	var site2 sdwan.Site
+	want(t, s.Do("POST", "/sd-wan/v1/sites", rw, `{"name":"Branch 8","transports":[
+		{"name":"mpls","kind":"mpls","interface":"eth1"},{"name":"inet","kind":"broadband","interface":"eth2"}]}`), 201).JSON(t, &site2)
+	var only2 Result
+	want(t, s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/versions/3/simulate", rw, map[string]any{"window": "2h", "sites": []string{site2.ID}}), 200).JSON(t, &only2)
+	if !only2.Complete || fmt.Sprint(only2.Simulation.SiteIDs) != fmt.Sprint([]string{site2.ID}) {
+		t.Errorf("simulation of %s: complete %v, site_ids %v", site2.ID, only2.Complete, only2.Simulation.SiteIDs)
+	}
+	for _, body := range []any{`{"version":3}`, map[string]any{"version": 3, "sites": []string{site.ID, site2.ID}}} {
+		r = s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/publish", rw, body)
+		if r.Status != 409 || r.Err(t).Error.Code != sdwan.CodeSimulationRequired || !strings.Contains(string(r.Body), site.ID) {
+			t.Errorf("publishing version 3 (%v), simulated on %s only: %d %s; want 409 %s naming %s", body, site2.ID, r.Status, r.Body, sdwan.CodeSimulationRequired, site.ID)
+		}
 	}
 	var latest sdwan.Simulation
 	want(t, s.Do("GET", "/sd-wan/v1/policies/"+pol.ID+"/versions/2/simulation", ro, nil), 200).JSON(t, &latest)
