@@ -86,6 +86,21 @@ func (r *receiver) register(t *testing.T, s *servertest.Server, events ...string
 	r.mu.Unlock()
 }
 
+// claimAgent claims a site with its token as a simulated agent named host and connects it to
+// the broker; the caller closes (or kills) the agent.
+func claimAgent(ctx context.Context, t *testing.T, s *servertest.Server, claim, host string) (*sim.Access, *sim.Agent) {
+	t.Helper()
+	acc, err := sim.Claim(ctx, s.Client, s.URL, claim, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := sim.Connect(ctx, acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acc, ag
+}
+
 // nextOf waits for the agent's next message on kind and decodes it.
 func nextOf(t *testing.T, ag *sim.Agent, kind string, v any) {
 	t.Helper()
@@ -254,14 +269,7 @@ func TestDecommissionDisconnects(t *testing.T) {
 	rw := s.Key("sdwan:read", "sdwan:write")
 	var site sdwan.Site
 	s.Do("POST", "/sd-wan/v1/sites", rw, branchSite).JSON(t, &site)
-	acc, err := sim.Claim(ctx, s.Client, s.URL, site.Claim, "br")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err := sim.Connect(ctx, acc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	acc, ag := claimAgent(ctx, t, s, site.Claim, "br")
 	defer ag.Close()
 	if err := ag.Report(ctx, time.Now(), time.Second, sim.Window("mpls", 5, 0, 20, 1), sim.Window("inet", 5, 0, 30, 1)); err != nil {
 		t.Fatal(err)

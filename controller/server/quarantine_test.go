@@ -96,14 +96,7 @@ func TestCrashOnlyStart(t *testing.T) {
 	wantStatus(t, s.Do("POST", "/sd-wan/v1/sites/"+bare.ID+"/transports", rw, `{"name":"lte","interface":"wwan0"}`), 201)
 	var fresh sdwan.Site
 	s.Do("POST", "/sd-wan/v1/sites", rw, `{"name":"y"}`).JSON(t, &fresh)
-	acc, err := sim.Claim(ctx, s.Client, s.URL, fresh.Claim, "y")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err := sim.Connect(ctx, acc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ag := claimAgent(ctx, t, s, fresh.Claim, "y")
 	defer ag.Close()
 	// Reporting before the site has transports: kept as history, the site is up, nothing is
 	// evaluated.

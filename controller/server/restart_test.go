@@ -30,14 +30,7 @@ func TestRestartChangesNothing(t *testing.T) {
 	var pol sdwan.Policy
 	s.Do("POST", "/sd-wan/v1/policies", rw, `{"name":"std","type":"steering","content":{"classes":[{"name":"voice","max_latency_ms":150}],"paths":{"voice":["mpls","inet"]}}}`).JSON(t, &pol)
 	wantStatus(t, s.Do("POST", "/sd-wan/v1/policies/"+pol.ID+"/publish", rw, map[string]any{"version": 1, "sites": []string{site.ID}}), 202)
-	acc, err := sim.Claim(ctx, s.Client, s.URL, site.Claim, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err := sim.Connect(ctx, acc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	acc, ag := claimAgent(ctx, t, s, site.Claim, "b")
 	healthy := []telemetry.TransportWindow{sim.Window("mpls", 5, 0, 20, 1), sim.Window("inet", 5, 0, 30, 2)}
 	for range 2 {
 		if err := ag.Report(ctx, time.Now(), time.Second, healthy...); err != nil {
@@ -73,7 +66,7 @@ func TestRestartChangesNothing(t *testing.T) {
 	s.Stop()
 	s = servertest.Start(t, servertest.Options{Config: cfg})
 	acc.MQTT.URL = "mqtts://" + s.MQTTAddr()
-	ag, err = sim.Connect(ctx, acc) // it says online, without paths yet
+	ag, err := sim.Connect(ctx, acc) // it says online, without paths yet
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +125,7 @@ func TestClaimedSiteGetsWatermarkAtOnce(t *testing.T) {
 	rw := s.Key("sdwan:read", "sdwan:write")
 	var site sdwan.Site
 	s.Do("POST", "/sd-wan/v1/sites", rw, `{"name":"w","transports":[{"name":"mpls","interface":"eth0"}]}`).JSON(t, &site)
-	acc, err := sim.Claim(ctx, s.Client, s.URL, site.Claim, "w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err := sim.Connect(ctx, acc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	acc, ag := claimAgent(ctx, t, s, site.Claim, "w")
 	defer ag.Kill()
 	var w telemetry.Stored
 	nextOf(t, ag, telemetry.KindStored, &w) // retained: no report sent yet
