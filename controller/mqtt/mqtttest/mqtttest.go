@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/scripts/scriptpath"
 )
 
 // Config says what a test Mosquitto holds.
@@ -66,7 +67,7 @@ var (
 // Start starts a Mosquitto as cfg says; it is stopped and its directory removed via t.Cleanup.
 func Start(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	script, err := scriptPath()
+	script, err := scriptpath.Find("mosquitto.sh")
 	if err != nil {
 		t.Fatalf("mqtttest: %v", err)
 	}
@@ -171,7 +172,7 @@ func (s *Server) Log() string {
 // that hashes cross between Mosquitto and controller/mqtt.
 func PasswdHash(t testing.TB, password string) string {
 	t.Helper()
-	script, err := scriptPath()
+	script, err := scriptpath.Find("mosquitto.sh")
 	if err != nil {
 		t.Fatalf("mqtttest: %v", err)
 	}
@@ -241,27 +242,6 @@ func reapStale(script string) {
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-func scriptPath() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			p := filepath.Join(d, "scripts", "mosquitto.sh")
-			if _, err := os.Stat(p); err != nil {
-				return "", err
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod above %s, cannot find scripts/mosquitto.sh", wd)
-		}
-		d = parent
-	}
 }
 
 func freePort() (int, error) {

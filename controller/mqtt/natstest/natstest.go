@@ -10,11 +10,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgewan/edgewan/scripts/scriptpath"
 )
 
 // User and Password are the test cluster's one account.
@@ -34,7 +35,7 @@ type Cluster struct {
 // Start starts a cluster on free loopback ports, or fails t (it never skips).
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	script, err := scriptPath()
+	script, err := scriptpath.Find("nats.sh")
 	if err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
@@ -121,23 +122,4 @@ func run(script string, timeout time.Duration, args ...string) (string, error) {
 		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(stdout.String()), nil
-}
-
-func scriptPath() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			p := filepath.Join(d, "scripts", "nats.sh")
-			_, err := os.Stat(p)
-			return p, err
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod above %s, cannot find scripts/nats.sh", wd)
-		}
-		d = parent
-	}
 }

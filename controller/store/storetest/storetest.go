@@ -45,6 +45,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
 	"github.com/edgewan/edgewan/controller/store"
+	"github.com/edgewan/edgewan/scripts/scriptpath"
 )
 
 // EnvPostgresURL names the environment variable with the admin URL of a running PostgreSQL
@@ -203,12 +204,8 @@ func startServer() (*pgServer, error) {
 		}
 		return s, nil
 	}
-	root, err := repoRoot()
+	script, err := scriptpath.Find("postgres.sh")
 	if err != nil {
-		return nil, fmt.Errorf("%w (or set %s to a running server's admin URL)", err, EnvPostgresURL)
-	}
-	script := filepath.Join(root, "scripts", "postgres.sh")
-	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("%w (or set %s to a running server's admin URL)", err, EnvPostgresURL)
 	}
 	reapStale(script)
@@ -331,24 +328,6 @@ func reapStale(script string) {
 		}
 		_, _ = runScript(script, time.Minute, "stop", dir)
 		os.RemoveAll(dir)
-	}
-}
-
-// repoRoot walks up from the working directory to the directory holding go.mod.
-func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod above %s, cannot find scripts/postgres.sh", wd)
-		}
-		d = parent
 	}
 }
 

@@ -39,6 +39,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgewan/edgewan/scripts/scriptpath"
 )
 
 // EnvURL names the environment variable with the URL of a running InfluxDB 1.8 server for
@@ -128,7 +130,7 @@ type Server struct {
 // it is stopped via t.Cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	script, err := scriptPath()
+	script, err := scriptpath.Find("influxdb.sh")
 	if err != nil {
 		t.Fatalf("influxtest: %v", err)
 	}
@@ -220,7 +222,7 @@ func startShared() (*sharedServer, error) {
 		}
 		return &sharedServer{URL: u}, nil
 	}
-	script, err := scriptPath()
+	script, err := scriptpath.Find("influxdb.sh")
 	if err != nil {
 		return nil, fmt.Errorf("%w (or set %s to a running server's URL)", err, EnvURL)
 	}
@@ -321,28 +323,6 @@ func runScript(script string, timeout time.Duration, args ...string) (string, er
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	return strings.TrimSpace(lines[len(lines)-1]), nil
-}
-
-// scriptPath finds scripts/influxdb.sh above the working directory.
-func scriptPath() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			p := filepath.Join(d, "scripts", "influxdb.sh")
-			if _, err := os.Stat(p); err != nil {
-				return "", err
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod above %s, cannot find scripts/influxdb.sh", wd)
-		}
-		d = parent
-	}
 }
 
 func freePort() (int, error) {
