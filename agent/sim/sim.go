@@ -62,6 +62,8 @@ type Agent struct {
 	seq          uint64
 	mu           sync.Mutex
 	inbox        chan Message
+	stored       uint64        // the highest watermark the controller published (mu)
+	storedC      chan struct{} // closed and replaced at each new watermark (mu)
 }
 
 // Connect connects to the broker with a claim's credentials (trusting its CA), sets the
@@ -75,7 +77,7 @@ func Connect(ctx context.Context, a *Access) (*Agent, error) {
 		}
 		tc.RootCAs = pool
 	}
-	ag := &Agent{Site: a.Site.ID, Device: a.Device, inbox: make(chan Message, 64)}
+	ag := &Agent{Site: a.Site.ID, Device: a.Device, inbox: make(chan Message, 64), storedC: make(chan struct{})}
 	will, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: a.Device, State: "offline"})
 	opts := paho.NewClientOptions().AddBroker(a.MQTT.URL).SetClientID(a.Device).
 		SetUsername(a.MQTT.Username).SetPassword(a.MQTT.Password).SetTLSConfig(tc).
@@ -89,6 +91,9 @@ func Connect(ctx context.Context, a *Access) (*Agent, error) {
 	}
 	for _, kind := range telemetry.DownKinds {
 		tok := ag.client.Subscribe(telemetry.Topic(ag.Site, kind), 1, func(_ paho.Client, m paho.Message) {
+			if kind == telemetry.KindStored {
+				ag.onStored(m.Payload())
+			}
 			select {
 			case ag.inbox <- Message{Topic: m.Topic(), Payload: m.Payload()}:
 			default: // a test that does not read its inbox must not stall the client
@@ -163,6 +168,39 @@ func (a *Agent) Next(ctx context.Context) (Message, error) {
 		return m, nil
 	case <-ctx.Done():
 		return Message{}, ctx.Err()
+	}
+}
+
+func (a *Agent) onStored(payload []byte) {
+	var st telemetry.Stored
+	if json.Unmarshal(payload, &st) != nil || st.Device != a.Device {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st.Seq > a.stored {
+		a.stored = st.Seq
+		close(a.storedC)
+		a.storedC = make(chan struct{})
+	}
+}
+
+// WaitStored waits until the controller's watermark says every report up to seq is stored
+// (flushed to the time-series store and the database): what a reader of history sees. Kept
+// apart from the inbox, which drops what a test does not read.
+func (a *Agent) WaitStored(ctx context.Context, seq uint64) error {
+	for {
+		a.mu.Lock()
+		got, c := a.stored, a.storedC
+		a.mu.Unlock()
+		if got >= seq {
+			return nil
+		}
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return fmt.Errorf("sim: watermark %d, waiting for %d: %w", got, seq, ctx.Err())
+		}
 	}
 }
 
