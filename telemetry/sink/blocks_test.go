@@ -1,0 +1,308 @@
+package sink
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgewan/edgewan/telemetry"
+)
+
+// refKey is a minute of a series in the reference rollups.
+type refKey struct {
+	site, transport string
+	ts              int64
+}
+
+// reference is the definition of the minute rollups: every window added to its minute's agg,
+// as the sink did before hour blocks existed.
+type reference map[refKey]*agg
+
+func (ref reference) add(r *telemetry.Report) {
+	for i := range r.Transport {
+		k := refKey{r.Site, r.Transport[i].Name, floorTo(r.Time.Unix(), 60)}
+		a := ref[k]
+		if a == nil {
+			a = &agg{ts: k.ts}
+			ref[k] = a
+		}
+		a.add(&r.Transport[i])
+	}
+}
+
+// rollups returns what History should: site's rollups of transport ("" all) in [from, to) at
+// resolution, ordered by transport and time.
+func (ref reference) rollups(site, transport string, from, to time.Time, res time.Duration) []Rollup {
+	step := int64(res / time.Second)
+	lo, hi := floorTo(from.Unix()+step-1, step), to.Unix()
+	sums := map[refKey]*agg{}
+	for k, a := range ref {
+		if k.site != site || (transport != "" && k.transport != transport) {
+			continue
+		}
+		p := refKey{k.site, k.transport, floorTo(k.ts, step)}
+		if p.ts < lo || p.ts >= hi {
+			continue
+		}
+		s := sums[p]
+		if s == nil {
+			s = &agg{ts: p.ts}
+			sums[p] = s
+		}
+		s.merge(a)
+	}
+	var out []Rollup
+	for k, a := range sums {
+		out = append(out, a.rollup(site, k.transport, res))
+	}
+	slices.SortFunc(out, func(a, b Rollup) int {
+		return cmp.Or(strings.Compare(a.Transport, b.Transport), a.Time.Compare(b.Time))
+	})
+	return out
+}
+
+// randomReports are n reports of random windows over hours hours from base, for 2 sites and 3
+// transports, in random order: some all lost, some down, some late by hours.
+func randomReports(rng *rand.Rand, n, hours int) []*telemetry.Report {
+	sites := []string{"s1", "s2"}
+	trs := []string{"inet", "lte", "mpls"}
+	out := make([]*telemetry.Report, n)
+	for i := range out {
+		at := base.Add(time.Duration(rng.IntN(hours*3600)) * time.Second)
+		r := report(sites[rng.IntN(len(sites))], fmt.Sprintf("d%d", rng.IntN(2)), at)
+		for _, tr := range trs {
+			if rng.IntN(4) == 0 {
+				continue
+			}
+			sent := 1 + rng.IntN(20)
+			lost := 0
+			if rng.IntN(5) == 0 {
+				lost = rng.IntN(sent + 1)
+			}
+			lat := rng.Float64() * 200
+			r.Transport = append(r.Transport, win(tr, sent, lost, lat, lat*1.3, lat*0.8, lat*1.5, rng.Float64()*10, rng.Float64()*5, lost == sent && rng.IntN(2) == 0))
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// TestBlocksMatchRows is the property of the hour blocks: random windows written in random
+// order, flushed and compacted at random moments (late windows merging into blocks already
+// written), give the same rollups from any window of time as the definition, at minutes
+// (History and Minutes) and hours.
+func TestBlocksMatchRows(t *testing.T) {
+	ctx := context.Background()
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 14))
+			const hours = 6
+			s := openEmbedded(t, EmbeddedOptions{FlushInterval: time.Hour, PruneInterval: -1})
+			ref := reference{}
+			for _, r := range randomReports(rng, 3000, hours) {
+				if err := s.Write(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+				ref.add(r)
+				switch rng.IntN(300) {
+				case 0:
+					if err := s.Flush(ctx); err != nil {
+						t.Fatal(err)
+					}
+				case 1:
+					if err := s.Flush(ctx); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := s.Compact(ctx, base.Add(time.Duration(rng.IntN(hours+2))*time.Hour)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if seed%2 == 0 { // the odd seeds leave the last compaction's state
+				if _, err := s.Compact(ctx, base.Add(time.Duration(rng.IntN(hours+2))*time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var blocks, rows int
+			if err := s.db.QueryRow("SELECT (SELECT count(*) FROM minute_blocks), (SELECT count(*) FROM rollup_1m)").Scan(&blocks, &rows); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d blocks, %d minute rows", blocks, rows)
+			for range 40 {
+				from := base.Add(time.Duration(rng.IntN(hours*3600+600)-300) * time.Second)
+				to := from.Add(time.Duration(rng.IntN(hours*3600)) * time.Second)
+				site := []string{"s1", "s2", "s3"}[rng.IntN(3)]
+				tr := []string{"", "inet", "lte", "mpls", "nope"}[rng.IntN(5)]
+				for _, res := range []time.Duration{time.Minute, time.Hour} {
+					got, err := s.History(ctx, site, tr, from, to, res)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkRollups(t, got, ref.rollups(site, tr, from, to, res))
+				}
+				got, err := s.Minutes(ctx, site, from, to, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := ref.rollups(site, "", from, to, time.Minute)
+				for i := range want {
+					want[i].Site, want[i].MinMs, want[i].MaxMs, want[i].StdDevMs = "", 0, 0, 0
+				}
+				checkRollups(t, got, want)
+			}
+		})
+	}
+}
+
+// TestBlocksReadWhileCompacting: a reader sees every minute exactly once while Compact moves
+// rows into blocks (one statement reads both layouts, so one snapshot).
+func TestBlocksReadWhileCompacting(t *testing.T) {
+	ctx := context.Background()
+	s := openEmbedded(t, EmbeddedOptions{FlushInterval: time.Hour, PruneInterval: -1})
+	var windows int64
+	for m := range 4 * 60 {
+		for _, site := range []string{"s1", "s2", "s3"} {
+			r := report(site, "d1", base.Add(time.Duration(m)*time.Minute), win("inet", 10, 1, 20, 30, 10, 40, 2, 3, false), win("lte", 10, 1, 20, 30, 10, 40, 2, 3, false))
+			if err := s.Write(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			if site == "s2" {
+				windows += 2
+			}
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var reads int
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var buf []Rollup
+		for {
+			var err error
+			buf, err = s.Minutes(ctx, "s2", base, base.Add(5*time.Hour), buf[:0])
+			var got int64
+			for _, r := range buf {
+				got += r.Windows
+			}
+			if err == nil && got != windows {
+				err = fmt.Errorf("read %d: %d windows in %d rollups; want %d", reads, got, len(buf), windows)
+			}
+			reads++
+			if err != nil {
+				readErr = err
+				return
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}()
+	n, err := s.Compact(ctx, base.Add(5*time.Hour))
+	close(done)
+	wg.Wait()
+	if err != nil || n != 3*2*4*60 {
+		t.Fatalf("Compact: %d rows, %v; want %d", n, err, 3*2*4*60)
+	}
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	t.Logf("%d reads during the compaction", reads)
+}
+
+// TestBlocksMigrate: a database written before the blocks existed (minute rows only) is read
+// as it was at once, and converted by the sink in the background when it opens.
+func TestBlocksMigrate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DefaultEmbeddedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(embeddedSchema); err != nil { // the tables of the previous release
+		t.Fatal(err)
+	}
+	ref := reference{}
+	rng := rand.New(rand.NewPCG(3, 14))
+	for _, r := range randomReports(rng, 2000, 30) {
+		ref.add(r)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, a := range ref {
+		var minMs any
+		if a.hasMin {
+			minMs = a.minMs
+		}
+		if _, err := tx.Exec(upsertSQL("rollup_1m", 1), k.site, k.transport, a.ts, a.windows, a.sent, a.lost, a.down,
+			a.latSum, a.p95Sum, a.jitSum, a.sdSum, minMs, a.maxMs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openEmbedded(t, EmbeddedOptions{DataDir: dir, PruneInterval: -1})
+	check := func() {
+		t.Helper()
+		for _, site := range []string{"s1", "s2"} {
+			got, err := s.History(ctx, site, "", base, base.Add(31*time.Hour), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRollups(t, got, ref.rollups(site, "", base, base.Add(31*time.Hour), time.Minute))
+		}
+	}
+	check() // while the sink converts
+	if _, err := s.Compact(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var blocks, rows int
+	if err := s.db.QueryRow("SELECT (SELECT count(*) FROM minute_blocks), (SELECT count(*) FROM rollup_1m)").Scan(&blocks, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 || blocks == 0 || blocks > 2*3*31 {
+		t.Errorf("after Compact: %d minute rows, %d blocks; want 0 and at most 2 sites x 3 transports x 31 hours", rows, blocks)
+	}
+	check()
+}
+
+// TestBlocksCorrupt: a block whose data does not match its mask is an error to its reader,
+// not a panic or a wrong figure.
+func TestBlocksCorrupt(t *testing.T) {
+	ctx := context.Background()
+	s := openEmbedded(t, EmbeddedOptions{FlushInterval: time.Hour, PruneInterval: -1})
+	if _, err := s.db.Exec("INSERT INTO minute_blocks (site, transport, hour, mask, data) VALUES ('s1', 'inet', ?, 7, x'0000')", base.Unix()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.History(ctx, "s1", "", base, base.Add(time.Hour), time.Minute); !errors.Is(err, errCorruptBlock) {
+		t.Errorf("History: got %v; want errCorruptBlock", err)
+	}
+	if _, err := s.Minutes(ctx, "s1", base, base.Add(time.Hour), nil); !errors.Is(err, errCorruptBlock) {
+		t.Errorf("Minutes: got %v; want errCorruptBlock", err)
+	}
+}
