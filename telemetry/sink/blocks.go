@@ -254,78 +254,93 @@ FROM rollup_1m WHERE (site, transport) >= (?, ?) AND +ts < ? ORDER BY site, tran
 }
 
 // scanMinutes calls fn with site's minute aggregates of transport (every transport if "")
-// whose minute starts in [from, to), in transport and time order, reading the hour blocks and
-// the minute rows in one statement, so in one snapshot of the database. fn's transport string
-// is shared by the calls of one transport.
+// whose minute starts in [from, to), in transport and time order, merging the hour blocks and
+// the minute rows. Both are read in one read transaction (one snapshot of the database), so a
+// compaction moving rows into blocks meanwhile is seen wholly or not at all. fn's transport
+// string is shared by the calls of one transport.
 func (s *EmbeddedSink) scanMinutes(ctx context.Context, site, transport string, from, to int64, fn func(transport string, a *agg)) error {
 	from = floorTo(from+59, 60)
 	if from >= to {
 		return nil
 	}
-	// Blocks (kind 0) sort before the rows of their hour (kind 1).
-	q := `SELECT 0, transport, hour, mask, data, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM minute_blocks
-WHERE site = ?1 AND hour >= ?2 AND hour < ?3` + cond(transport, " AND transport = ?4") + `
-UNION ALL
-SELECT 1, transport, ts, 0, NULL, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms FROM rollup_1m
-WHERE site = ?1 AND ts >= ?5 AND ts < ?3` + cond(transport, " AND transport = ?4") + `
-ORDER BY 2, 3, 1`
-	rows, err := s.db.QueryContext(ctx, q, site, floorTo(from, 3600), to, transport, from)
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // a deferred BEGIN: no write lock
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// The minute rows first: the current hour's and stragglers', few.
+	rows, err := tx.QueryContext(ctx, `SELECT transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms
+FROM rollup_1m WHERE site = ?1 AND ts >= ?2 AND ts < ?3`+cond(transport, " AND transport = ?4")+` ORDER BY transport, ts`, site, from, to, transport)
+	if err != nil {
+		return err
+	}
+	var loose []minuteRow
+	for rows.Next() {
+		var r minuteRow
+		var tr sql.RawBytes
+		var minMs sql.NullFloat64
+		if err := rows.Scan(&tr, &r.ts, &r.windows, &r.sent, &r.lost, &r.down, &r.latSum, &r.p95Sum, &r.jitSum, &r.sdSum, &minMs, &r.maxMs); err != nil {
+			rows.Close()
+			return err
+		}
+		r.minMs, r.hasMin = minMs.Float64, minMs.Valid
+		if n := len(loose); n > 0 && loose[n-1].key.transport == string(tr) {
+			r.key.transport = loose[n-1].key.transport
+		} else {
+			r.key.transport = string(tr)
+		}
+		loose = append(loose, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT transport, hour, mask, data FROM minute_blocks
+WHERE site = ?1 AND hour >= ?2 AND hour < ?3`+cond(transport, " AND transport = ?4")+` ORDER BY transport, hour`, site, floorTo(from, 3600), to, transport)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	var (
-		kind          int
-		tr, data      sql.RawBytes
-		name          string
-		ts, mask      int64
-		minMs         sql.NullFloat64
-		r             agg
-		b             = new(block)
-		pending       bool // b holds a block of transport pendName not yet handed to fn
-		pendName      string
-		emitBlockOnce = func() {
-			if !pending {
-				return
-			}
-			pending = false
-			for m := b.mask; m != 0; m &= m - 1 {
-				a := &b.min[bits.TrailingZeros64(m)]
-				if a.ts >= from && a.ts < to {
-					fn(pendName, a)
-				}
-			}
-		}
+		tr, data sql.RawBytes
+		name     string
+		hour     int64
+		mask     int64
+		b        = new(block)
+		li       int // loose[:li] handed to fn
 	)
+	// before reports whether loose row r comes before minute ts of transport name.
+	before := func(r *minuteRow, name string, ts int64) bool {
+		return r.key.transport < name || (r.key.transport == name && r.ts < ts)
+	}
 	for rows.Next() {
-		if err := rows.Scan(&kind, &tr, &ts, &mask, &data, &r.windows, &r.sent, &r.lost, &r.down,
-			&r.latSum, &r.p95Sum, &r.jitSum, &r.sdSum, &minMs, &r.maxMs); err != nil {
+		if err := rows.Scan(&tr, &hour, &mask, &data); err != nil {
 			return err
 		}
 		if string(tr) != name {
 			name = string(tr)
 		}
-		if pending && (name != pendName || ts >= b.hour+3600) {
-			emitBlockOnce()
+		if err := b.decode(hour, uint64(mask), data); err != nil {
+			return fmt.Errorf("%s %s: %w", site, name, err)
 		}
-		if kind == 0 {
-			if err := b.decode(ts, uint64(mask), data); err != nil {
-				return fmt.Errorf("%s %s: %w", site, name, err)
+		for ; li < len(loose) && before(&loose[li], name, hour); li++ {
+			fn(loose[li].key.transport, &loose[li].agg)
+		}
+		for ; li < len(loose) && before(&loose[li], name, hour+3600); li++ {
+			b.add(&loose[li].agg) // a straggler of this block's hour
+		}
+		for m := b.mask; m != 0; m &= m - 1 {
+			if a := &b.min[bits.TrailingZeros64(m)]; a.ts >= from && a.ts < to {
+				fn(name, a)
 			}
-			pending, pendName = true, name
-			continue
 		}
-		r.ts, r.minMs, r.hasMin = ts, minMs.Float64, minMs.Valid
-		if pending {
-			b.add(&r)
-			continue
-		}
-		fn(name, &r)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	emitBlockOnce()
+	for ; li < len(loose); li++ {
+		fn(loose[li].key.transport, &loose[li].agg)
+	}
 	return nil
 }
 
