@@ -269,8 +269,18 @@ func (s *EmbeddedSink) scanMinutes(ctx context.Context, site, transport string, 
 	}
 	defer tx.Rollback()
 	// The minute rows first: the current hour's and stragglers', few.
-	rows, err := tx.QueryContext(ctx, `SELECT transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms
-FROM rollup_1m WHERE site = ?1 AND ts >= ?2 AND ts < ?3`+cond(transport, " AND transport = ?4")+` ORDER BY transport, ts`, site, from, to, transport)
+	rowsStmt, blocksStmt := s.minuteRows, s.minuteBlocks
+	if transport != "" {
+		if rowsStmt, err = tx.PrepareContext(ctx, minuteRowsSQL(transport)); err != nil {
+			return err
+		}
+		if blocksStmt, err = tx.PrepareContext(ctx, minuteBlocksSQL(transport)); err != nil {
+			return err
+		}
+	} else {
+		rowsStmt, blocksStmt = tx.StmtContext(ctx, rowsStmt), tx.StmtContext(ctx, blocksStmt)
+	}
+	rows, err := rowsStmt.QueryContext(ctx, site, from, to, transport)
 	if err != nil {
 		return err
 	}
@@ -295,8 +305,7 @@ FROM rollup_1m WHERE site = ?1 AND ts >= ?2 AND ts < ?3`+cond(transport, " AND t
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT transport, hour, mask, data FROM minute_blocks
-WHERE site = ?1 AND hour >= ?2 AND hour < ?3`+cond(transport, " AND transport = ?4")+` ORDER BY transport, hour`, site, floorTo(from, 3600), to, transport)
+	rows, err = blocksStmt.QueryContext(ctx, site, floorTo(from, 3600), to, transport)
 	if err != nil {
 		return err
 	}
@@ -342,6 +351,18 @@ WHERE site = ?1 AND hour >= ?2 AND hour < ?3`+cond(transport, " AND transport = 
 		fn(loose[li].key.transport, &loose[li].agg)
 	}
 	return nil
+}
+
+// minuteRowsSQL and minuteBlocksSQL are scanMinutes' statements: ?1 site, ?2 from (the hour
+// of from for blocks), ?3 to, ?4 the transport if one is given.
+func minuteRowsSQL(transport string) string {
+	return `SELECT transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms
+FROM rollup_1m WHERE site = ?1 AND ts >= ?2 AND ts < ?3` + cond(transport, " AND transport = ?4") + ` ORDER BY transport, ts`
+}
+
+func minuteBlocksSQL(transport string) string {
+	return `SELECT transport, hour, mask, data FROM minute_blocks
+WHERE site = ?1 AND hour >= ?2 AND hour < ?3` + cond(transport, " AND transport = ?4") + ` ORDER BY transport, hour`
 }
 
 func cond(v, clause string) string {

@@ -97,6 +97,9 @@ type EmbeddedSink struct {
 	statsMu sync.Mutex
 	stats   EmbeddedStats
 
+	// The statements of scanMinutes for every transport (the replay's), prepared once.
+	minuteRows, minuteBlocks *sql.Stmt
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -340,6 +343,13 @@ func NewEmbedded(opts EmbeddedOptions) (*EmbeddedSink, error) {
 		entries: make(map[seriesKey]*entry),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if s.minuteRows, err = db.PrepareContext(ctx, minuteRowsSQL("")); err == nil {
+		s.minuteBlocks, err = db.PrepareContext(ctx, minuteBlocksSQL(""))
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sink.NewEmbedded: %s: %w", path, err)
 	}
 	go s.run()
 	return s, nil
@@ -626,6 +636,8 @@ func (s *EmbeddedSink) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err := s.Flush(ctx)
+	s.minuteRows.Close()
+	s.minuteBlocks.Close()
 	if cerr := s.db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("sink.EmbeddedSink.Close: %w", cerr)
 	}
