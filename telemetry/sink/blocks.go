@@ -17,7 +17,8 @@ import (
 // readable in seconds. Minutes arrive as rows of rollup_1m (Flush merges into them, late
 // reports included); Compact moves the rows of closed hours into the blocks, merging into a
 // block already there, so rollup_1m holds the current hour and stragglers. Readers read both
-// layouts in one statement (one snapshot), so nothing is seen twice or missed while rows move.
+// layouts in one read transaction (one snapshot), so nothing is seen twice or missed while rows
+// move.
 
 const blockSchema = `
 CREATE TABLE IF NOT EXISTS minute_blocks (
@@ -126,10 +127,14 @@ const compactSlice = 4096
 // runs it after each flush and when the sink opens, which also converts a database written
 // before the blocks existed; readers see the same minutes before, during and after.
 func (s *EmbeddedSink) Compact(ctx context.Context, now time.Time) (int64, error) {
-	return s.compact(ctx, now, nil)
+	return s.compact(ctx, now, nil, 0)
 }
 
-func (s *EmbeddedSink) compact(ctx context.Context, now time.Time, stop <-chan struct{}) (int64, error) {
+// compact is Compact until stop is closed or, if budget > 0, for about budget: the background
+// goroutine flushes between its calls, so converting a large database never holds up the
+// flushes (each call resumes at the oldest rows left).
+func (s *EmbeddedSink) compact(ctx context.Context, now time.Time, stop <-chan struct{}, budget time.Duration) (int64, error) {
+	start := time.Now()
 	cutoff := floorTo(now.Unix(), 3600)
 	var any int
 	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM rollup_1m WHERE ts < ? LIMIT 1)", cutoff).Scan(&any)
@@ -146,10 +151,13 @@ func (s *EmbeddedSink) compact(ctx context.Context, now time.Time, stop <-chan s
 		}
 		n, err := s.compactSlice(ctx, cutoff, &site, &transport)
 		total += int64(n)
+		s.statsMu.Lock()
+		s.stats.Compacted += int64(n)
+		s.statsMu.Unlock()
 		if err != nil {
 			return total, fmt.Errorf("sink.EmbeddedSink.Compact: %s: %w", s.path, err)
 		}
-		if n < compactSlice {
+		if n < compactSlice || budget > 0 && time.Since(start) >= budget {
 			return total, nil
 		}
 	}

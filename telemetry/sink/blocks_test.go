@@ -266,7 +266,8 @@ func TestBlocksMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := openEmbedded(t, EmbeddedOptions{DataDir: dir, PruneInterval: -1})
+	// A short flush interval: the background converts in many calls of half of it each.
+	s := openEmbedded(t, EmbeddedOptions{DataDir: dir, PruneInterval: -1, FlushInterval: 20 * time.Millisecond})
 	check := func() {
 		t.Helper()
 		for _, site := range []string{"s1", "s2"} {
@@ -278,8 +279,13 @@ func TestBlocksMigrate(t *testing.T) {
 		}
 	}
 	check() // while the sink converts
-	if _, err := s.Compact(ctx, time.Now()); err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(time.Minute)
+	for s.Stats().Compacted < int64(len(ref)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink converted %d of %d minute rows in a minute", s.Stats().Compacted, len(ref))
+		}
+		check()
+		time.Sleep(10 * time.Millisecond) // polling the background conversion, with a deadline
 	}
 	var blocks, rows int
 	if err := s.db.QueryRow("SELECT (SELECT count(*) FROM minute_blocks), (SELECT count(*) FROM rollup_1m)").Scan(&blocks, &rows); err != nil {

@@ -72,6 +72,7 @@ type EmbeddedStats struct {
 	RowsFlushed int64 // minute rows written (each also updates an hour row)
 	Dropped     int64 // minute rows dropped after failed flushes (MaxUnflushed)
 	Pruned      int64 // rows deleted by Prune
+	Compacted   int64 // minute rows moved into hour blocks
 }
 
 // EmbeddedSink keeps telemetry history in its own SQLite file (WAL) in the data dir, without
@@ -660,13 +661,13 @@ func (s *EmbeddedSink) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	compact := func() {
-		if n, err := s.compact(ctx, s.opts.Now(), s.stop); err != nil {
+		if n, err := s.compact(ctx, s.opts.Now(), s.stop, s.opts.FlushInterval/2); err != nil {
 			s.log.Error("compacting telemetry minutes into hour blocks", "err", err)
 		} else if n > 0 {
 			s.log.Debug("compacted telemetry minutes into hour blocks", "rows", n)
 		}
 	}
-	compact() // converts a database written before the blocks, in slices
+	compact() // starts converting a database written before the blocks; each flush goes on
 	for {
 		select {
 		case <-s.stop:
