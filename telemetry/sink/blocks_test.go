@@ -313,31 +313,42 @@ func TestBlocksCorrupt(t *testing.T) {
 	}
 }
 
-// BenchmarkMinutesDay is Minutes over one site-day of 3 transports from the hour blocks (23
-// closed hours compacted, the last hour in minute rows), into a reused buffer.
+// BenchmarkMinutesDay is Minutes over one site-day of 3 transports into a reused buffer: from
+// minute rows only (the layout before hour blocks, or a database not yet converted), and from
+// the hour blocks (23 closed hours compacted, the last hour in minute rows).
 func BenchmarkMinutesDay(b *testing.B) {
-	ctx := context.Background()
-	s := openEmbedded(b, EmbeddedOptions{FlushInterval: time.Hour, PruneInterval: -1})
-	for m := range 1440 {
-		r := report("s1", "d1", base.Add(time.Duration(m)*time.Minute+30*time.Second),
-			win("inet", 10, 1, 20, 30, 10, 40, 2, 3, false), win("lte", 10, 1, 20, 30, 10, 40, 2, 3, false), win("mpls", 10, 1, 20, 30, 10, 40, 2, 3, false))
-		if err := s.Write(ctx, r); err != nil {
-			b.Fatal(err)
+	for _, compact := range []bool{false, true} {
+		name := "rows"
+		if compact {
+			name = "blocks"
 		}
-	}
-	if err := s.Flush(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Compact(ctx, base.Add(23*time.Hour)); err != nil {
-		b.Fatal(err)
-	}
-	var buf []Rollup
-	b.ReportAllocs()
-	for b.Loop() {
-		var err error
-		buf, err = s.Minutes(ctx, "s1", base, base.Add(24*time.Hour), buf[:0])
-		if err != nil || len(buf) != 3*1440 {
-			b.Fatalf("%d rollups, %v", len(buf), err)
-		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			s := openEmbedded(b, EmbeddedOptions{FlushInterval: time.Hour, PruneInterval: -1})
+			for m := range 1440 {
+				r := report("s1", "d1", base.Add(time.Duration(m)*time.Minute+30*time.Second),
+					win("inet", 10, 1, 20, 30, 10, 40, 2, 3, false), win("lte", 10, 1, 20, 30, 10, 40, 2, 3, false), win("mpls", 10, 1, 20, 30, 10, 40, 2, 3, false))
+				if err := s.Write(ctx, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if compact {
+				if _, err := s.Compact(ctx, base.Add(23*time.Hour)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var buf []Rollup
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				buf, err = s.Minutes(ctx, "s1", base, base.Add(24*time.Hour), buf[:0])
+				if err != nil || len(buf) != 3*1440 {
+					b.Fatalf("%d rollups, %v", len(buf), err)
+				}
+			}
+		})
 	}
 }
