@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,7 +31,7 @@ import (
 // to its end), draft against the published version of a 3-class policy. It reports the wall
 // time per simulation and the process's peak RSS during it (controller and client are this
 // process; the peak is reset after the fixture is built). EDGEWAN_BENCH_SITES changes the
-// fleet's size. Run it with -benchtime 1x (scripts/bench-whatif.sh does).
+// fleet's size; EDGEWAN_BENCH_CPUPROFILE=FILE writes a CPU profile of the simulation alone. Run it with -benchtime 1x (scripts/bench-whatif.sh does).
 //
 // The fixture: 100 sites' days written through the sink (Write, Flush, Compact, as the
 // controller does), then copied in SQL to the other sites (site k has site k%100's history):
@@ -92,6 +93,17 @@ func BenchmarkSimulateFleet(b *testing.B) {
 	var ru0 syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru0); err != nil {
 		b.Fatal(err)
+	}
+	if path := os.Getenv("EDGEWAN_BENCH_CPUPROFILE"); path != "" { // the simulation's alone, not the fixture's
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	b.ResetTimer()
 	var bytesRead int64

@@ -20,21 +20,30 @@ import (
 // layouts in one read transaction (one snapshot), so nothing is seen twice or missed while rows
 // move.
 
+// A rowid table (not WITHOUT ROWID): a full block's row (about 3.9 KB) then fits in one
+// 4 KB page, where a WITHOUT ROWID table would spill all but 1 KB of it into overflow pages,
+// a read each.
 const blockSchema = `
 CREATE TABLE IF NOT EXISTS minute_blocks (
 	site      TEXT    NOT NULL,
 	transport TEXT    NOT NULL,
 	hour      INTEGER NOT NULL, -- unix seconds, start of the hour
-	mask      INTEGER NOT NULL, -- bit m set: minute m of the hour has a record in data
-	data      BLOB    NOT NULL, -- the set minutes' records in minute order, recordSize bytes each
+	mask      INTEGER NOT NULL, -- bit m < 60 set: minute m of the hour has a record in data; bit 62: wide records
+	data      BLOB    NOT NULL, -- the set minutes' records in minute order
 	PRIMARY KEY (site, transport, hour)
-) WITHOUT ROWID;
+);
 CREATE INDEX IF NOT EXISTS minute_blocks_hour ON minute_blocks (hour);
 `
 
-// recordSize is one minute in a block, little-endian: windows, sent, lost, down (int64), then
-// lat_sum, p95_sum, jit_sum, sd_sum, min_ms (NaN: no probe answered), max_ms (float64).
-const recordSize = 80
+// A minute's record in a block, little-endian: windows, sent, lost, down, then lat_sum,
+// p95_sum, jit_sum, sd_sum, min_ms (NaN: no probe answered), max_ms (float64). The counts are
+// uint32 (narrowSize bytes a record) unless one of the block's counts does not fit, then int64
+// (wideSize) and the block's mask has maskWide: nothing is clamped.
+const (
+	narrowSize = 64
+	wideSize   = 80
+	maskWide   = 1 << 62
+)
 
 // maxMask has a bit for each minute of an hour.
 const maxMask = 1<<60 - 1
@@ -42,38 +51,57 @@ const maxMask = 1<<60 - 1
 // errCorruptBlock: a block's data does not match its mask.
 var errCorruptBlock = errors.New("corrupt minute block")
 
-func putRecord(b []byte, a *agg) {
+func putRecord(b []byte, a *agg, wide bool) {
 	le := binary.LittleEndian
-	le.PutUint64(b[0:], uint64(a.windows))
-	le.PutUint64(b[8:], uint64(a.sent))
-	le.PutUint64(b[16:], uint64(a.lost))
-	le.PutUint64(b[24:], uint64(a.down))
+	o := 16
+	if wide {
+		le.PutUint64(b[0:], uint64(a.windows))
+		le.PutUint64(b[8:], uint64(a.sent))
+		le.PutUint64(b[16:], uint64(a.lost))
+		le.PutUint64(b[24:], uint64(a.down))
+		o = 32
+	} else {
+		le.PutUint32(b[0:], uint32(a.windows))
+		le.PutUint32(b[4:], uint32(a.sent))
+		le.PutUint32(b[8:], uint32(a.lost))
+		le.PutUint32(b[12:], uint32(a.down))
+	}
 	minMs := math.NaN()
 	if a.hasMin {
 		minMs = a.minMs
 	}
 	for i, f := range [...]float64{a.latSum, a.p95Sum, a.jitSum, a.sdSum, minMs, a.maxMs} {
-		le.PutUint64(b[32+8*i:], math.Float64bits(f))
+		le.PutUint64(b[o+8*i:], math.Float64bits(f))
 	}
 }
 
-func getRecord(b []byte, a *agg) {
+func getRecord(b []byte, a *agg, wide bool) {
 	le := binary.LittleEndian
-	_ = b[recordSize-1]
-	a.windows = int64(le.Uint64(b[0:]))
-	a.sent = int64(le.Uint64(b[8:]))
-	a.lost = int64(le.Uint64(b[16:]))
-	a.down = int64(le.Uint64(b[24:]))
-	a.latSum = math.Float64frombits(le.Uint64(b[32:]))
-	a.p95Sum = math.Float64frombits(le.Uint64(b[40:]))
-	a.jitSum = math.Float64frombits(le.Uint64(b[48:]))
-	a.sdSum = math.Float64frombits(le.Uint64(b[56:]))
-	a.minMs = math.Float64frombits(le.Uint64(b[64:]))
+	if wide {
+		_ = b[wideSize-1]
+		a.windows = int64(le.Uint64(b[0:]))
+		a.sent = int64(le.Uint64(b[8:]))
+		a.lost = int64(le.Uint64(b[16:]))
+		a.down = int64(le.Uint64(b[24:]))
+		b = b[32:]
+	} else {
+		_ = b[narrowSize-1]
+		a.windows = int64(le.Uint32(b[0:]))
+		a.sent = int64(le.Uint32(b[4:]))
+		a.lost = int64(le.Uint32(b[8:]))
+		a.down = int64(le.Uint32(b[12:]))
+		b = b[16:]
+	}
+	a.latSum = math.Float64frombits(le.Uint64(b[0:]))
+	a.p95Sum = math.Float64frombits(le.Uint64(b[8:]))
+	a.jitSum = math.Float64frombits(le.Uint64(b[16:]))
+	a.sdSum = math.Float64frombits(le.Uint64(b[24:]))
+	a.minMs = math.Float64frombits(le.Uint64(b[32:]))
 	a.hasMin = !math.IsNaN(a.minMs)
 	if !a.hasMin {
 		a.minMs = 0
 	}
-	a.maxMs = math.Float64frombits(le.Uint64(b[72:]))
+	a.maxMs = math.Float64frombits(le.Uint64(b[40:]))
 }
 
 // block is an hour of one series' minutes in memory.
@@ -85,15 +113,21 @@ type block struct {
 
 // decode fills b from a stored mask and data.
 func (b *block) decode(hour int64, mask uint64, data []byte) error {
-	if mask > maxMask || len(data) != bits.OnesCount64(mask)*recordSize {
+	wide := mask&maskWide != 0
+	mask &^= maskWide
+	size := narrowSize
+	if wide {
+		size = wideSize
+	}
+	if mask > maxMask || len(data) != bits.OnesCount64(mask)*size {
 		return fmt.Errorf("%w: hour %d, mask %#x, %d bytes", errCorruptBlock, hour, mask, len(data))
 	}
 	b.hour, b.mask = hour, mask
-	for m := uint64(mask); m != 0; m &= m - 1 {
+	for m := mask; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros64(m)
-		getRecord(data, &b.min[i])
+		getRecord(data, &b.min[i], wide)
 		b.min[i].ts = hour + int64(i)*60
-		data = data[recordSize:]
+		data = data[size:]
 	}
 	return nil
 }
@@ -108,14 +142,24 @@ func (b *block) add(a *agg) {
 	b.min[i].merge(a)
 }
 
-// appendData appends b's records to dst.
-func (b *block) appendData(dst []byte) []byte {
-	for m := b.mask; m != 0; m &= m - 1 {
-		i := bits.TrailingZeros64(m)
-		dst = append(dst, make([]byte, recordSize)...)
-		putRecord(dst[len(dst)-recordSize:], &b.min[i])
+// encode appends b's records to dst and returns them with the mask to store.
+func (b *block) encode(dst []byte) (data []byte, mask int64) {
+	wide := false
+	for m := b.mask; m != 0 && !wide; m &= m - 1 {
+		a := &b.min[bits.TrailingZeros64(m)]
+		for _, v := range [...]int64{a.windows, a.sent, a.lost, a.down} {
+			wide = wide || v < 0 || v > math.MaxUint32
+		}
 	}
-	return dst
+	size, stored := narrowSize, b.mask
+	if wide {
+		size, stored = wideSize, b.mask|maskWide
+	}
+	for m := b.mask; m != 0; m &= m - 1 {
+		dst = append(dst, make([]byte, size)...)
+		putRecord(dst[len(dst)-size:], &b.min[bits.TrailingZeros64(m)], wide)
+	}
+	return dst, int64(stored)
 }
 
 // compactSlice is how many minute rows one compaction transaction moves: writers wait for one
@@ -247,8 +291,8 @@ FROM rollup_1m WHERE (site, transport) >= (?, ?) AND +ts < ? ORDER BY site, tran
 		for ; j < len(moved) && moved[j].key == k && moved[j].ts < h+3600; j++ {
 			b.add(&moved[j].agg)
 		}
-		data = b.appendData(data[:0])
-		if _, err = put.ExecContext(ctx, k.site, k.transport, h, int64(b.mask), data); err != nil {
+		data, mask = b.encode(data[:0])
+		if _, err = put.ExecContext(ctx, k.site, k.transport, h, mask, data); err != nil {
 			return 0, err
 		}
 		if _, err = del.ExecContext(ctx, k.site, k.transport, moved[i].ts, moved[j-1].ts); err != nil {
@@ -413,7 +457,7 @@ func (s *EmbeddedSink) pruneBlocks(ctx context.Context, cutoff int64) (int64, er
 func (s *EmbeddedSink) pruneHour(ctx context.Context, hour, cutoff int64) (n int64, err error) {
 	old := uint64(maxMask)
 	if cutoff < hour+3600 {
-		old = 1<<((cutoff-hour)/60) - 1
+		old = 1<<((cutoff-hour+59)/60) - 1 // the minutes starting before cutoff
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		n, err = pruneHourTx(ctx, tx, hour, old)
@@ -441,7 +485,7 @@ func pruneHourTx(ctx context.Context, tx *sql.Tx, hour int64, old uint64) (n int
 			return 0, err
 		}
 		n += int64(bits.OnesCount64(uint64(k.mask) & old))
-		if uint64(k.mask)&^old == 0 {
+		if uint64(k.mask)&maxMask&^old == 0 {
 			continue // deleted whole below
 		}
 		if err = b.decode(hour, uint64(k.mask), k.data); err != nil {
@@ -449,14 +493,14 @@ func pruneHourTx(ctx context.Context, tx *sql.Tx, hour int64, old uint64) (n int
 			return 0, fmt.Errorf("%s %s: %w", k.site, k.transport, err)
 		}
 		b.mask &^= old
-		k.mask, k.data = int64(b.mask), b.appendData(nil)
+		k.data, k.mask = b.encode(nil)
 		rewrite = append(rewrite, k)
 	}
 	rows.Close()
 	if err = rows.Err(); err != nil {
 		return 0, err
 	}
-	if _, err = tx.ExecContext(ctx, "DELETE FROM minute_blocks WHERE hour = ? AND mask & ? = mask", hour, int64(old)); err != nil {
+	if _, err = tx.ExecContext(ctx, "DELETE FROM minute_blocks WHERE hour = ? AND mask & ? = mask & ?", hour, int64(old), int64(maxMask)); err != nil {
 		return 0, err
 	}
 	for _, k := range rewrite {

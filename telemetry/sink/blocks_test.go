@@ -352,3 +352,55 @@ func BenchmarkMinutesDay(b *testing.B) {
 		})
 	}
 }
+
+// TestBlocksWide: counts that do not fit a block's uint32 records make the block wide (int64
+// records), before or after it was written narrow; nothing is clamped.
+func TestBlocksWide(t *testing.T) {
+	ctx := context.Background()
+	s := openEmbedded(t, EmbeddedOptions{FlushInterval: time.Hour, PruneInterval: -1})
+	k := seriesKey{"s1", "wan1"}
+	row := func(ts time.Time, sent, lost int64) minuteRow {
+		a := agg{ts: ts.Unix(), windows: 1, sent: sent, lost: lost, latSum: 10 * float64(sent-lost), maxMs: 20, minMs: 5, hasMin: true}
+		return minuteRow{k, a}
+	}
+	steps := [][]minuteRow{
+		{row(base, 10, 1), row(base.Add(time.Minute), 20, 0)},                // narrow
+		{row(base.Add(2*time.Minute), 1<<40, 1<<39)},                         // the block turns wide
+		{row(base.Add(time.Hour), 1<<33, 0)},                                 // wide from the start
+		{row(base.Add(2*time.Minute), 5, 0), row(base.Add(time.Hour), 1, 1)}, // late rows merge into wide blocks
+	}
+	for _, rows := range steps {
+		if err := s.writeRows(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Compact(ctx, base.Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wide int
+	if err := s.db.QueryRow("SELECT count(*) FROM minute_blocks WHERE mask & ? != 0", maskWide).Scan(&wide); err != nil || wide != 2 {
+		t.Fatalf("%d wide blocks, %v; want 2", wide, err)
+	}
+	got, err := s.History(ctx, "s1", "wan1", base, base.Add(2*time.Hour), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		windows, sent, lost int64
+	}{{1, 10, 1}, {1, 20, 0}, {2, 1<<40 + 5, 1 << 39}, {2, 1<<33 + 1, 1}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d rollups %+v; want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		if g := got[i]; g.Windows != w.windows || g.Sent != w.sent || g.Lost != w.lost || g.LatencyMs != 10 || g.MinMs != 5 || g.MaxMs != 20 {
+			t.Errorf("rollup %d: %+v; want %d windows, %d sent, %d lost, 10 ms", i, g, w.windows, w.sent, w.lost)
+		}
+	}
+	// Pruning the older minutes of the first (wide) block rewrites it, still wide.
+	if n, err := s.pruneBlocks(ctx, base.Add(90*time.Second).Unix()); err != nil || n != 2 {
+		t.Fatalf("pruneBlocks: %d, %v; want the 2 minutes before 00:01:30", n, err)
+	}
+	if got, err := s.History(ctx, "s1", "wan1", base, base.Add(time.Hour), time.Minute); err != nil || len(got) != 1 || got[0].Sent != 1<<40+5 {
+		t.Fatalf("after pruning: %+v, %v; want minute 2 of 1<<40+5 sent", got, err)
+	}
+}

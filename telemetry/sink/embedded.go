@@ -324,7 +324,7 @@ func NewEmbedded(opts EmbeddedOptions) (*EmbeddedSink, error) {
 			return nil, fmt.Errorf("sink.NewEmbedded: %w", err)
 		}
 	}
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=mmap_size(1073741824)&_txlock=immediate"
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sink.NewEmbedded: %s: %w", path, err)
