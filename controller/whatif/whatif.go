@@ -165,9 +165,15 @@ func Metrics(r *sink.Rollup, stat Statistic) steering.Metrics {
 // observed at its end, then every policy evaluates once; the path each class has then counts
 // for the minute.
 func (s *Site) Run(rows []sink.Rollup) {
+	if cap(s.unix) < len(rows) {
+		s.unix = make([]int64, 0, len(rows))
+	}
 	s.unix = s.unix[:0]
 	for i := range rows {
 		s.unix = append(s.unix, rows[i].Time.Unix())
+	}
+	if cap(s.order) < len(rows) {
+		s.order = make([]int32, 0, len(rows))
 	}
 	s.order = timeOrder(s.unix, s.order[:0])
 	step := int64(Step / time.Second)
