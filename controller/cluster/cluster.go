@@ -172,15 +172,41 @@ func CheckEpoch(ctx context.Context, tx *sql.Tx, p int, epoch int64) error {
 	return nil
 }
 
-// Fence is CheckEpoch for site's partition with this member's epoch, or ErrFenced at once if
-// the lease is no longer valid here (controller/store's Fence).
-func (m *Member) Fence(ctx context.Context, tx *sql.Tx, site string) error {
-	p := Partition(site, m.o.Partitions)
+// PartitionOf returns site's partition in this cluster.
+func (m *Member) PartitionOf(site string) int { return Partition(site, m.o.Partitions) }
+
+// HoldsPartition reports, inside tx, whether this member still holds partition p: its lease is
+// valid here and the row still has this member's epoch (CheckEpoch: the answer stands until tx
+// ends, a takeover waits for tx). A lease found taken over, as a controller paused past its
+// validity finds it, is dropped here at once (OnRelease), so this controller stops acting for
+// the partition's sites without waiting for its next renewal. err is a database failure.
+func (m *Member) HoldsPartition(ctx context.Context, tx *sql.Tx, p int) (bool, error) {
 	epoch, ok := m.Epoch(p)
 	if !ok {
-		return fmt.Errorf("%w: partition %d (site %s) is not held here", ErrFenced, p, site)
+		return false, nil
 	}
-	return CheckEpoch(ctx, tx, p, epoch)
+	err := CheckEpoch(ctx, tx, p, epoch)
+	if errors.Is(err, ErrFenced) {
+		m.drop(p, epoch, err)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// drop forgets partition p if it is still held at epoch (a newer lease is kept).
+func (m *Member) drop(p int, epoch int64, why error) {
+	m.mu.Lock()
+	l, ok := m.held[p]
+	if ok && l.epoch == epoch {
+		delete(m.held, p)
+	}
+	m.mu.Unlock()
+	if ok && l.epoch == epoch {
+		m.log.Warn("cluster: lease taken over by another controller", "partition", p, "err", why)
+		if m.o.OnRelease != nil {
+			m.o.OnRelease(p)
+		}
+	}
 }
 
 // Run keeps this member's leases and share until ctx is done, then releases them (so their
@@ -220,8 +246,12 @@ ON CONFLICT (id) DO UPDATE SET seen_at = now()`, m.o.ID); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
 	sent := time.Now()
-	rows, err := m.o.DB.QueryContext(ctx, `UPDATE edgewan_partition_leases SET expires_at = now() + make_interval(secs => $2)
-WHERE owner = $1 AND expires_at > now() RETURNING partition, epoch`, m.o.ID, ttl)
+	// Rows are locked in partition order, as fenced writes lock theirs (FOR SHARE, ascending):
+	// a renewal and a write over several partitions never wait for each other in a cycle.
+	rows, err := m.o.DB.QueryContext(ctx, `WITH r AS (
+  SELECT partition FROM edgewan_partition_leases WHERE owner = $1 AND expires_at > now() ORDER BY partition FOR UPDATE)
+UPDATE edgewan_partition_leases l SET expires_at = now() + make_interval(secs => $2)
+FROM r WHERE l.partition = r.partition RETURNING l.partition, l.epoch`, m.o.ID, ttl)
 	if err != nil {
 		return fmt.Errorf("renewing: %w", err)
 	}
