@@ -1028,6 +1028,9 @@ func (s *Service) Publish(ctx context.Context, c Caller, id string, req PublishR
 	if v == nil {
 		return nil, apierr.Invalid("policy %s has no version %d", id, req.Version)
 	}
+	if v.Quarantine != nil {
+		return nil, apierr.Invalid("version %d of policy %s is quarantined and cannot be published: %s", req.Version, id, v.Quarantine.Reason)
+	}
 	cg, err := s.guardFor(ctx, p.Project)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/edgewan/edgewan/aigw/gateway"
 	"github.com/edgewan/edgewan/aigw/provider"
 	"github.com/edgewan/edgewan/aigw/siem"
+	"github.com/edgewan/edgewan/controller/store"
+	"github.com/edgewan/edgewan/coreapi/quarantine"
 )
 
 // buildGateway loads the AI gateway's models and starts its service.
@@ -45,7 +48,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		// position is shared in the database.
 		var cursors siem.CursorStore = s.Store.SIEMCursors()
 		if !s.cfg.Scaled() {
-			if cursors, err = siem.OpenFileCursors(filepath.Join(s.cfg.DataDir, siem.CursorFile)); err != nil {
+			if cursors, err = s.openSIEMCursors(filepath.Join(s.cfg.DataDir, siem.CursorFile)); err != nil {
 				return err
 			}
 		}
@@ -114,4 +117,23 @@ func proposalInterval(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// openSIEMCursors opens the SIEM cursor file. A file that does not decode does not stop the
+// start: it is moved aside (FILE.damaged-TIME, for the operator), reported (a SOC case, the
+// gauge), and the streams start from the beginning of the audit log: the sinks get records
+// again (at-least-once, as after any failure) rather than miss any.
+func (s *Server) openSIEMCursors(path string) (*siem.FileCursors, error) {
+	c, err := siem.OpenFileCursors(path)
+	if err == nil {
+		return c, nil
+	}
+	aside := fmt.Sprintf("%s.damaged-%s", path, time.Now().UTC().Format("20060102T150405Z"))
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, fmt.Errorf("%w (and moving it aside failed: %v)", err, rerr)
+	}
+	slog.Error("siem: the cursor file is damaged; moved aside, the streams start from the beginning of the audit log", "file", path, "moved_to", aside, "err", err)
+	s.quarantined.note(store.Quarantined{Object: objectSIEMCursors, ID: filepath.Base(path),
+		Q: quarantine.Quarantine{Kind: quarantine.Data, Reason: fmt.Sprintf("%v; moved to %s, the SIEM streams resent the audit log from its start", err, filepath.Base(aside))}})
+	return siem.OpenFileCursors(path)
 }
