@@ -48,6 +48,8 @@ type uplink struct {
 	speaks atomic.Bool
 	grace  atomic.Int64 // time.Duration; watermarkGrace, shorter in tests
 	connAt atomic.Int64 // UnixNano of the current connection
+	// storedOnly: the uplink alone (Uplink), with no engine to take policies and decisions
+	storedOnly bool
 }
 
 // How the agent deletes its spooled records (Status, the metric, the logs).
@@ -178,6 +180,9 @@ func (u *uplink) connected() bool { return u.up.Load() }
 func (u *uplink) onConnect(c paho.Client) {
 	e := u.e
 	handlers := map[string]func([]byte){telemetry.KindPolicy: e.onPolicy, telemetry.KindDecisions: e.onDecisions, telemetry.KindStored: u.onStored}
+	if u.storedOnly {
+		handlers = map[string]func([]byte){telemetry.KindStored: u.onStored}
+	}
 	for kind, h := range handlers {
 		c.Subscribe(telemetry.Topic(u.creds.Site, kind), 1, func(_ paho.Client, m paho.Message) { h(m.Payload()) })
 	}

@@ -117,10 +117,11 @@ type site struct {
 	status   string
 	lastSeen time.Time
 	// win: which of the device's sequences were taken (seqwin.go); its mark, the highest
-	// contiguous one, is what the watermark may cover. resync: the site just became this
-	// engine's (Owner), so the first jump to what the agent holds is a catch-up, not a loss.
-	win    seqWindow
-	resync bool
+	// contiguous one, is what the watermark may cover. Until resyncTill the site has just
+	// become this engine's (Owner): a jump to what the agent holds is a catch-up on what the
+	// previous owner stored, not a loss (the stream may still redeliver older reports first).
+	win        seqWindow
+	resyncTill time.Time
 	// The watermark may cover only messages fully handled (written to the sink, events
 	// recorded): busy counts the messages taken and still being handled (a reconnecting
 	// agent's old and new connections may deliver at once), safe the contiguous mark when busy
@@ -596,7 +597,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		e.m.rejected.WithLabelValues("wrong_device").Inc()
 		return
 	}
-	v := e.takeSeq(st, r.Seq, r.Held)
+	v := e.takeSeq(st, r.Seq, r.Held, now)
 	if v == seqDuplicate || v == seqTooFar {
 		st.mu.Unlock()
 		e.m.rejected.WithLabelValues(rejectReason(v)).Inc()

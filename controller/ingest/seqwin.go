@@ -1,6 +1,9 @@
 package ingest
 
-import "math/bits"
+import (
+	"math/bits"
+	"time"
+)
 
 // seqWindowBits is how many sequences above the contiguous mark a site remembers as seen: as
 // many as the agent keeps sent and unconfirmed (its maxUnconfirmed), so that an agent behaving
@@ -140,20 +143,19 @@ func (w *seqWindow) seen(seq uint64) bool {
 // sequence the agent still holds, as its reports say (0 for other messages, and for agents
 // older than the contiguous watermark, which are taken as before: see seqWindow.legacy).
 // Everything below held that was never seen here will not come: it is declared abandoned,
-// counted and logged, unless the site has just become this engine's, when the agent's
-// previous owner stored it (the agent deletes only what a watermark covered).
-func (e *Engine) takeSeq(st *site, seq, held uint64) seqVerdict {
+// counted and logged, unless the site has just become this engine's (resyncTill), when the
+// agent's previous owner stored it (the agent deletes only what a watermark covered).
+func (e *Engine) takeSeq(st *site, seq, held uint64, now time.Time) seqVerdict {
 	if held == 0 {
 		return st.win.legacy(seq)
 	}
 	if from := st.win.mark; held > from+1 {
-		if n := st.win.skipTo(held); n > 0 && !st.resync {
+		if n := st.win.skipTo(held); n > 0 && !now.Before(st.resyncTill) {
 			e.m.abandoned.Add(float64(n))
 			e.o.Logger.Warn("ingest: sequences the agent no longer holds were never received; given up",
 				"site", st.id, "device", st.device, "from", from+1, "to", held-1, "missing", n)
 		}
 	}
-	st.resync = false
 	return st.win.take(seq)
 }
 
