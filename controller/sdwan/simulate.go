@@ -255,8 +255,9 @@ func (s *Service) Simulate(ctx context.Context, policyID string, version int, re
 
 // Stream replays the run's sites and writes the answer to w as one JSON object:
 // {"simulation": {...}, "sites": [...one per site, as they are done...], "summary": {...},
-// "complete": true}. Sites are replayed Workers at a time and written in order, so memory holds
-// a batch of sites' history, never the fleet's. flush is called after each batch. The
+// "complete": true}. Sites are replayed Workers at a time and written in order, at most
+// Workers x 4 ahead of the one written, so memory holds that window of results and Workers
+// sites' history, never the fleet's. flush is called every Workers x 4 sites. The
 // simulation is stored once complete; an error after the first byte ends the object with
 // "complete": false and "error", and nothing is stored.
 func (r *SimulationRun) Stream(ctx context.Context, w io.Writer, flush func()) error {
