@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -403,4 +405,46 @@ func TestBlocksWide(t *testing.T) {
 	if got, err := s.History(ctx, "s1", "wan1", base, base.Add(time.Hour), time.Minute); err != nil || len(got) != 1 || got[0].Sent != 1<<40+5 {
 		t.Fatalf("after pruning: %+v, %v; want minute 2 of 1<<40+5 sent", got, err)
 	}
+}
+
+// FuzzBlockDecode: any stored mask and data decode to an error or to minutes that encode and
+// decode again to the same figures; never a panic.
+func FuzzBlockDecode(f *testing.F) {
+	var b block
+	b.hour = base.Unix()
+	b.add(&agg{ts: base.Unix() + 60, windows: 2, sent: 10, lost: 1, latSum: 90, maxMs: 20, minMs: 5, hasMin: true})
+	data, mask := b.encode(nil)
+	f.Add(uint64(mask), data)
+	b.add(&agg{ts: base.Unix() + 120, windows: 1, sent: 1 << 40})
+	data, mask = b.encode(nil)
+	f.Add(uint64(mask), data)
+	f.Add(uint64(7), []byte{0, 0})
+	f.Fuzz(func(t *testing.T, mask uint64, data []byte) {
+		var b1, b2 block
+		if err := b1.decode(base.Unix(), mask, data); err != nil {
+			if !errors.Is(err, errCorruptBlock) {
+				t.Fatalf("decode: %v; want errCorruptBlock", err)
+			}
+			return
+		}
+		again, mask2 := b1.encode(nil)
+		if err := b2.decode(base.Unix(), uint64(mask2), again); err != nil {
+			t.Fatalf("decode of encode: %v", err)
+		}
+		if b1.mask != b2.mask {
+			t.Fatalf("mask %#x, again %#x", b1.mask, b2.mask)
+		}
+		for m := b1.mask; m != 0; m &= m - 1 {
+			i := bits.TrailingZeros64(m)
+			x, y := b1.min[i], b2.min[i]
+			if x.ts != y.ts || x.windows != y.windows || x.sent != y.sent || x.lost != y.lost || x.down != y.down || x.hasMin != y.hasMin {
+				t.Fatalf("minute %d: %+v, again %+v", i, x, y)
+			}
+			for k, f := range [][2]float64{{x.latSum, y.latSum}, {x.p95Sum, y.p95Sum}, {x.jitSum, y.jitSum}, {x.sdSum, y.sdSum}, {x.minMs, y.minMs}, {x.maxMs, y.maxMs}} {
+				if math.Float64bits(f[0]) != math.Float64bits(f[1]) {
+					t.Fatalf("minute %d figure %d: %v, again %v", i, k, f[0], f[1])
+				}
+			}
+		}
+	})
 }
