@@ -247,11 +247,13 @@ func houseNumber(text string, i int) int {
 	if e-i > 5 || e == i {
 		return -1
 	}
-	if e+1 < len(text) && text[e] == '-' && isDigit(text[e+1]) {
+	// A range ("12-14"), or Japanese and Korean block numbers ("2-7-1": chōme, ban, gō).
+	for g := 0; g < 2 && e+1 < len(text) && text[e] == '-' && isDigit(text[e+1]); g++ {
 		f := digitsAt(text, e+1)
-		if f-e-1 <= 5 {
-			e = f
+		if f-e-1 > 5 {
+			break
 		}
+		e = f
 	}
 	if e < len(text) && isAlpha(text[e]) && (e+1 == len(text) || !isWordByte(text[e+1])) {
 		e++
@@ -608,7 +610,77 @@ func localityAfter(text string, e int) int {
 	if pe := postcodeAt(text, k); pe > 0 {
 		return pe
 	}
+	return otherPostcode(text, ce)
+}
+
+// otherPostcode returns the end of a postal code of a country without a rule of its own, after
+// a locality ending at ce, or -1. Postal codes differ by country, but nearly all share one shape
+// that ordinary words and numbers do not: one or two upper-case alphanumeric groups that mix
+// letters and digits ("D02 VX52", Ireland) or digit groups joined by a hyphen ("163-0890",
+// Japan). Before the code may come a postal district number and one more locality ("Dublin 2,
+// D02 VX52", "Shinjuku-ku, Tokyo 163-0890"), each set off by a comma or a space.
+func otherPostcode(text string, ce int) int {
+	k := ce
+	for n := 0; n < 2; n++ {
+		if k < len(text) && text[k] == ',' {
+			k++
+		}
+		j := space(text, k)
+		if j < 0 {
+			return -1
+		}
+		if pe := postcodeShape(text, j); pe > 0 {
+			return pe
+		}
+		if d := digitsAt(text, j); d > j && d-j <= 2 && d < len(text) && text[d] == ',' {
+			k = d // "Dublin 2, D02 VX52"
+			continue
+		}
+		if n > 0 || text[k-1] != ',' {
+			return -1
+		}
+		if k = cityWords(text, k); k < 0 { // "Shinjuku-ku, Tokyo 163-0890"
+			return -1
+		}
+	}
 	return -1
+}
+
+// postcodeShape returns the end of one or two groups of upper-case letters and digits at j, up to
+// 9 characters in all (5 or more), that either mix letters and digits or are digits joined by
+// one hyphen with 3 or more after it (not "2024-11"), and end at a word bound; or -1.
+func postcodeShape(text string, j int) int {
+	k, n, letters, digits, groups, hyphen, first := j, 0, 0, 0, 1, false, 0
+	for k < len(text) && n <= 9 {
+		c := text[k]
+		switch {
+		case isUpper(c):
+			letters++
+		case isDigit(c):
+			digits++
+		case (c == ' ' || c == '-') && groups == 1 && n >= 2 && k+1 < len(text) && (isUpper(text[k+1]) || isDigit(text[k+1])):
+			groups++
+			first = n
+			hyphen = c == '-'
+			k++
+			continue
+		default:
+			goto done
+		}
+		n++
+		k++
+	}
+done:
+	if n < 5 || n > 9 || digits == 0 || k < len(text) && (isWordByte(text[k]) || text[k] == '-') {
+		return -1
+	}
+	if letters == 0 && !(hyphen && groups == 2 && n-first >= 3) || letters > 0 && groups == 2 && hyphen {
+		return -1
+	}
+	if letters > 0 && text[k-1] == ' ' {
+		return -1
+	}
+	return k
 }
 
 // postalFirst returns the end of "postal code City" at j: "10115 Berlin", "75003 Paris",

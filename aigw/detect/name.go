@@ -296,8 +296,12 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		}
 		we, stop = stripPossessive(text, p, we)
 		f := d.flags(text[p:we])
-		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 {
-			break // "Jakob Stevenson Blocked": an unknown word after a family name starts something else
+		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 &&
+			!(f&gzProbable != 0 && strongCue(text, words[0].s)) {
+			// "Jakob Stevenson Blocked": an unknown word after a family name starts something
+			// else; but after a cue, name-like words may follow a family name written first
+			// ("Patient: Nguyễn Thị Lan", "Név: Kovács Anna").
+			break
 		}
 		if f&gzNotName != 0 {
 			var buf [16]byte
@@ -324,7 +328,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		// ("Hiwot Somsak Egal"): drop only leading ordinary words.
 		first = leadingWords(words[:n-1])
 	}
-	if first > 0 && !titled && !precededBy(text, words[0].s, nameStrong) {
+	if first > 0 && !titled && !strongCue(text, words[0].s) {
 		copy(words[:], words[first:n])
 		n -= first
 	}
@@ -398,7 +402,13 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && headerHas(columnHeader(text, start, end), nameHeaders):
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case n <= 2 && (isF && fw&gzAmbiguous == 0 || pF) && speakerLabel(text, start, end):
+	case nameAnswer(text, start) && !(end < len(text) && text[end] == ':'): // not the speaker
+		score = max(score, nameStrongFloor) + nameContextBoost
+	case n <= 3 && lexical && speakerLabel(text, start, end) &&
+		(n <= 2 && (isF && fw&gzAmbiguous == 0 || pF) || n >= 2 && noWords(words[:n])):
+		// A speaker is a known or probable given name, or two or three words none of which the
+		// model knows as an ordinary word (names of cultures it has not seen: "Zola Yeshe: ...").
+		score = max(score, nameStrongFloor) + nameContextBoost
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case precededBy(text, start, nameGreetings) && closesGreeting(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
@@ -454,12 +464,15 @@ func (d nameDetector) surnameSlot(text string, ws []nameWord, titled bool) bool 
 	if e := ws[n-1].e; e < len(text) && text[e] == ':' {
 		return false
 	}
-	cued := titled || strongCue(text, ws[0].s)
+	cued := titled || strongCue(text, ws[0].s) ||
+		precededBy(text, ws[0].s, nameGreetings) && closesGreeting(text, ws[n-1].e)
 	if f := ws[0].flags; !cued && (f&gzFirst == 0 || f&gzAmbiguous != 0) {
 		return false
 	}
 	for _, w := range ws[:n-1] {
-		given := w.flags&gzFirst != 0 || cued && w.flags&gzProbable != 0
+		// After a cue, a word the model knows as no ordinary word is as good as a given name:
+		// the model has not seen every culture's names ("Patient: Tenzin Lwazi Lama").
+		given := w.flags&gzFirst != 0 || cued && (w.flags&gzProbable != 0 || w.flags&gzWord == 0)
 		if !given || w.flags&gzLast != 0 && w.flags&gzFirst == 0 {
 			return false
 		}
@@ -469,7 +482,73 @@ func (d nameDetector) surnameSlot(text string, ws []nameWord, titled bool) bool 
 
 // strongCue reports whether an introducing phrase or a field label ends just before s.
 func strongCue(text string, s int) bool {
-	return precededBy(text, s, nameStrong) || precededByLabel(text, s)
+	return precededBy(text, s, nameStrong) || precededByLabel(text, s) || nameAnswer(text, s)
+}
+
+// nameAnswer reports whether s starts the answer to a question for a name on the line above
+// ("bot: name?\nuser: keoni quispe is me", "what's the name on it?\nBinta: Raghav Wafula"): a
+// question and its answer are one exchange, as a label and its value are.
+func nameAnswer(text string, s int) bool {
+	if s < 2 || text[s-1] != '\n' && (text[s-1] != ' ' || text[s-2] != ':') {
+		return false
+	}
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < 40 {
+		ls--
+	}
+	if ls == 0 || text[ls-1] != '\n' || !answersQuestion(text, ls, s) {
+		return false
+	}
+	qs := ls - 1
+	for qs > 0 && text[qs-1] != '\n' && ls-qs < 120 {
+		qs--
+	}
+	q := text[qs : ls-1]
+	for p := 0; p+4 <= len(q); p++ {
+		if matchKeyword(q, p, "name") {
+			return true
+		}
+	}
+	return false
+}
+
+// dialogueNear reports whether the line before or after the line starting at ls is a chat
+// line ("Hiwot: sure, what's the name on it?"), so that a name-like word before ": " at ls
+// names a speaker too.
+func dialogueNear(text string, ls int) bool {
+	if ls > 1 {
+		ps := ls - 1
+		for ps > 0 && text[ps-1] != '\n' && ls-ps < 200 {
+			ps--
+		}
+		if (ps == 0 || text[ps-1] == '\n') && chatLine(text, ps) {
+			return true
+		}
+	}
+	ne := ls
+	for ne < len(text) && text[ne] != '\n' && ne-ls < 200 {
+		ne++
+	}
+	return ne+1 < len(text) && text[ne] == '\n' && chatLine(text, ne+1)
+}
+
+// chatLine reports whether the line at ls starts with a one-word speaker and a lower-case
+// message: "Atieno: can you check the order?", "[09:15] user: hi".
+func chatLine(text string, ls int) bool {
+	k := ls
+	for k < len(text) && k-ls < 40 && text[k] != '\n' {
+		if text[k] == ':' && k+2 < len(text) && text[k+1] == ' ' && k > ls && text[k-1] != ' ' {
+			if !speakerPrefix(text[ls:k+2]) || !isLower(text[k+2]) {
+				return false
+			}
+			// A message is prose: its first word is followed by a space or punctuation, not
+			// by "://", '=' or the end of the line as a field's value is ("source: http://...").
+			we := wordEnd(text, k+2)
+			return we < len(text) && strings.IndexByte(" ,!?", text[we]) >= 0
+		}
+		k++
+	}
+	return false
 }
 
 // leadingWords returns how many of ws, from the first, are ordinary words ("Yesterday",
@@ -567,8 +646,11 @@ func orgName(text string, ws []nameWord) bool {
 // lower-case letter ("Atieno: can you check it?"), unlike a field label and its value
 // ("Telefon: 030 1234567").
 func speakerLabel(text string, s, e int) bool {
-	if e+2 >= len(text) || text[e] != ':' || text[e+1] != ' ' || !isLower(text[e+2]) {
+	if e+2 >= len(text) || text[e] != ':' || text[e+1] != ' ' {
 		return false
+	}
+	if !isLower(text[e+2]) && !(isUpper(text[e+2]) && dialogueNear(text, lineStart(text, s))) {
+		return false // a field and its value, unless the lines around are a chat
 	}
 	j := s
 	if j > 0 && text[j-1] == ' ' && j >= 2 && text[j-2] == ']' {
@@ -582,6 +664,16 @@ func speakerLabel(text string, s, e int) bool {
 		j--
 	}
 	return j == 0 || text[j-1] == '\n'
+}
+
+// lineStart returns the start of the line holding s (at most 64 bytes back; further is no line
+// start a speaker label can have).
+func lineStart(text string, s int) int {
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < 64 {
+		ls--
+	}
+	return ls
 }
 
 // precededByLabel reports whether a field label and ':' end just before s: "Owner: ".
@@ -643,10 +735,11 @@ func followedBy(text string, e int, words []string) bool {
 // Each of its one to three words must be a known name or a word the model does not know as an
 // ordinary word and finds name-like enough.
 func (d nameDetector) lowerSpan(text string, s, e int) int {
-	if s == 0 || !lowerCueBefore(text, s) || !d.lowerWordOK(text[s:e]) {
+	answer := false
+	if s == 0 || !lowerCueBefore(text, s) && !func() bool { answer = nameAnswer(text, s); return answer }() || !d.lowerWordOK(text[s:e]) {
 		return -1
 	}
-	strong := precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
+	strong := answer || precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
 	if !strong && !precededBy(text, s, nameMedium) {
 		return -1
 	}
@@ -679,6 +772,9 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 	}
 	if (!strong || caps) && words < 2 { // "i'm keoni quispe", not "i'm gonna"; "TBD"
 		return -1
+	}
+	if words == 1 && nameFlags(text[s:e])&gzAmbiguous != 0 {
+		return -1 // "Agent: can you confirm ...": alone, a lower-case "can", "will", "may" is a word
 	}
 	return end
 }
