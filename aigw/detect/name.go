@@ -69,6 +69,15 @@ var nameLabels = []string{"owner", "assignee", "assigned to", "reporter", "repor
 	"next of kin", "spouse", "witness", "landlord", "passenger", "insured", "policyholder",
 	"kunde", "kundin", "mitarbeiter", "client·e", "cliente", "titular", "destinataire"}
 
+// orgLabels are field labels whose value is an organisation, shop or place, never a person:
+// "Employer: Harvey Norman", "Merchant: Tim Hortons". The label says what kind of name follows,
+// as a title or "my name is" does for a person.
+var orgLabels = []string{"employer", "company", "organisation", "organization", "org", "merchant",
+	"vendor", "supplier", "store", "shop", "brand", "bank", "school", "university", "college",
+	"firm", "agency", "carrier", "courier", "manufacturer", "retailer", "business", "hotel",
+	"restaurant", "airline", "insurer", "hospital", "clinic", "practice", "branch", "site",
+	"location", "venue", "product", "team", "department"}
+
 // nameVerbs after a run suggest a person: "Dawit Alemu said", "... approved it".
 var nameVerbs = []string{"said", "says", "wrote", "writes", "asked", "asks", "called", "calls",
 	"replied", "answered", "approved", "reported", "mentioned", "confirmed", "joined", "left",
@@ -345,7 +354,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	}
 	n = m
 	start, end := words[0].s, words[n-1].e
-	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n])) {
+	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n]) || precededByOrgLabel(text, start)) {
 		return 0, -1, 0
 	}
 	fw, lw := words[0].flags, words[n-1].flags
@@ -396,7 +405,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameTitledFloor) + nameContextBoost
 	case precededBy(text, start, nameStrong):
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case lexical && precededByLabel(text, start):
+	case lexical && precededByLabel(text, start) && !(n == 1 && proseFollows(text, end)):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && emailFollows(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
@@ -594,8 +603,12 @@ func (d nameDetector) placeLike(text string, ws []nameWord) bool {
 		return true
 	}
 	if t := space(text, e); t > 0 && isLetterAt(text, t) {
-		if lw, ok := lowerInto(buf[:0:len(buf)], text[t:wordEnd(text, t)]); ok && placeCues[string(lw)] {
+		te := wordEnd(text, t)
+		if lw, ok := lowerInto(buf[:0:len(buf)], text[t:te]); ok && placeCues[string(lw)] {
 			return true
+		}
+		if isCapWord(text[t:te]) && streetKind(text, t, te) != 0 {
+			return true // a street named after a person: "Cecil Rhodes Drive", "Nelson Mandela Way"
 		}
 	}
 	return false
@@ -666,6 +679,26 @@ func speakerLabel(text string, s, e int) bool {
 	return j == 0 || text[j-1] == '\n'
 }
 
+// proseFollows reports whether a sentence goes on after e on the same line: a lower-case word
+// after a space, or a word after ", ", ". ", "! " or "? ". After a chat role such as
+// "Agent:" or "Client:" a single capitalised word is then the first word of a message ("Agent:
+// Good day, ...", "Client: Howzit. My card ..."), not a name that fills the field.
+func proseFollows(text string, e int) bool {
+	j := e
+	if j < len(text) && strings.IndexByte(",.!?", text[j]) >= 0 {
+		j++
+		if j < len(text) && text[j] == ' ' && j+1 < len(text) && isLetterAt(text, j+1) {
+			return true
+		}
+		return false
+	}
+	return j+1 < len(text) && text[j] == ' ' && isLower(text[j+1])
+}
+
+// precededByOrgLabel reports whether a label of an organisation ("Employer:") ends just
+// before s.
+func precededByOrgLabel(text string, s int) bool { return labelBefore(text, s, orgLabels) }
+
 // lineStart returns the start of the line holding s (at most 64 bytes back; further is no line
 // start a speaker label can have).
 func lineStart(text string, s int) int {
@@ -677,7 +710,10 @@ func lineStart(text string, s int) int {
 }
 
 // precededByLabel reports whether a field label and ':' end just before s: "Owner: ".
-func precededByLabel(text string, s int) bool {
+func precededByLabel(text string, s int) bool { return labelBefore(text, s, nameLabels) }
+
+// labelBefore reports whether one of the labels and ':' end just before s.
+func labelBefore(text string, s int, labels []string) bool {
 	j := s
 	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
@@ -686,7 +722,7 @@ func precededByLabel(text string, s int) bool {
 		return false
 	}
 	j--
-	for _, p := range nameLabels {
+	for _, p := range labels {
 		if j >= len(p) && matchKeyword(text, j-len(p), p) {
 			return true
 		}
@@ -772,6 +808,9 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 	}
 	if (!strong || caps) && words < 2 { // "i'm keoni quispe", not "i'm gonna"; "TBD"
 		return -1
+	}
+	if words == 1 && !answer && !precededBy(text, s, nameStrong) && !precededByTitle(text, s) && proseFollows(text, end) {
+		return -1 // "Customer: hiya, I'm moving": a chat role, then a message
 	}
 	if words == 1 && nameFlags(text[s:e])&gzAmbiguous != 0 {
 		return -1 // "Agent: can you confirm ...": alone, a lower-case "can", "will", "may" is a word

@@ -240,7 +240,7 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int) (float64, boo
 	if e+1 < len(text) && text[e] == ':' && isDigit(text[e+1]) { // "2024-06-18 10:30"
 		return 0, false
 	}
-	if !phoneShape(cand) {
+	if !phoneShape(cand) || acronymNumber(text, s) {
 		return 0, false
 	}
 	intl := cand[0] == '+' || (len(cand) > 2 && cand[0] == '0' && cand[1] == '0')
@@ -276,6 +276,45 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int) (float64, boo
 		}
 	}
 	return 0, false
+}
+
+// acronymNumber reports whether "ACRONYM number" (or "no.", "#") and an optional ':' end just
+// before s: "NHS number: 943 476 5919", "PPS no. 1234567", "SIN # 046 454 286". An acronym before
+// "number" names an identifier scheme, and its numbers are identifiers even when they happen
+// to be valid phone numbers; a phone acronym ("SMS number") is kept.
+func acronymNumber(text string, s int) bool {
+	j := s
+	for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+		j--
+	}
+	if j > 0 && text[j-1] == ':' {
+		j--
+	}
+	for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+		j--
+	}
+	switch {
+	case j >= 6 && matchKeyword(text, j-6, "number"):
+		j -= 6
+	case j >= 3 && matchKeyword(text, j-3, "no."):
+		j -= 3
+	case j >= 1 && text[j-1] == '#':
+		j--
+	default:
+		return false
+	}
+	if j < 2 || text[j-1] != ' ' {
+		return false
+	}
+	j--
+	k := j
+	for k > 0 && isUpper(text[k-1]) {
+		k--
+	}
+	if n := j - k; n < 2 || n > 6 || k > 0 && isWordByte(text[k-1]) {
+		return false
+	}
+	return !hasKeywordBefore(text[:j], j, phoneWords)
 }
 
 func phoneValid(s, region string) bool {
