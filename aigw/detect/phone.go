@@ -51,8 +51,8 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
 	"ping me at", "ping me on", "get hold of me at", "get hold of me on")
 
-// phoneFallbackRegions are tried for national numbers starting with a trunk "0" when the
-// default region rejects them and a phone word is near; min and max bound the digit count
+// phoneFallbackRegions are tried for national numbers when the default region rejects them and
+// a phone word is near; min and max bound the digit count
 // (trunk "0" included) so that most regions are skipped without parsing.
 var phoneFallbackRegions = []struct {
 	region   string
@@ -268,9 +268,16 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int) (float64, boo
 		}
 		return phoneFormattedScore, true
 	}
-	if cand[0] == '0' && hasKeywordBefore(text, s, phoneWords) {
+	// With a phone word before or after it ("Is 07700 900461 still the best number?"), a
+	// national number of another region: with its trunk "0", or without it as mobile numbers
+	// are often written where the trunk prefix is not dialled from mobiles ("9876543210").
+	if (cand[0] == '0' || nd == 10 && groups <= 2) && hasKeyword(text, s, e, phoneWords) {
+		n := nd
+		if cand[0] != '0' {
+			n++ // ten digits in one or two groups: a mobile number without its trunk "0"
+		}
 		for _, r := range phoneFallbackRegions {
-			if r.region != d.region && nd >= r.min && nd <= r.max && phoneValid(cand, r.region) {
+			if r.region != d.region && n >= r.min && n <= r.max && phoneValid(cand, r.region) {
 				return phoneFallbackScore, true
 			}
 		}
