@@ -45,7 +45,7 @@ const (
 
 var streetWords = map[string]int{
 	"street": stSuffix, "st": stSuffix | stAbbr, "avenue": stSuffix | stFrench, "ave": stSuffix | stAbbr,
-	"av": stSuffix | stAbbr, "road": stSuffix, "rd": stSuffix | stAbbr, "boulevard": stSuffix | stFrench,
+	"av": stSuffix | stAbbr | stPrefix, "road": stSuffix, "rd": stSuffix | stAbbr, "boulevard": stSuffix | stFrench,
 	"blvd": stSuffix | stAbbr, "lane": stSuffix, "ln": stSuffix | stAbbr, "drive": stSuffix,
 	"dr": stSuffix | stAbbr, "court": stSuffix, "ct": stSuffix | stAbbr, "way": stSuffix,
 	"place": stSuffix | stFrench, "pl": stSuffix | stAbbr, "terrace": stSuffix, "ter": stSuffix | stAbbr,
@@ -567,6 +567,9 @@ func addressTail(text string, e int, score float64) (int, float64) {
 // street ending at e (", Springfield, IL 62704", ", London SW1A 2AA", ", 10115 Berlin",
 // ", 1016 BR Amsterdam", ", Melbourne VIC 3000"), or -1.
 func localityAfter(text string, e int) int {
+	if e+3 < len(text) && text[e] == ' ' && text[e+1] == '-' && text[e+2] == ' ' {
+		return otherPostcode(text, e) // Brazil: "Av. Paulista, 1578 - Bela Vista, São Paulo - SP, ..."
+	}
 	if e+1 >= len(text) || text[e] != ',' {
 		return -1
 	}
@@ -616,14 +619,19 @@ func localityAfter(text string, e int) int {
 // otherPostcode returns the end of a postal code of a country without a rule of its own, after
 // a locality ending at ce, or -1. Postal codes differ by country, but nearly all share one shape
 // that ordinary words and numbers do not: one or two upper-case alphanumeric groups that mix
-// letters and digits ("D02 VX52", Ireland) or digit groups joined by a hyphen ("163-0890",
-// Japan). Before the code may come a postal district number and one more locality ("Dublin 2,
-// D02 VX52", "Shinjuku-ku, Tokyo 163-0890"), each set off by a comma or a space.
+// letters and digits ("D02 VX52", Ireland), digit groups joined by a hyphen ("163-0890", Japan;
+// "01310-200", Brazil) or six digits ("560038", India). Before the code may come up to three
+// more parts, each after ", " or " - ": localities, a postal district number or a region code
+// ("Dublin 2, D02 VX52", "Shinjuku-ku, Tokyo 163-0890", "Bela Vista, São Paulo - SP, 01310-200").
 func otherPostcode(text string, ce int) int {
 	k := ce
-	for n := 0; n < 2; n++ {
-		if k < len(text) && text[k] == ',' {
-			k++
+	for n := 0; n < 4; n++ {
+		sep := false
+		switch {
+		case k < len(text) && text[k] == ',':
+			k, sep = k+1, true
+		case k+2 < len(text) && text[k] == ' ' && text[k+1] == '-':
+			k, sep = k+2, true
 		}
 		j := space(text, k)
 		if j < 0 {
@@ -632,18 +640,35 @@ func otherPostcode(text string, ce int) int {
 		if pe := postcodeShape(text, j); pe > 0 {
 			return pe
 		}
-		if d := digitsAt(text, j); d > j && d-j <= 2 && d < len(text) && text[d] == ',' {
+		d := digitsAt(text, j)
+		if d-j == 6 && numRightOK(text, d) {
+			return d
+		}
+		if d > j && d-j <= 2 && d < len(text) && text[d] == ',' {
 			k = d // "Dublin 2, D02 VX52"
 			continue
 		}
-		if n > 0 || text[k-1] != ',' {
+		if !sep {
 			return -1
 		}
-		if k = cityWords(text, k); k < 0 { // "Shinjuku-ku, Tokyo 163-0890"
-			return -1
+		switch r := upperRun(text, j); {
+		case r-j >= 2 && r-j <= 3 && r < len(text) && (text[r] == ',' || text[r] == ' '):
+			k = r // a region code: "São Paulo - SP, 01310-200"
+		default:
+			if k = cityWords(text, k); k < 0 {
+				return -1
+			}
 		}
 	}
 	return -1
+}
+
+// upperRun returns the end of the upper-case ASCII letters at j.
+func upperRun(text string, j int) int {
+	for j < len(text) && isUpper(text[j]) {
+		j++
+	}
+	return j
 }
 
 // postcodeShape returns the end of one or two groups of upper-case letters and digits at j, up to

@@ -158,6 +158,8 @@ func TestScan(t *testing.T) {
 		{"address other postcode", "Address: 4 Quay Street, Galway, H91 E2RT", []string{"street_address:4 Quay Street, Galway, H91 E2RT"}},
 		{"address postal district", "17 Harcourt Road, Dublin 2, D02 VX52", []string{"street_address:17 Harcourt Road, Dublin 2, D02 VX52"}},
 		{"address block number", "Ship to 1-2-3 Ginza, Chuo-ku, Tokyo 104-0061.", []string{"street_address:1-2-3 Ginza, Chuo-ku, Tokyo 104-0061"}},
+		{"address Brazil Correios form", "Rua das Flores, 112 - Centro, Curitiba - PR, 80010-000", []string{"street_address:Rua das Flores, 112 - Centro, Curitiba - PR, 80010-000"}},
+		{"address dash without postcode", "12 Main Street - see you, OK 2 then", []string{"street_address:12 Main Street"}},
 		{"address no postcode shape", "at 12 Oak Street, Springfield, Build 2024-11 today", []string{"street_address:12 Oak Street"}},
 		{"address short code", "ship to 10 Main Street, Boston, MA2 today", []string{"street_address:10 Main Street"}},
 		{"name speakers unseen", "Tane Kereama: the build is green\nWirihana Paki: ok, I will ship it", []string{"person:Tane Kereama", "person:Wirihana Paki"}},
