@@ -71,6 +71,7 @@ func TestRealistic(t *testing.T) {
 	}{
 		{"testdata/realistic_holdout.txt", realisticMinF2, realisticMinPrecision, 1},
 		{"testdata/realistic_holdout2.txt", realistic2MinF2, realistic2MinPrecision, 1},
+		{"testdata/realistic_holdout3.txt", realistic3MinF2, realistic3MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			samples := loadAnnotated(t, tc.file)
@@ -113,6 +114,8 @@ const (
 	realisticMinPrecision  = 0.94 // measured 0.955
 	realistic2MinF2        = 0.86 // first run 0.870 (P 0.883), after the fixes it led to 0.880
 	realistic2MinPrecision = 0.92 // first run 0.883, after the fixes 0.938
+	realistic3MinF2        = 0.72 // first and only run 0.744 (the honest estimate)
+	realistic3MinPrecision = 0.82 // first and only run 0.840
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
