@@ -18,6 +18,7 @@ func (e *Engine) owns(st *site) bool {
 		if now := e.o.Now(); st.lastSeen.Before(now) {
 			st.lastSeen = now
 		}
+		st.resyncTill = e.o.Now().Add(time.Minute) // what the agent no longer holds, the previous owner stored (takeSeq)
 	}
 	st.owned = own
 	st.mu.Unlock()

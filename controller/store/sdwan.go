@@ -244,7 +244,7 @@ func (s *Store) SiteByClaim(ctx context.Context, hash string) (*sdwan.Site, time
 // ClaimSite implements sdwan.Store.
 func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = ?, device_id = ?, status = ?, updated_at = ? WHERE id = ? AND claim_hash = ? AND claimed_at = 0"),
+		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = ?, device_id = ?, status = ?, updated_at = ?, stored_seq = 0 WHERE id = ? AND claim_hash = ? AND claimed_at = 0"),
 			micros(c.At), c.Device.ID, sdwan.SiteOffline, micros(c.At), c.SiteID, c.ClaimHash)
 		if err != nil {
 			return err
