@@ -59,7 +59,7 @@ var streetWords = map[string]int{
 	"quai": stFrench, "cours": stFrench, "route": stFrench, "passage": stFrench,
 	"calle": stPrefix, "avenida": stPrefix, "avda": stPrefix, "paseo": stPrefix, "camino": stPrefix,
 	"carrera": stPrefix, "via": stPrefix, "viale": stPrefix, "piazza": stPrefix, "corso": stPrefix,
-	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "travessa": stPrefix, "praça": stPrefix,
+	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "ul": stPrefix, "ulica": stPrefix, "travessa": stPrefix, "praça": stPrefix,
 	"alameda": stPrefix, "rambla": stPrefix, "ronda": stPrefix, "carretera": stPrefix, "plazuela": stPrefix,
 	"straße": stGerman, "strasse": stGerman, "str": stGerman, "allee": stGerman, "weg": stGerman,
 	"platz": stGerman, "ring": stGerman, "damm": stGerman, "gasse": stGerman, "chaussee": stGerman,
@@ -258,6 +258,11 @@ func houseNumber(text string, i int) int {
 	if e < len(text) && isAlpha(text[e]) && (e+1 == len(text) || !isWordByte(text[e+1])) {
 		e++
 	}
+	if e+1 < len(text) && text[e] == '/' && isDigit(text[e+1]) { // house/flat: "Długa 15/3"
+		if f := digitsAt(text, e+1); f-e-1 <= 4 {
+			e = f
+		}
+	}
 	if e < len(text) && isWordByte(text[e]) {
 		return -1
 	}
@@ -438,7 +443,8 @@ func nameWords(text string, j int, particles bool) int {
 // addressNameFirst matches layouts C and D at the word text[s:we].
 func addressNameFirst(text string, s, we int) (int, float64) {
 	w := text[s:we]
-	if !isCapWord(w) {
+	// Abbreviated street prefixes are often written in lower case: "ul. Długa 15/3".
+	if !isCapWord(w) && !(isLower(w[0]) && we < len(text) && text[we] == '.' && streetKind(text, s, we)&stPrefix != 0) {
 		return -1, 0
 	}
 	// Layout D: "Calle de Alcalá 23", "Via Roma 10", "Rue de Rivoli 48".
@@ -557,10 +563,34 @@ func addressTail(text string, e int, score float64) (int, float64) {
 			}
 		}
 	}
+	if fe := floorUnit(text, e); fe > 0 {
+		if le := localityAfter(text, fe); le > 0 {
+			return le, score + addrLocalBoost
+		}
+	}
 	if le := localityAfter(text, e); le > 0 {
 		return le, score + addrLocalBoost
 	}
 	return e, score
+}
+
+// floorUnit returns the end of a Spanish or Portuguese floor and door after a comma at e
+// (", 3º B", ", 2ª", ", 1º izq"), or -1; it belongs to the address only when a locality follows.
+func floorUnit(text string, e int) int {
+	if e+4 >= len(text) || text[e] != ',' || text[e+1] != ' ' {
+		return -1
+	}
+	d := digitsAt(text, e+2)
+	if d == e+2 || d-e-2 > 2 || !(strings.HasPrefix(text[d:], "º") || strings.HasPrefix(text[d:], "ª")) {
+		return -1
+	}
+	k := d + len("º")
+	if t := space(text, k); t > 0 && isLetterAt(text, t) {
+		if te := wordEnd(text, t); te-t <= 4 {
+			k = te
+		}
+	}
+	return k
 }
 
 // localityAfter returns the end of a locality that carries a postal code or a state after the
@@ -608,6 +638,9 @@ func localityAfter(text string, e int) int {
 		return end
 	}
 	if ze := zipAt(text, k); ze > 0 {
+		if pc := postalCity(text, ze); pc > 0 && text[k-1] == ' ' && text[k-2] == ',' {
+			return pc // a postal code before the city after a district: ", Roma Norte, 06700 Ciudad de México"
+		}
 		return ze
 	}
 	if pe := postcodeAt(text, k); pe > 0 {
@@ -642,6 +675,11 @@ func otherPostcode(text string, ce int) int {
 		}
 		d := digitsAt(text, j)
 		if d-j == 6 && numRightOK(text, d) {
+			return d
+		}
+		// Four digits after a city close the address only where the address visibly ends
+		// there ("Auckland 1011.", "Wellington 6140\n"): elsewhere they may be a year.
+		if d-j == 4 && (d == len(text) || strings.IndexByte(".,;)\n\r\"", text[d]) >= 0) && text[j-1] == ' ' && isLetterAt(text, j-2) {
 			return d
 		}
 		if d > j && d-j <= 2 && d < len(text) && text[d] == ',' {

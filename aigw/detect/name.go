@@ -223,7 +223,16 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			}
 			titled = true
 		}
+		initial := -1
+		if titled && e-s == 1 && e+1 < len(text) && text[e] == '.' { // "Dr J. Otieno"
+			if ns := space(text, e+1); ns > 0 && isLetterAt(text, ns) && isCapWord(text[ns:wordEnd(text, ns)]) {
+				initial, s, e = s, ns, wordEnd(text, ns)
+			}
+		}
 		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 {
+			if initial >= 0 {
+				start = initial
+			}
 			out = append(out, Entity{Type: TypePerson, Start: start, End: end, Score: score})
 			i = end
 		} else if titled {
@@ -699,6 +708,38 @@ func proseFollows(text string, e int) bool {
 // before s.
 func precededByOrgLabel(text string, s int) bool { return labelBefore(text, s, orgLabels) }
 
+// capsFieldValue reports whether the upper-case word text[s:e] alone fills a name field
+// ("SURNAME: MCALLISTER"): a name phrase before it, the line ends after it, and it has four
+// letters or more (not "TBD", nor "Patient DOB:") and is no ordinary word (as lower-case names
+// after a strong cue: the field is the evidence).
+func (d nameDetector) capsFieldValue(text string, s, e int) bool {
+	k := e
+	for k < len(text) && (text[k] == ' ' || text[k] == '\t') {
+		k++
+	}
+	if e-s < 4 || k < len(text) && text[k] != '\n' && text[k] != '\r' || !precededBy(text, s, nameStrong) {
+		return false
+	}
+	return d.lowerWordOK(text[s:e])
+}
+
+// skipBlanksBack returns the position before the spaces and tabs that end at s.
+func skipBlanksBack(text string, s int) int {
+	for s > 0 && (text[s-1] == ' ' || text[s-1] == '\t') {
+		s--
+	}
+	return s
+}
+
+// stripPluralMark returns j before a "(s)" that ends at j, as forms write labels:
+// "FIRST NAME(S):", "Name(s):".
+func stripPluralMark(text string, j int) int {
+	if j >= 3 && text[j-1] == ')' && (text[j-2] == 's' || text[j-2] == 'S') && text[j-3] == '(' {
+		return j - 3
+	}
+	return j
+}
+
 // lineStart returns the start of the line holding s (at most 64 bytes back; further is no line
 // start a speaker label can have).
 func lineStart(text string, s int) int {
@@ -806,8 +847,11 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		}
 		j = k
 	}
-	if (!strong || caps) && words < 2 { // "i'm keoni quispe", not "i'm gonna"; "TBD"
-		return -1
+	if (!strong || caps && !d.capsFieldValue(text, s, end)) && words < 2 { // "i'm keoni quispe", not "i'm gonna"; "TBD"
+		return -1 // (but "SURNAME: MCALLISTER": a name field names what its value is)
+	}
+	if j := skipBlanksBack(text, s); !answer && j > 0 && text[j-1] == ',' && !precededBy(text, s, nameClosings) {
+		return -1 // a list of lower-case words: "(id, full_name, dob, ssn)"
 	}
 	if words == 1 && !answer && !precededBy(text, s, nameStrong) && !precededByTitle(text, s) && proseFollows(text, end) {
 		return -1 // "Customer: hiya, I'm moving": a chat role, then a message
@@ -890,6 +934,7 @@ func prevWordBefore(text string, s int) string {
 			j--
 		}
 	}
+	j = stripPluralMark(text, j)
 	k := j
 	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] == '\'' || text[k-1] >= utf8.RuneSelf) {
 		k--
@@ -969,6 +1014,7 @@ func precededBy(text string, s int, phrases []string) bool {
 			j--
 		}
 	}
+	j = stripPluralMark(text, j)
 	for _, p := range phrases {
 		if j >= len(p) && matchKeyword(text, j-len(p), p) {
 			return true

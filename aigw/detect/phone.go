@@ -92,7 +92,9 @@ func (d phoneDetector) Detect(text string, out []Entity) []Entity {
 				continue
 			}
 		}
-		if !numLeftOK(text, i) || (i > 0 && (text[i-1] == '+' || text[i-1] == '#')) {
+		// Digits after "ABC-" are part of an identifier ("CLM-2025-004417", "ORD-2883").
+		idPrefix := i > 1 && text[i-1] == '-' && isAlpha(text[i-2])
+		if !numLeftOK(text, i) || (i > 0 && (text[i-1] == '+' || text[i-1] == '#')) || idPrefix {
 			i = skipNumber(text, i)
 			continue
 		}
