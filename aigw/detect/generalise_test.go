@@ -59,10 +59,11 @@ func TestGeneralisation(t *testing.T) {
 	}
 }
 
-// TestRealistic scores the shipped engine on hand-written texts that were never used to tune it:
-// realistic_holdout.txt (written before issue 11's work) and realistic_holdout2.txt (written
-// after the fixes and scored untouched: the honest generalisation figure). Each set's floors
-// guard against regressions just under its measured figures (docs/benchmarks.md).
+// TestRealistic scores the shipped engine on four hand-written sets, each written and committed
+// before the detector was first run on it: set 1 before issue 11's work, sets 2, 3 and 4 on
+// 2026-11-24 after successive rounds of fixes. The causes of sets 1-3's errors were then fixed
+// by general rules, so only set 4's figure is an untouched estimate for the final code. Each
+// set's floors guard against regressions just under its measured figures (docs/benchmarks.md).
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
 	for _, tc := range []struct {
@@ -73,6 +74,7 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout.txt", realisticMinF2, realisticMinPrecision, 1},
 		{"testdata/realistic_holdout2.txt", realistic2MinF2, realistic2MinPrecision, 1},
 		{"testdata/realistic_holdout3.txt", realistic3MinF2, realistic3MinPrecision, 1},
+		{"testdata/realistic_holdout4.txt", realistic4MinF2, realistic4MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			samples := loadAnnotated(t, tc.file)
@@ -117,6 +119,8 @@ const (
 	realistic2MinPrecision = 0.92 // first run 0.883, after the fixes 0.938
 	realistic3MinF2        = 0.72 // first and only run 0.744 (the honest estimate)
 	realistic3MinPrecision = 0.82 // first and only run 0.840
+	realistic4MinF2        = 0.82 // first run 0.837, 0.847 after an invalid IBAN in the gold was corrected
+	realistic4MinPrecision = 0.87 // first run 0.887, then 0.889
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
