@@ -530,24 +530,19 @@ func nameAnswer(text string, s int) bool {
 	return false
 }
 
-// dialogueNear reports whether the line before or after the line starting at ls is a chat
-// line ("Hiwot: sure, what's the name on it?"), so that a name-like word before ": " at ls
-// names a speaker too.
+// dialogueNear reports whether the line before the line starting at ls is a chat line
+// ("Hiwot: sure, what's the name on it?"), so that a name-like word before ": " at ls names a
+// speaker too. Only the line before counts: what follows may not have been streamed yet, and
+// SafePrefix must not pass a word that a later line could turn into a name.
 func dialogueNear(text string, ls int) bool {
-	if ls > 1 {
-		ps := ls - 1
-		for ps > 0 && text[ps-1] != '\n' && ls-ps < 200 {
-			ps--
-		}
-		if (ps == 0 || text[ps-1] == '\n') && chatLine(text, ps) {
-			return true
-		}
+	if ls < 2 {
+		return false
 	}
-	ne := ls
-	for ne < len(text) && text[ne] != '\n' && ne-ls < 200 {
-		ne++
+	ps := ls - 1
+	for ps > 0 && text[ps-1] != '\n' && ls-ps < 200 {
+		ps--
 	}
-	return ne+1 < len(text) && text[ne] == '\n' && chatLine(text, ne+1)
+	return (ps == 0 || text[ps-1] == '\n') && chatLine(text, ps)
 }
 
 // chatLine reports whether the line at ls starts with a one-word speaker and a lower-case
