@@ -56,26 +56,33 @@ func TestSpooledMessage(t *testing.T) {
 }
 
 // A transport is hard down once DownAfter probes in a row are unanswered past their suspect
-// deadline and the first of them is lost: a delay step answered before the loss deadline is
-// not a dead link, and a loss older than the last answer does not count.
+// deadline and the first of them is overdue (past its down deadline): a delay step answered
+// before that is not a dead link (even when its probe was already counted lost), a probe older
+// than the last answer does not count, and any answer, a late one too, brings it back up.
 func TestMonitorDown(t *testing.T) {
 	at := func(ms int) time.Time { return time.Unix(1000, 0).Add(time.Duration(ms) * time.Millisecond) }
 	suspect := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Suspect: true} }
 	lost := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Lost: true} }
+	overdue := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Overdue: true} }
 	answer := func(ms int) probe.Result { return probe.Result{Sent: at(ms), RTT: 250 * time.Millisecond} }
+	late := func(ms int) probe.Result { return probe.Result{Sent: at(ms), RTT: 500 * time.Millisecond, Late: true} }
 	for _, tc := range []struct {
 		name string
 		rs   []probe.Result
 		down []bool // after each result
 	}{
-		{"blackhole: down at the first loss", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0)},
+		{"blackhole: down when the first is overdue", []probe.Result{suspect(0), suspect(100), suspect(125), overdue(0)},
 			[]bool{false, false, false, true}},
-		{"+250 ms step: answered before the loss deadline", []probe.Result{suspect(0), suspect(100), suspect(125), answer(0), suspect(150), answer(100)},
+		{"a loss alone is not a dead link", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), suspect(150)},
+			[]bool{false, false, false, false, false}},
+		{"+250 ms step: answered before the down deadline", []probe.Result{suspect(0), suspect(100), suspect(125), answer(0), suspect(150), answer(100)},
 			[]bool{false, false, false, false, false, false}},
-		{"a loss older than the last answer does not count", []probe.Result{suspect(0), answer(200), lost(0), suspect(400), suspect(425), suspect(450), lost(400)},
+		{"a probe older than the last answer does not count", []probe.Result{suspect(0), answer(200), overdue(0), suspect(400), suspect(425), suspect(450), overdue(400)},
 			[]bool{false, false, false, false, false, false, true}},
-		{"up again at the next answer", []probe.Result{suspect(0), suspect(25), lost(0), suspect(50), answer(75)},
+		{"up again at the next answer", []probe.Result{suspect(0), suspect(25), overdue(0), suspect(50), answer(75)},
 			[]bool{false, false, false, true, false}},
+		{"+500 ms step: down, then up at the late answer", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), overdue(0), late(0)},
+			[]bool{false, false, false, false, true, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Engine{cfg: &config.Config{DownAfter: 3}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler),
@@ -91,6 +98,24 @@ func TestMonitorDown(t *testing.T) {
 			if !m.pace.Fast() {
 				t.Error("suspect probes did not speed probing up")
 			}
+			var lost int
+			for _, r := range tc.rs {
+				if r.Lost {
+					lost++
+				}
+			}
+			if tw := m.flush(); tw.Lost != lost || tw.Sent != lost+countAnswers(tc.rs) {
+				t.Errorf("window sent %d lost %d: a late answer is not a sample, its loss is counted", tw.Sent, tw.Lost)
+			}
 		})
 	}
+}
+
+func countAnswers(rs []probe.Result) (n int) {
+	for _, r := range rs {
+		if r.Final() && !r.Lost {
+			n++
+		}
+	}
+	return n
 }
