@@ -14,20 +14,20 @@ import (
 
 // monitor owns one transport's prober and window. Its state is guarded by the engine's mu.
 type monitor struct {
-	e         *Engine
-	name      string
-	pc        probe.Config
-	w         *window.Window
-	pace      *probe.Pace // fast while the transport is suspect
-	suspect   time.Time   // when a probe was last past its suspect deadline
-	suspects  int         // consecutive probes past their suspect deadline
-	overdue   bool        // and the first of them is past its down deadline (probe.Result.Overdue)
-	answered  time.Time   // when the last answered probe was sent
-	down      bool        // hard down: DownAfter suspects in a row, the first overdue, until the next answer
-	stopped   bool
-	cancel    context.CancelFunc
-	sent      prometheus.Counter // this transport's, looked up once
-	lost      prometheus.Counter
+	e        *Engine
+	name     string
+	pc       probe.Config
+	w        *window.Window
+	pace     *probe.Pace // fast while the transport is suspect
+	suspect  time.Time   // when a probe was last past its suspect deadline
+	suspects int         // consecutive probes past their suspect deadline
+	overdue  bool        // and the first of them is past its down deadline (probe.Result.Overdue)
+	answered time.Time   // when the last answered probe was sent
+	down     bool        // hard down: DownAfter suspects in a row, the first overdue, until the next answer
+	stopped  bool
+	cancel   context.CancelFunc
+	sent     prometheus.Counter // this transport's, looked up once
+	lost     prometheus.Counter
 }
 
 // startMonitor starts probing; prev (stopped, may be nil) hands over its window so that jitter
