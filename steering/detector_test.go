@@ -378,3 +378,46 @@ func TestDetectorOldAgent(t *testing.T) {
 	}
 	t.Logf("decided after %d windows (old agent), %d (current)", o, c)
 }
+
+// WouldBreach answers for a window so far without changing the site (the same window observed
+// then decides as it said), only for a class's current path, and only on loss evidence.
+func TestWouldBreach(t *testing.T) {
+	s, err := NewSite([]string{"mpls", "inet"}, []Class{{Name: "voice", SLA: voiceSLA, Preferred: []string{"mpls", "inet"}}}, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := Metrics{Probes: 5, LatencyMs: 20, JitterMs: 1, JitterN: 4}
+	bad := Metrics{Probes: 20, Lost: 8, LossPct: 40, LatencyMs: 20, JitterMs: 1, JitterN: 10}
+	slow := Metrics{Probes: 40, LatencyMs: 2000, LatencySDMs: 1, JitterMs: 1, JitterN: 39}
+	for _, tc := range []struct {
+		transport string
+		m         Metrics
+		want      bool
+	}{{"mpls", good, false}, {"mpls", bad, true}, {"inet", bad, false}, {"mpls", slow, false}, {"nowhere", bad, false}} {
+		if got := s.WouldBreach(tc.transport, tc.m); got != tc.want {
+			t.Errorf("WouldBreach(%s, %+v) = %v", tc.transport, tc.m, got)
+		}
+	}
+	now := t0
+	for range 3 { // asking changed nothing: good windows decide nothing
+		now = now.Add(time.Second)
+		s.Observe(now, "mpls", good)
+		s.Observe(now, "inet", good)
+		if d := s.Evaluate(now, nil); len(d) != 0 {
+			t.Fatalf("decisions after good windows: %+v", d)
+		}
+	}
+	now = now.Add(time.Second)
+	s.Observe(now, "mpls", bad)
+	s.Observe(now, "inet", good)
+	var switched bool
+	for _, d := range s.Evaluate(now, nil) {
+		switched = switched || d.Kind == PathSwitched && d.Class == "voice" && d.To == "inet" && d.Reason == ReasonSLA
+	}
+	if !switched {
+		t.Fatal("the window WouldBreach named did not move voice")
+	}
+	if s.WouldBreach("mpls", bad) || s.WouldBreach("inet", good) {
+		t.Fatal("after the switch: mpls is no longer voice's path, inet is good")
+	}
+}

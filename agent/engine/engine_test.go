@@ -9,6 +9,7 @@ import (
 	"github.com/edgewan/edgewan/agent/claim"
 	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/agent/probe"
+	"github.com/edgewan/edgewan/steering"
 	"github.com/edgewan/edgewan/telemetry"
 )
 
@@ -118,4 +119,46 @@ func countAnswers(rs []probe.Result) (n int) {
 		}
 	}
 	return n
+}
+
+// While a transport is suspect, the window ends early once the losses so far would decide a
+// breach of a class on it; not for losses that would not, not while the transport is not
+// suspect, and not in the first tenth of a window.
+func TestEarlyWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fast       bool
+		age        time.Duration // of the window
+		lost, sent int
+		want       bool
+	}{
+		{"gross loss, suspect", true, 500 * time.Millisecond, 8, 20, true},
+		{"one loss", true, 500 * time.Millisecond, 1, 20, false},
+		{"not suspect", false, 500 * time.Millisecond, 8, 20, false},
+		{"window too young", true, 50 * time.Millisecond, 8, 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			site, err := steering.NewSite([]string{"wan1", "wan2"}, []steering.Class{{Name: "voice",
+				SLA: steering.Thresholds{MaxLatencyMs: 150, MaxLossPct: 1, MaxJitterMs: 30}}}, steering.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &Engine{cfg: &config.Config{DownAfter: 3, Window: time.Second}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler),
+				o: Options{Creds: &claim.Credentials{Site: "s1", Device: "d1"}}, events: make(chan telemetry.AgentEvent, 16),
+				kick: make(chan struct{}, 1), early: make(chan struct{}, 1), steer: site, windowAt: time.Now().Add(-tc.age)}
+			m := startMonitor(e, "wan1", probe.Config{}, nil)
+			m.pace.SetFast(tc.fast)
+			sent := time.Now()
+			for i := range tc.sent {
+				if i < tc.lost {
+					m.handle(probe.Result{Sent: sent, Lost: true})
+				} else {
+					m.handle(probe.Result{Sent: sent, RTT: 20 * time.Millisecond})
+				}
+			}
+			if got := len(e.early) > 0; got != tc.want {
+				t.Fatalf("window ended early: %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

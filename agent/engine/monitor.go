@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/agent/probe"
+	"github.com/edgewan/edgewan/steering"
 	"github.com/edgewan/edgewan/telemetry"
 	"github.com/edgewan/edgewan/telemetry/window"
 )
@@ -105,11 +106,13 @@ func (m *monitor) handle(r probe.Result) {
 		m.w.AddLoss()
 		m.sent.Inc()
 		m.lost.Inc()
+		m.checkEarlyLocked()
 	default:
 		// an answer, or a Late one (its loss is counted; it still proves the path works)
 		if !r.Late {
 			m.w.AddRTT(r.RTT)
 			m.sent.Inc()
+			m.checkEarlyLocked()
 		}
 		if r.Sent.After(m.answered) {
 			m.answered = r.Sent
@@ -120,6 +123,19 @@ func (m *monitor) handle(r probe.Result) {
 			e.log.Info("agent: transport answers again", "transport", m.name)
 			e.onUpLocked(m.name)
 		}
+	}
+}
+
+// checkEarlyLocked ends the window early when, while the transport is suspect, the window so far
+// would make the local detector decide a breach: the decision then waits for neither the rest of
+// the window (up to a second) nor for more probes than the evidence needs.
+func (m *monitor) checkEarlyLocked() {
+	if m.down || !m.pace.Fast() || m.e.steer == nil {
+		return
+	}
+	tw := m.w.Peek()
+	if m.e.steer.WouldBreach(m.name, steering.WindowMetrics(&tw)) {
+		m.e.endWindowEarly(time.Now())
 	}
 }
 

@@ -85,6 +85,15 @@ func (r Result) Final() bool { return !r.Suspect && !r.Overdue && !r.Late }
 // scheduling of the responder and of the agent on a busy machine.
 const downSlack = 30 * time.Millisecond
 
+// A down deadline whose timer fires more than lateTimer after it, on a machine busy enough that
+// an answer may be waiting unread in a socket, is put off once by as long as it was late (at
+// least minPutOff, at most maxPutOff): the goroutine reading that answer gets to run first.
+const (
+	lateTimer = 5 * time.Millisecond
+	minPutOff = 10 * time.Millisecond
+	maxPutOff = 100 * time.Millisecond
+)
+
 func (c *Config) defaults() error {
 	if c.Method == "" {
 		c.Method = ICMP
@@ -254,6 +263,7 @@ type pending struct {
 	timer   *time.Timer
 	stages  [3]time.Duration // suspect, lost, overdue deadlines after sent, each at most Timeout
 	emitted [3]bool
+	put     bool // the overdue verdict was put off once (its timer fired late)
 }
 
 const (
@@ -342,6 +352,11 @@ func (t *tracker) expire(id uint64) {
 		if p.stages[st] > age {
 			next = p.stages[st]
 			break
+		}
+		if late := age - p.stages[st]; st == stOverdue && !p.put && late > lateTimer {
+			p.put = true
+			p.stages[st] = age + min(max(late, minPutOff), maxPutOff)
+			continue
 		}
 		p.emitted[st] = true
 		r := Result{Target: p.target, Sent: p.sent}
