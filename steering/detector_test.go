@@ -420,4 +420,8 @@ func TestWouldBreach(t *testing.T) {
 	if s.WouldBreach("mpls", bad) || s.WouldBreach("inet", good) {
 		t.Fatal("after the switch: mpls is no longer voice's path, inet is good")
 	}
+	// the agent asks after every probe result while a transport is suspect
+	if n := testing.AllocsPerRun(100, func() { s.WouldBreach("inet", bad) }); n != 0 {
+		t.Errorf("WouldBreach allocates %v times", n)
+	}
 }

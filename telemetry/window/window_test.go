@@ -358,4 +358,8 @@ func TestPeek(t *testing.T) {
 	if e := w.Peek(); e.Sent != 0 || e.LatencyMs != 0 {
 		t.Fatalf("after the flush: %+v", e)
 	}
+	w.AddRTT(20 * time.Millisecond)
+	if n := testing.AllocsPerRun(100, func() { w.Peek() }); n != 0 {
+		t.Errorf("Peek allocates %v times", n)
+	}
 }
