@@ -176,14 +176,16 @@ func (s *EmbeddedSink) Compact(ctx context.Context, now time.Time) (int64, error
 
 // compact is Compact until stop is closed or, if budget > 0, for about budget: the background
 // goroutine flushes between its calls, so converting a large database never holds up the
-// flushes (each call resumes at the oldest rows left).
+// flushes (each call starts again at the first series with rows of closed hours left).
 func (s *EmbeddedSink) compact(ctx context.Context, now time.Time, stop <-chan struct{}, budget time.Duration) (int64, error) {
 	start := time.Now()
 	cutoff := floorTo(now.Unix(), 3600)
-	var any int
-	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM rollup_1m WHERE ts < ? LIMIT 1)", cutoff).Scan(&any)
-	if err != nil || any == 0 {
-		return 0, wrapErr("sink.EmbeddedSink.Compact", err)
+	var found int // by the ts index: most calls find nothing to do
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM rollup_1m WHERE ts < ? LIMIT 1)", cutoff).Scan(&found); err != nil {
+		return 0, fmt.Errorf("sink.EmbeddedSink.Compact: %s: %w", s.path, err)
+	}
+	if found == 0 {
+		return 0, nil
 	}
 	var total int64
 	var site, transport string
@@ -205,13 +207,6 @@ func (s *EmbeddedSink) compact(ctx context.Context, now time.Time, stop <-chan s
 			return total, nil
 		}
 	}
-}
-
-func wrapErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", op, err)
 }
 
 // compactSlice moves up to compactSlice rows older than cutoff, from the series (site,
