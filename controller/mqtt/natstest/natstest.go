@@ -10,11 +10,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/edgewan/edgewan/controller/natsauth"
 	"github.com/edgewan/edgewan/scripts/scriptpath"
 )
 
@@ -29,11 +31,39 @@ type Cluster struct {
 	Dir      string
 	URLs     []string // nats://, one per node
 	MQTTURLs []string // tcp://, one per node
-	script   string
+	// Auth is the operator-mode setup of a cluster from StartOperator (nil from Start): its
+	// Keys make a natsauth.Issuer for the controllers' and devices' users.
+	Auth   *natsauth.Setup
+	script string
 }
 
-// Start starts a cluster on free loopback ports, or fails t (it never skips).
+// Start starts a cluster on free loopback ports with one user (User, Password), or fails t
+// (it never skips).
 func Start(t testing.TB) *Cluster {
+	t.Helper()
+	return start(t, nil)
+}
+
+// StartOperator starts a cluster in NATS operator mode (decentralised JWT authentication) with
+// a new natsauth.Setup of partitions partitions (0: 16): no user/password; every client needs
+// a user JWT signed with the setup's keys.
+func StartOperator(t testing.TB, partitions int) *Cluster {
+	t.Helper()
+	if partitions <= 0 {
+		partitions = 16
+	}
+	s, err := natsauth.Generate(partitions)
+	if err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	dir := t.TempDir()
+	if err := s.Write(dir, ""); err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	return start(t, s, "AUTH_CONF="+filepath.Join(dir, "auth.conf"), "PARTITIONS="+strconv.Itoa(partitions))
+}
+
+func start(t testing.TB, auth *natsauth.Setup, env ...string) *Cluster {
 	t.Helper()
 	script, err := scriptpath.Find("nats.sh")
 	if err != nil {
@@ -49,11 +79,11 @@ func Start(t testing.TB) *Cluster {
 		if err != nil {
 			t.Fatalf("natstest: %v", err)
 		}
-		if _, lastErr = run(script, 2*time.Minute, "start", dir, strconv.Itoa(base), User, Password); lastErr != nil {
+		if _, lastErr = runEnv(env, script, 2*time.Minute, "start", dir, strconv.Itoa(base), User, Password); lastErr != nil {
 			_, _ = run(script, time.Minute, "stop", dir)
 			continue
 		}
-		c := &Cluster{Dir: dir, script: script}
+		c := &Cluster{Dir: dir, Auth: auth, script: script}
 		for n := range 3 {
 			p := base + 10*n
 			c.URLs = append(c.URLs, fmt.Sprintf("nats://127.0.0.1:%d", p))
@@ -112,9 +142,14 @@ func freeRange(n int) (int, error) {
 }
 
 func run(script string, timeout time.Duration, args ...string) (string, error) {
+	return runEnv(nil, script, timeout, args...)
+}
+
+func runEnv(env []string, script string, timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
