@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,8 +111,8 @@ func subscribe(t *testing.T, c paho.Client, filter string, h paho.MessageHandler
 // credential stops working on every node (its live connection too) while a credential issued
 // again for it and the controller's own users keep working.
 func TestOperatorMode(t *testing.T) {
-	c := natstest.StartOperator(t, 16)
-	iss, err := natsauth.NewIssuer(c.Auth.Keys)
+	c, setup := startCluster(t, 16)
+	iss, err := natsauth.NewIssuer(setup.Keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,8 +283,13 @@ func TestOperatorMode(t *testing.T) {
 			t.Errorf("the revoked device's live connection was not closed")
 		}
 		for i, u := range c.MQTTURLs {
+			before := c.MQTTAuthFailures(t, i+1)
 			if _, err := device(t, u, "dev-a", tokA, nil); err == nil {
 				t.Errorf("node %d let the revoked credential in", i+1)
+			}
+			// NATS 2.9 closes the connection (paho sees EOF, not a CONNACK): its log says why.
+			if after := c.MQTTAuthFailures(t, i+1); after != before+1 {
+				t.Errorf("node %d: %d MQTT authentication failures logged, was %d; want one more", i+1, after, before)
 			}
 		}
 		// Claimed again: a new user key, which the revocation does not cover.
@@ -302,6 +308,20 @@ func TestOperatorMode(t *testing.T) {
 			t.Errorf("controller publish after the revocation: %v", err)
 		}
 	})
+}
+
+// startCluster starts a 3-node cluster in operator mode with a new Setup.
+func startCluster(t *testing.T, partitions int) (*natstest.Cluster, *natsauth.Setup) {
+	t.Helper()
+	s, err := natsauth.Generate(partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := s.Write(dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	return natstest.StartOperator(t, filepath.Join(dir, "auth.conf"), partitions), s
 }
 
 func controllerConn(t *testing.T, c *natstest.Cluster, iss *natsauth.Issuer) *nats.Conn {

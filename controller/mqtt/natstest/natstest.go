@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgewan/edgewan/controller/natsauth"
 	"github.com/edgewan/edgewan/scripts/scriptpath"
 )
 
@@ -31,39 +30,25 @@ type Cluster struct {
 	Dir      string
 	URLs     []string // nats://, one per node
 	MQTTURLs []string // tcp://, one per node
-	// Auth is the operator-mode setup of a cluster from StartOperator (nil from Start): its
-	// Keys make a natsauth.Issuer for the controllers' and devices' users.
-	Auth   *natsauth.Setup
-	script string
+	script   string
 }
 
 // Start starts a cluster on free loopback ports with one user (User, Password), or fails t
 // (it never skips).
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	return start(t, nil)
+	return start(t)
 }
 
-// StartOperator starts a cluster in NATS operator mode (decentralised JWT authentication) with
-// a new natsauth.Setup of partitions partitions (0: 16): no user/password; every client needs
-// a user JWT signed with the setup's keys.
-func StartOperator(t testing.TB, partitions int) *Cluster {
+// StartOperator starts a cluster in NATS operator mode (decentralised JWT authentication):
+// authConf is the auth.conf a natsauth.Setup wrote (its Write), partitions those of its keys.
+// No user/password: every client needs a user JWT signed with the setup's keys.
+func StartOperator(t testing.TB, authConf string, partitions int) *Cluster {
 	t.Helper()
-	if partitions <= 0 {
-		partitions = 16
-	}
-	s, err := natsauth.Generate(partitions)
-	if err != nil {
-		t.Fatalf("natstest: %v", err)
-	}
-	dir := t.TempDir()
-	if err := s.Write(dir, ""); err != nil {
-		t.Fatalf("natstest: %v", err)
-	}
-	return start(t, s, "AUTH_CONF="+filepath.Join(dir, "auth.conf"), "PARTITIONS="+strconv.Itoa(partitions))
+	return start(t, "AUTH_CONF="+authConf, "PARTITIONS="+strconv.Itoa(partitions))
 }
 
-func start(t testing.TB, auth *natsauth.Setup, env ...string) *Cluster {
+func start(t testing.TB, env ...string) *Cluster {
 	t.Helper()
 	script, err := scriptpath.Find("nats.sh")
 	if err != nil {
@@ -83,7 +68,7 @@ func start(t testing.TB, auth *natsauth.Setup, env ...string) *Cluster {
 			_, _ = run(script, time.Minute, "stop", dir)
 			continue
 		}
-		c := &Cluster{Dir: dir, Auth: auth, script: script}
+		c := &Cluster{Dir: dir, script: script}
 		for n := range 3 {
 			p := base + 10*n
 			c.URLs = append(c.URLs, fmt.Sprintf("nats://127.0.0.1:%d", p))
@@ -116,6 +101,18 @@ func (c *Cluster) Restart(t testing.TB, n int) {
 	if _, err := run(c.script, 2*time.Minute, "restart", c.Dir, strconv.Itoa(n)); err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
+}
+
+// MQTTAuthFailures counts the MQTT connections node n (1..3) refused for authentication so
+// far, from its log: NATS 2.9 closes such a connection without a CONNACK, so a client cannot
+// tell a refusal from a network error.
+func (c *Cluster) MQTTAuthFailures(t testing.TB, n int) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Dir, "node"+strconv.Itoa(n)+".log"))
+	if err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	return bytes.Count(b, []byte("unable to connect: authentication error"))
 }
 
 // freeRange returns a port p such that p..p+n look free (checked by listening on them). The
