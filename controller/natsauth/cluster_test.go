@@ -225,6 +225,9 @@ func TestOperatorMode(t *testing.T) {
 			{telemetry.TopicRoot + "#", 0x80},
 			{telemetry.Topic("site-a", telemetry.KindTelemetry), 0x80},
 			{"edgewan/in/#", 0x80},
+			{"$MQTT/sub/#", 0x80}, // other sessions' QoS 1 deliveries
+			{"$MQTT/#", 0x80},
+			{"#", 0x80},
 		} {
 			if got := subscribe(t, d, tc.filter, func(paho.Client, paho.Message) {}); got != tc.want {
 				t.Errorf("SUBACK for %s: %#x; want %#x", tc.filter, got, tc.want)
