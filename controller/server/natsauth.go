@@ -39,6 +39,14 @@ func (s *Server) loadNATSKeys() error {
 	return nil
 }
 
+// natsCredential is the claim's issuer of per-device NATS users; nil without --nats-keys.
+func (s *Server) natsCredential() func(device, site string) (token, user string, err error) {
+	if s.natsIssuer == nil {
+		return nil
+	}
+	return s.natsIssuer.Device
+}
+
 // pushNATSAccount asks syncNATSAccount to push the account JWT now (a credential was revoked).
 func (s *Server) pushNATSAccount() {
 	if s.natsPush == nil {

@@ -273,16 +273,11 @@ func (s *Server) build(ctx context.Context) error {
 	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
 
 	s.SDWAN = sdwan.NewService(s.Store, sdwan.Options{
-		Now:       s.clock.Now,
-		BrokerURL: s.mqttPublicURL,
-		CAPEM:     s.caPEM,
-		OnClaimed: s.writeMosquittoFiles,
-		NATSCredential: func() func(string, string) (string, string, error) {
-			if s.natsIssuer == nil {
-				return nil
-			}
-			return s.natsIssuer.Device
-		}(),
+		Now:            s.clock.Now,
+		BrokerURL:      s.mqttPublicURL,
+		CAPEM:          s.caPEM,
+		OnClaimed:      s.writeMosquittoFiles,
+		NATSCredential: s.natsCredential(),
 		OnClaimUnknown: func(_ context.Context, clientIP string) {
 			s.watcher.Failure(clientIP, "", "unknown claim token", time.Now())
 		},
