@@ -152,9 +152,12 @@ func (i *Issuer) Device(device, site string) (token, userPub string, err error) 
 	return token, userPub, nil
 }
 
-// Controller issues a controller's own users, unrestricted in the shared account: natsJWT and
-// seed for its NATS connection (which signs the server's nonce with the seed, so the JWT alone
-// is not enough), and mqttJWT, a bearer user limited to MQTT connections, for its publisher.
+// Controller issues a controller's own users: natsJWT and seed for its NATS connection,
+// unrestricted in the shared account (it manages the stream and its consumers; it signs the
+// server's nonce with the seed, so the JWT alone is not enough), and mqttJWT for its MQTT
+// publisher: a bearer user limited to MQTT connections and to publishing the agents' downward
+// kinds, so that this JWT, which travels as a password, is worth no more than what the
+// controller sends agents anyway.
 func (i *Issuer) Controller(name string) (natsJWT string, seed []byte, mqttJWT string, err error) {
 	mk := func(bearer bool) (string, []byte, error) {
 		kp, err := nkeys.CreateUser()
@@ -172,6 +175,10 @@ func (i *Issuer) Controller(name string) (natsJWT string, seed []byte, mqttJWT s
 		if bearer {
 			uc.BearerToken = true
 			uc.AllowedConnectionTypes = jwt.StringList{jwt.ConnectionTypeMqtt}
+			for _, k := range telemetry.DownKinds {
+				uc.Pub.Allow.Add(Subject(telemetry.TopicRoot) + "*." + k)
+			}
+			uc.Sub.Deny.Add(">")
 		}
 		t, err := uc.Encode(i.accSK)
 		return t, seed, err

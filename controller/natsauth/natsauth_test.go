@@ -202,3 +202,39 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestControllerClaims: the controller's NATS user is unrestricted but needs its seed (not a
+// bearer); its MQTT user, whose JWT travels as a password, may only publish downward kinds.
+func TestControllerClaims(t *testing.T) {
+	s, err := natsauth.Generate(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := natsauth.NewIssuer(s.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsJWT, seed, mqttJWT, err := iss.Controller("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := jwt.DecodeUserClaims(natsJWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.BearerToken || len(seed) == 0 || len(nc.Pub.Allow)+len(nc.Pub.Deny)+len(nc.Sub.Allow)+len(nc.Sub.Deny) != 0 || nc.IssuerAccount != s.Keys.Account {
+		t.Errorf("controller NATS user: bearer %v, permissions %+v", nc.BearerToken, nc.Permissions)
+	}
+	mc, err := jwt.DecodeUserClaims(mqttJWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, k := range telemetry.DownKinds {
+		want = append(want, "edgewan.v1.sites.*."+k)
+	}
+	if !mc.BearerToken || !sameSet(mc.Pub.Allow, want) || !sameSet(mc.Sub.Deny, []string{">"}) ||
+		!slices.Equal(mc.AllowedConnectionTypes, jwt.StringList{jwt.ConnectionTypeMqtt}) {
+		t.Errorf("controller MQTT user: bearer %v, connection types %v, permissions %+v", mc.BearerToken, mc.AllowedConnectionTypes, mc.Permissions)
+	}
+}
