@@ -44,6 +44,15 @@ func TestServeOperatorMode(t *testing.T) {
 		"EDGEWAN_NATS_KEYS="+filepath.Join(natsDir, "controller-keys.json"),
 		"EDGEWAN_CLUSTER_PARTITIONS=16", "EDGEWAN_CLUSTER_LEASE_TTL=3s")
 
+	t.Run("refused with keys of other partitions", func(t *testing.T) {
+		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0")
+		cmd.Env = append(env, "EDGEWAN_DATA_DIR="+t.TempDir(), "EDGEWAN_CLUSTER_PARTITIONS=8")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--nats-keys was made for 16 partitions") {
+			t.Fatalf("serve with --cluster-partitions 8 and keys for 16: %v; want a refusal naming both:\n%s", err, out)
+		}
+	})
+
 	c1 := startServe(t, bin, env, "controller-1")
 	out, err := exec.Command(bin, "keys", "create", "--data-dir", c1.dataDir, "--database-url", pgURL, "--scopes", "sdwan:read,sdwan:write").Output()
 	if err != nil {

@@ -4,6 +4,7 @@
 package natsauth
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,9 @@ func ReadKeys(path string) (Keys, error) {
 	if err != nil {
 		return k, fmt.Errorf("natsauth: reading keys: %w", err)
 	}
-	if err := json.Unmarshal(b, &k); err != nil {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields() // a misspelt key must not pass for a missing one
+	if err := d.Decode(&k); err != nil {
 		return k, fmt.Errorf("natsauth: keys file %s: %w", path, err)
 	}
 	return k, nil

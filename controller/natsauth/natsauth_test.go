@@ -56,6 +56,15 @@ func TestSetupWriteRead(t *testing.T) {
 	if strings.Contains(string(mustRead(t, filepath.Join(dir, "controller-keys.json"))), string(s.OperatorSeed)) {
 		t.Errorf("the controller's keys hold the operator's identity seed")
 	}
+	for name, content := range map[string]string{"not JSON": "operator: x", "unknown field": `{"operater": "O"}`} {
+		p := filepath.Join(t.TempDir(), "keys.json")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := natsauth.ReadKeys(p); err == nil {
+			t.Errorf("ReadKeys of a file with %s: got nil; want an error", name)
+		}
+	}
 	oc, err := jwt.DecodeOperatorClaims(s.OperatorJWT)
 	if err != nil {
 		t.Fatal(err)
