@@ -85,9 +85,11 @@ type Server struct {
 	bgCtx      context.Context // lives until Run's shutdown: the broker and the external bus
 	stopBG     context.CancelFunc
 	registry   *namedRegistry
-	ready      atomic.Bool
-	clock      *clock.Clock // wall time where it decides behaviour (a test may step it)
-	CAFile     string       // the generated CA, when the server made its own certificate
+	// quarantined reports stored objects other than sites that cannot be used (quarantine.go).
+	quarantined *quarantines
+	ready       atomic.Bool
+	clock       *clock.Clock // wall time where it decides behaviour (a test may step it)
+	CAFile      string       // the generated CA, when the server made its own certificate
 }
 
 // New opens storage, builds the services and binds the listeners; Run serves.
@@ -110,6 +112,7 @@ func New(ctx context.Context, cfg config.Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, Store: st, registry: newNamedRegistry(), clock: clk}
+	s.quarantined = newQuarantines(s.registry)
 	s.bgCtx, s.stopBG = context.WithCancel(context.WithoutCancel(ctx))
 	go clk.Run(s.bgCtx)
 	fail := func(err error) (*Server, error) {
@@ -369,10 +372,14 @@ func (s *Server) Run(ctx context.Context) error {
 		defer close(clusterDone)
 		s.runCluster(clusterCtx)
 	}()
-	wg.Add(4)
+	wg.Add(5)
 	go func() {
 		defer wg.Done()
 		s.runSIEM(bg)
+	}()
+	go func() {
+		defer wg.Done()
+		s.runAudit(bg)
 	}()
 	go func() {
 		defer wg.Done()
