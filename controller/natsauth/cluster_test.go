@@ -272,11 +272,7 @@ func TestOperatorMode(t *testing.T) {
 		if _, err := device(t, c.MQTTURLs[1], "dev-a", tokA, lost); err != nil {
 			t.Fatal(err)
 		}
-		acc, err := iss.AccountJWT(map[string]time.Time{pubA: time.Now()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := iss.Push(ctx, c.URLs, acc, len(c.URLs))
+		n, err := iss.Sync(ctx, c.URLs, map[string]time.Time{pubA: time.Now()}, len(c.URLs))
 		if err != nil || n != len(c.URLs) {
 			t.Fatalf("push: %d nodes stored it, %v; want %d", n, err, len(c.URLs))
 		}
@@ -293,6 +289,20 @@ func TestOperatorMode(t *testing.T) {
 			// NATS 2.9 closes the connection (paho sees EOF, not a CONNACK): its log says why.
 			if after := c.MQTTAuthFailures(t, i+1); after != before+1 {
 				t.Errorf("node %d: %d MQTT authentication failures logged, was %d; want one more", i+1, after, before)
+			}
+		}
+		// A controller that read the database before the deletion pushes without the
+		// revocation: Sync joins the resolver's revocations, so the credential stays refused.
+		if n, err := iss.Sync(ctx, c.URLs, nil, len(c.URLs)); err != nil || n != len(c.URLs) {
+			t.Fatalf("stale push: %d nodes stored it, %v", n, err)
+		}
+		for i, u := range c.MQTTURLs {
+			before := c.MQTTAuthFailures(t, i+1)
+			if _, err := device(t, u, "dev-a", tokA, nil); err == nil {
+				t.Errorf("node %d let the revoked credential in after a stale controller's push", i+1)
+			}
+			if after := c.MQTTAuthFailures(t, i+1); after != before+1 {
+				t.Errorf("node %d after the stale push: %d MQTT authentication failures logged, was %d; want one more", i+1, after, before)
 			}
 		}
 		// Claimed again: a new user key, which the revocation does not cover.

@@ -60,8 +60,9 @@ func (s *Server) pushNATSAccount() {
 
 // syncNATSAccount keeps the cluster's account JWT carrying every revocation in the database:
 // at start, when told (pushNATSAccount), and whenever the database's set differs from the one
-// it last pushed. The JWT is rebuilt from the whole set each time, so there is no state of its
-// own to lose; a node that missed a push gets it from the other nodes' resolver.
+// it last pushed. Each push carries the whole set joined with the resolver's (natsauth.Sync),
+// so there is no state of its own to lose; a node that missed a push gets it from the other
+// nodes' resolver.
 func (s *Server) syncNATSAccount(ctx context.Context) {
 	if s.natsIssuer == nil {
 		return
@@ -96,13 +97,9 @@ func (s *Server) syncNATSAccount(ctx context.Context) {
 }
 
 func (s *Server) pushNATSRevocations(ctx context.Context, revoked map[string]time.Time) error {
-	acc, err := s.natsIssuer.AccountJWT(revoked)
-	if err != nil {
-		return err
-	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	n, err := s.natsIssuer.Push(pctx, s.cfg.NATSURLs, acc, len(s.cfg.NATSURLs))
+	n, err := s.natsIssuer.Sync(pctx, s.cfg.NATSURLs, revoked, len(s.cfg.NATSURLs))
 	if err != nil {
 		return err
 	}
