@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"time"
 
 	"github.com/edgewan/edgewan/controller/natsauth"
@@ -24,6 +25,12 @@ func (s *Server) loadNATSKeys() error {
 	k, err := natsauth.ReadKeys(s.cfg.NATSKeysFile)
 	if err != nil {
 		return fmt.Errorf("server: --nats-keys: %w", err)
+	}
+	if fi, err := os.Stat(s.cfg.NATSKeysFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		// Not refused: secret mounts (compose, Kubernetes) are often 0644 inside a private
+		// mount; but anyone who reads this file can sign any device's credential.
+		slog.Warn("--nats-keys is readable by other users: it signs every device's NATS credential; make it 0600",
+			"file", s.cfg.NATSKeysFile, "mode", fi.Mode().Perm().String())
 	}
 	want := s.cfg.ClusterPartitions
 	if want == 0 {
