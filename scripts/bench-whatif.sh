@@ -4,7 +4,8 @@
 #   scripts/bench-whatif.sh            # everything (about 10 minutes on 2 idle cores)
 #   scripts/bench-whatif.sh fleet      # only the goal: 10,000 sites x 24 h through the route
 #
-# 1. telemetry/sink: one site-day read from the embedded store's hour blocks (BenchmarkMinutesDay).
+# 1. telemetry/sink: one site-day read from the embedded store's hour blocks and from minute rows
+#    (BenchmarkMinutesDay), and the rate of compacting minute rows into blocks (BenchmarkCompact).
 # 2. controller/whatif: one site-day replayed under two policies (BenchmarkSite), the synthetic
 #    history alone (BenchmarkGenerate), one site-day read from a real embedded store and
 #    replayed (BenchmarkEmbeddedSite: read, read+replay), and the replay alone over 10,000
@@ -29,7 +30,7 @@ if [[ "${1:-}" == fleet ]]; then
 fi
 uptime
 if [[ -z "$only" ]]; then
-	go test -run '^$' -bench 'BenchmarkMinutesDay' -benchmem "$@" ./telemetry/sink/
+	go test -run '^$' -bench 'BenchmarkMinutesDay|BenchmarkCompact' -benchmem "$@" ./telemetry/sink/
 	go test -run '^$' -bench 'BenchmarkSite|BenchmarkGenerate|BenchmarkEmbeddedSite' -benchmem "$@" ./controller/whatif/
 	go test -run '^$' -bench 'BenchmarkFleet10k' -benchtime 1x -timeout 10m "$@" ./controller/whatif/
 fi

@@ -448,3 +448,33 @@ func FuzzBlockDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCompact is the conversion rate: 20 site-days of 3 transports (86,400 minute rows)
+// compacted into hour blocks, per op; it reports rows/s.
+func BenchmarkCompact(b *testing.B) {
+	ctx := context.Background()
+	var rows int64
+	for b.Loop() {
+		b.StopTimer()
+		s := openEmbedded(b, EmbeddedOptions{FlushInterval: time.Hour, PruneInterval: -1})
+		for site := range 20 {
+			for m := range 1440 {
+				r := report(fmt.Sprintf("s%d", site), "d1", base.Add(time.Duration(m)*time.Minute+30*time.Second),
+					win("inet", 10, 1, 20, 30, 10, 40, 2, 3, false), win("lte", 10, 1, 20, 30, 10, 40, 2, 3, false), win("mpls", 10, 1, 20, 30, 10, 40, 2, 3, false))
+				if err := s.Write(ctx, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		n, err := s.Compact(ctx, base.Add(48*time.Hour))
+		if err != nil || n != 20*1440*3 {
+			b.Fatalf("Compact: %d, %v", n, err)
+		}
+		rows += n
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+}
