@@ -412,22 +412,37 @@ func (u *uplink) sendLoop(ctx context.Context) {
 // broker lost it. A controller that is merely slow moves its watermark, which resets the
 // wait, so it causes no resend; and a probe sends at most n records, n starting at
 // publishBatch and doubling (up to maxUnconfirmed) only while each probe was wholly covered
-// and the watermark still stalled after it (a long run lost), so one probe per holeAfter.
+// and the watermark still stalled after it (a long run lost), so one probe per holeAfter. A
+// probe of which nothing was covered (a controller that stores nothing at all: its database
+// is failing) doubles the wait before the next, up to 16 holeAfter (4 minutes), so a fleet
+// does not resend to a controller that cannot store.
 type prober struct {
-	n    int    // records the next probe sends
-	upTo uint64 // the last record of the previous probe; 0: none yet
+	n        int    // records the next probe sends
+	from     uint64 // the first record of the previous probe; 0: none yet
+	upTo     uint64 // the last record of the previous probe
+	slowdown int64  // the wait is holeAfter times this
 }
 
 func (p *prober) due(u *uplink, pending []sent, acked uint64) bool {
 	after := time.Duration(u.holeAfter.Load())
-	if len(pending) == 0 || time.Since(time.Unix(0, pending[0].at)) < after ||
-		time.Since(time.Unix(0, u.marked.Load())) < after {
+	if len(pending) == 0 || time.Since(time.Unix(0, pending[0].at)) < after {
 		return false
+	}
+	if p.from != 0 && acked < p.from && pending[0].id <= p.from { // the last probe changed nothing
+		next := min(2*max(p.slowdown, 1), 16)
+		if time.Since(time.Unix(0, u.marked.Load())) < after*time.Duration(next) {
+			return false
+		}
+		p.slowdown = next
+	} else if time.Since(time.Unix(0, u.marked.Load())) < after {
+		return false
+	} else {
+		p.slowdown = 1
 	}
 	switch {
 	case p.n == 0:
 		p.n = publishBatch
-	case p.upTo != 0 && acked >= p.upTo: // the last probe was stored, and more is missing
+	case p.from != 0 && acked >= p.upTo: // the last probe was stored, and more is missing
 		p.n = min(2*p.n, maxUnconfirmed)
 	default:
 		p.n = publishBatch
@@ -448,7 +463,7 @@ func (u *uplink) sendHole(ctx context.Context, p *prober, n int) error {
 			return err
 		}
 	}
-	p.upTo = recs[len(recs)-1].ID
+	p.from, p.upTo = recs[0].ID, recs[len(recs)-1].ID
 	u.e.m.resent.Add(float64(len(recs)))
 	u.e.log.Warn("agent: the controller's watermark is stuck below records the broker acknowledged: sending the oldest again (lost between broker and controller)",
 		"watermark", u.mark.Load(), "from", recs[0].ID, "to", p.upTo, "records", len(recs))
