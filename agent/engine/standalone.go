@@ -76,3 +76,6 @@ func counterOf(c interface{ Write(*dto.Metric) error }) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// Published is how many spooled messages the broker acknowledged (PUBACK), resends included.
+func (x *Uplink) Published() float64 { return counterOf(x.e.m.published) }
