@@ -311,6 +311,11 @@ func TestScaleOut(t *testing.T) {
 	if !waitCond(90*time.Second, fl.drained) {
 		t.Errorf("agents' spools not emptied by the watermark within 90 s: %v", fl.undelivered())
 	}
+	for id, up := range fl.ups { // deleting at PUBACK (no watermark heard) would hide losses
+		if m := up.DeleteMode(); m != "watermark" {
+			t.Errorf("agent of %s: delete mode %q; want watermark", id, m)
+		}
+	}
 	deleted := fl.deleted()
 	if !count(deleted) {
 		t.Errorf("broker node kill: %d of %d reports the agents deleted from their spools were never evaluated: %v", missing, want, examples)
