@@ -141,6 +141,7 @@ type site struct {
 	scratch    []steering.Decision
 	dirty      bool
 	owned      bool // with an Owner: owned at the last check (owner.go)
+	fenced     bool // a write was fenced since it was last owned: logged once (owner.go)
 }
 
 type transport struct {
@@ -810,6 +811,9 @@ func (e *Engine) checkpoint(ctx context.Context) {
 	sites := map[string]sdwan.SiteFigures{}
 	var fs []sdwan.TransportFigures
 	for _, st := range all {
+		if e.o.Owner != nil && !e.o.Owner.Owns(st.id) {
+			continue // another controller's to write (a fenced write would be refused anyway)
+		}
 		st.mu.Lock()
 		h := st.safe
 		if st.dirty || h > st.stored {
@@ -844,7 +848,10 @@ func (e *Engine) checkpoint(ctx context.Context) {
 	if len(sites) == 0 && len(fs) == 0 {
 		return
 	}
-	if err := e.store.SaveFigures(ctx, sites, fs); err != nil {
+	if err := e.store.SaveFigures(ctx, sites, fs); e.fenced(err, "figures") {
+		// The others were saved; a fenced site's watermark is its new owner's to publish.
+		marks = slices.DeleteFunc(marks, func(m mark) bool { return slices.Contains(fencedSites(err), m.st.id) })
+	} else if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			e.o.Logger.Warn("ingest: saving latest figures; watermarks held", "err", err)
 		}
@@ -891,7 +898,7 @@ func (e *Engine) onAck(topic string, payload []byte) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := e.store.SetRollout(ctx, siteID, a.Policy, a.Version, a.Status, a.Reason, e.o.Now().UTC()); err != nil {
+	if _, err := e.store.SetRollout(ctx, siteID, a.Policy, a.Version, a.Status, a.Reason, e.o.Now().UTC()); err != nil && !e.fenced(err, "rollout") {
 		e.o.Logger.Error("ingest: recording policy ack", "site", siteID, "policy", a.Policy, "err", err)
 	}
 }

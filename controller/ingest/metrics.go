@@ -17,6 +17,7 @@ type metrics struct {
 	events    *prometheus.CounterVec
 	switches  *prometheus.CounterVec
 	lag       prometheus.Histogram
+	fenced    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
@@ -46,9 +47,13 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 			Help:    "From the end of a report's window (agent clock) to its evaluation.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgewan_ingest_fenced_writes_total",
+			Help: "Site writes the store refused because another controller holds the site's lease now (scaled-out mode), by write: status_events, figures, rollout.",
+		}, []string{"write"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reports, m.late, m.abandoned, m.rejected, m.events, m.switches, m.lag,
+		reg.MustRegister(m.reports, m.late, m.abandoned, m.rejected, m.events, m.switches, m.lag, m.fenced,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_sites_live", Help: "Claimed sites the controller follows."},
 				func() float64 { e.mu.RLock(); defer e.mu.RUnlock(); return float64(len(e.sites)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_transports_tracked", Help: "Transports with rolling aggregates in memory."},
