@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,13 @@ import (
 	"github.com/edgewan/edgewan/controller/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) {
+	storetest.MainThen(m, func() {
+		if binDir != "" {
+			os.RemoveAll(binDir)
+		}
+	})
+}
 
 const testTTL = 1500 * time.Millisecond
 

@@ -267,6 +267,7 @@ func (b *NATSBus) StopPartition(p int) {
 // consume runs p's messages through the handlers, in order, acknowledging each after.
 func (b *NATSBus) consume(p int, np *natsPart) {
 	defer close(np.done)
+	b.replayStatus(p, np)
 	for {
 		np.mu.Lock()
 		it := np.it
@@ -319,6 +320,56 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 		if err := m.Ack(); err != nil {
 			b.log.Debug("NATS ack", "partition", p, "err", err) // redelivered: handlers tolerate duplicates
 		}
+	}
+}
+
+// replayStatus hands the status handler the last status message of each site of partition p,
+// before the partition's own messages: a new owner learns which paths every agent is on (an
+// agent says so when it connects and when its paths change, not again for a new owner).
+// Errors are logged: the engine then decides from the evidence after its sync delay.
+func (b *NATSBus) replayStatus(p int, np *natsPart) {
+	b.mu.Lock()
+	h := b.routes[telemetry.KindStatus]
+	b.mu.Unlock()
+	if h == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := b.js.OrderedConsumer(ctx, b.o.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"edgewan.in." + strconv.Itoa(p) + ".*." + telemetry.KindStatus},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err == nil {
+		var info *jetstream.ConsumerInfo
+		if info, err = c.Info(ctx); err == nil {
+			for left := info.NumPending; left > 0 && err == nil; {
+				np.mu.Lock()
+				stopped := np.stopped
+				np.mu.Unlock()
+				if stopped {
+					return
+				}
+				var batch jetstream.MessageBatch
+				if batch, err = c.Fetch(int(min(left, 256)), jetstream.FetchMaxWait(5*time.Second)); err != nil {
+					break
+				}
+				n := 0
+				for m := range batch.Messages() {
+					n++
+					if parts := strings.SplitN(m.Subject(), ".", 5); len(parts) == 5 {
+						b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
+					}
+				}
+				if err = batch.Error(); err == nil && n == 0 {
+					err = errors.New("no message within 5s")
+				}
+				left -= uint64(n)
+			}
+		}
+	}
+	if err != nil {
+		b.log.Warn("NATS partition: replaying the agents' last status", "partition", p, "err", err)
 	}
 }
 

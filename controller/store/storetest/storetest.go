@@ -134,7 +134,11 @@ func PostgresURL(t testing.TB) string {
 // any. Every package that uses storetest calls it from TestMain:
 //
 //	func TestMain(m *testing.M) { storetest.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M) { MainThen(m, nil) }
+
+// MainThen is Main, calling after (if not nil) once the tests have ended, before the exit:
+// for what a package's tests share and must remove (say, a binary built once).
+func MainThen(m *testing.M, after func()) {
 	mainCalled.Store(true)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -154,6 +158,9 @@ func Main(m *testing.M) {
 	code := m.Run()
 	signal.Stop(sigs)
 	shutdown()
+	if after != nil {
+		after()
+	}
 	os.Exit(code)
 }
 
