@@ -33,7 +33,7 @@ func openDB(t *testing.T) *sql.DB {
 	return openDBURL(t, storetest.PostgresURL(t))
 }
 
-func openDBURL(t *testing.T, u string) *sql.DB {
+func openDBURL(t testing.TB, u string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("pgx", u)
 	if err != nil {
@@ -126,7 +126,7 @@ func watch(t *testing.T, nodes *[]*node, mu *sync.Mutex) *atomic.Int64 {
 
 // waitFor polls cond (the state lives in PostgreSQL and in each member's lease clock: there is
 // no event to wait on) until it holds or within fails.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {

@@ -45,7 +45,7 @@ type scaledOut struct {
 	env   []string
 }
 
-func newScaledOut(t *testing.T, ttl time.Duration) *scaledOut {
+func newScaledOut(t testing.TB, ttl time.Duration) *scaledOut {
 	t.Helper()
 	so := &scaledOut{pgURL: storetest.PostgresURL(t)}
 	so.db = openDBURL(t, so.pgURL)
@@ -71,7 +71,7 @@ var (
 	binErr  error
 )
 
-func controllerBinary(t *testing.T) string {
+func controllerBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		if binDir, binErr = os.MkdirTemp("", "edgewan-cluster-test-"); binErr != nil {
@@ -89,7 +89,7 @@ func controllerBinary(t *testing.T) string {
 }
 
 // apiKey creates an API key in the shared database (every controller knows it).
-func (so *scaledOut) apiKey(t *testing.T, dataDir string) string {
+func (so *scaledOut) apiKey(t testing.TB, dataDir string) string {
 	t.Helper()
 	out, err := exec.Command(so.bin, "keys", "create", "--data-dir", dataDir, "--database-url", so.pgURL, "--scopes", "sdwan:read,sdwan:write").Output()
 	if err != nil {
@@ -298,7 +298,7 @@ func shared(db *sql.DB, ids []string) bool {
 	return n == 16
 }
 
-func ownedPartitions(t *testing.T, db *sql.DB, owner string) []int {
+func ownedPartitions(t testing.TB, db *sql.DB, owner string) []int {
 	t.Helper()
 	rows, err := db.Query(`SELECT partition FROM edgewan_partition_leases WHERE owner = $1 AND expires_at > now()`, owner)
 	if err != nil {

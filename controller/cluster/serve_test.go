@@ -156,7 +156,7 @@ type serveProc struct {
 
 // startServe starts the binary as cluster member id, with its own data dir and a free
 // loopback port, and waits until /readyz answers 200.
-func startServe(t *testing.T, bin string, env []string, id string) *serveProc {
+func startServe(t testing.TB, bin string, env []string, id string) *serveProc {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -206,7 +206,7 @@ func startServe(t *testing.T, bin string, env []string, id string) *serveProc {
 	return p
 }
 
-func (p *serveProc) api(t *testing.T, token, method, path string, body, v any, want int) {
+func (p *serveProc) api(t testing.TB, token, method, path string, body, v any, want int) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(method, p.base+path, bytes.NewReader(b))
@@ -229,7 +229,7 @@ func (p *serveProc) api(t *testing.T, token, method, path string, body, v any, w
 }
 
 // kill stops p with SIGKILL: its leases are not released.
-func (p *serveProc) kill(t *testing.T) {
+func (p *serveProc) kill(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -239,12 +239,12 @@ func (p *serveProc) kill(t *testing.T) {
 }
 
 // interrupt stops p with SIGINT and requires a clean exit.
-func (p *serveProc) interrupt(t *testing.T) { p.signal(t, os.Interrupt) }
+func (p *serveProc) interrupt(t testing.TB) { p.signal(t, os.Interrupt) }
 
 // terminate stops p with SIGTERM and requires a clean exit.
-func (p *serveProc) terminate(t *testing.T) { p.signal(t, syscall.SIGTERM) }
+func (p *serveProc) terminate(t testing.TB) { p.signal(t, syscall.SIGTERM) }
 
-func (p *serveProc) signal(t *testing.T, sig os.Signal) {
+func (p *serveProc) signal(t testing.TB, sig os.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
