@@ -3,16 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	_ "modernc.org/sqlite"
 
 	"github.com/edgewan/edgewan/agent/sim"
 	"github.com/edgewan/edgewan/telemetry"
@@ -23,7 +28,10 @@ import (
 // sites, decommissions, reports valid and not, statuses with paths, acks, events), restarting
 // the real controller binary after each sequence, alternately with SIGTERM and SIGKILL. It
 // requires that the controller always starts and serves (every claimed site listed and
-// readable), and never answers 5xx. EDGEWAN_CRASHONLY_SEQS sets the number of sequences (6),
+// readable), and never answers 5xx. Before every other restart it damages one stored object
+// other than a site in the database, as a bad disk or a hand edit would (a webhook's sealed
+// secret or URL, a draft policy version's content): the controller must still start and serve,
+// show that object quarantined, and list the rest. EDGEWAN_CRASHONLY_SEQS sets the number of sequences (6),
 // EDGEWAN_CRASHONLY_SEED the seed (logged, to replay a failure).
 func TestCrashOnlyStartProperty(t *testing.T) {
 	seqs := 6
@@ -39,10 +47,19 @@ func TestCrashOnlyStartProperty(t *testing.T) {
 
 	bin := ctlBinary(t)
 	dir := t.TempDir()
-	tok := ctlKey(t, bin, dir, "sdwan:read", "sdwan:write")
-	w := &world{t: t, rng: rng, tok: tok}
-	extra := []string{"--mqtt-listen", "127.0.0.1:0", "--offline-after", "5s"}
+	tok := ctlKey(t, bin, dir, "sdwan:read", "sdwan:write", "webhooks:write")
+	w := &world{t: t, rng: rng, tok: tok, broken: map[string]bool{}}
+	extra := []string{"--mqtt-listen", "127.0.0.1:0", "--offline-after", "5s", "--allow-http-webhooks"}
 	p := ctlStart(t, bin, dir, extra...)
+	w.p = p
+	for range 3 { // nobody listens there: deliveries only fail and retry
+		code, raw := w.call("POST", "/v1/webhooks", map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"case.opened"}}, true)
+		var wh struct{ ID string }
+		if code != 201 || json.Unmarshal(raw, &wh) != nil {
+			t.Fatalf("creating a webhook: %d %s", code, raw)
+		}
+		w.webhooks = append(w.webhooks, wh.ID)
+	}
 	for i := range seqs {
 		w.p = p
 		for range 15 + rng.IntN(20) {
@@ -53,6 +70,9 @@ func TestCrashOnlyStartProperty(t *testing.T) {
 			p.signal(t, syscall.SIGKILL, 10*time.Second)
 		} else if code, _ := p.signal(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 			t.Fatalf("sequence %d: graceful stop exited %d:\n%s", i, code, p.log())
+		}
+		if i%2 == 1 {
+			w.damage(filepath.Join(dir, "edgewan.db"))
 		}
 		p = ctlStart(t, bin, dir, extra...) // fails the test if it does not start and serve
 		w.p = p
@@ -72,6 +92,39 @@ type world struct {
 	agents   []*sim.Agent
 	steps    int
 	reports  int
+	webhooks []string
+	broken   map[string]bool // API paths of objects damaged in the database: shown quarantined
+}
+
+// damage breaks one stored webhook or draft policy version in the stopped controller's
+// database, picked at random, and notes its API path.
+func (w *world) damage(dbPath string) {
+	db, err := sql.Open("sqlite", "file:"+dbPath)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer db.Close()
+	wh := w.webhooks[w.rng.IntN(len(w.webhooks))]
+	other := w.webhooks[(slices.Index(w.webhooks, wh)+1)%len(w.webhooks)]
+	var pol string
+	var ver int
+	draft := db.QueryRow("SELECT policy_id, version FROM policy_versions WHERE status = 'draft' ORDER BY policy_id, version LIMIT 1 OFFSET ?",
+		w.rng.IntN(3)).Scan(&pol, &ver) == nil
+	var path, q string
+	var args []any
+	switch op := w.rng.IntN(3); {
+	case op == 0: // a sealed secret moved to another row does not open there
+		path, q, args = "/v1/webhooks/"+wh, "UPDATE webhooks SET secret = (SELECT secret FROM webhooks WHERE id = ?) WHERE id = ?", []any{other, wh}
+	case op == 1 || !draft:
+		path, q, args = "/v1/webhooks/"+wh, "UPDATE webhooks SET url = '::damaged' WHERE id = ?", []any{wh}
+	default:
+		path, q, args = "/sd-wan/v1/policies/"+pol, "UPDATE policy_versions SET content = '{damaged' WHERE policy_id = ? AND version = ?", []any{pol, ver}
+	}
+	if _, err := db.Exec(q, args...); err != nil {
+		w.t.Fatalf("damaging %s: %v", path, err)
+	}
+	w.t.Logf("damaged %s: %s %v", path, q, args)
+	w.broken[path] = true
 }
 
 type propSite struct {
@@ -315,5 +368,16 @@ func (w *world) checkServes(i int) {
 			w.t.Fatalf("after restart %d: site %s quarantined by data made through the API: %s", i, s.id, got.Quarantine)
 		}
 		w.call("GET", "/sd-wan/v1/sites/"+s.id+"/health?window=5m", nil, true)
+	}
+	for _, list := range []string{"/v1/webhooks?limit=100", "/sd-wan/v1/policies?limit=100"} {
+		if code, raw := w.call("GET", list, nil, true); code != 200 {
+			w.t.Fatalf("after restart %d: %s: %d %s", i, list, code, raw)
+		}
+	}
+	for path := range w.broken {
+		code, raw := w.call("GET", path, nil, true)
+		if code != 200 || !bytes.Contains(raw, []byte(`"quarantine"`)) {
+			w.t.Fatalf("after restart %d: damaged %s: %d %s; want it shown quarantined", i, path, code, raw)
+		}
 	}
 }

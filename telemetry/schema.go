@@ -85,10 +85,14 @@ const (
 
 // Report is one window of probe statistics from one agent, on .../telemetry.
 type Report struct {
-	V         int               `json:"v"`
-	Site      string            `json:"site"`
-	Device    string            `json:"device"`
-	Seq       uint64            `json:"seq"`       // per device, +1 per report; survives restarts (the agent's spool)
+	V      int    `json:"v"`
+	Site   string `json:"site"`
+	Device string `json:"device"`
+	Seq    uint64 `json:"seq"` // per device, +1 per spooled message; survives restarts (the agent's spool)
+	// Held is the oldest seq the agent still holds (may send again), when the report was
+	// spooled; the controller gives up what is below it and was never received (its
+	// watermark is contiguous: docs/telemetry.md). 0 (absent): an older agent.
+	Held      uint64            `json:"held,omitempty"`
 	Time      time.Time         `json:"ts"`        // end of the window
 	WindowMs  int               `json:"window_ms"` // length of the window
 	Transport []TransportWindow `json:"transports"`
@@ -138,6 +142,7 @@ type AgentEvent struct {
 	From      string    `json:"from,omitempty"`
 	To        string    `json:"to,omitempty"`
 	Reason    string    `json:"reason,omitempty"` // e.g. "local"
+	Seq       uint64    `json:"seq,omitempty"`    // the agent's spool sequence (as Report.Seq); 0 from older agents
 }
 
 // PolicyAck acknowledges a policy version, on .../acks.
@@ -150,6 +155,7 @@ type PolicyAck struct {
 	Version int       `json:"version"`
 	Status  string    `json:"status"` // applied or failed
 	Reason  string    `json:"reason,omitempty"`
+	Seq     uint64    `json:"seq,omitempty"` // the agent's spool sequence (as Report.Seq); 0 from older agents
 }
 
 // Status is the agent's presence, retained on .../status; its last will says offline.
@@ -222,6 +228,8 @@ func (r *Report) Validate(site string) error {
 		return invalid("bad device id %q", r.Device)
 	case r.Time.IsZero():
 		return invalid("no timestamp")
+	case r.Held > r.Seq:
+		return invalid("held %d above seq %d", r.Held, r.Seq)
 	case r.WindowMs <= 0 || r.WindowMs > 3600_000:
 		return invalid("window_ms %d out of range 1..3600000", r.WindowMs)
 	case len(r.Transport) == 0 || len(r.Transport) > MaxTransports:

@@ -370,9 +370,15 @@ func (e *Engine) flushWindow(now time.Time) {
 	if len(tws) == 0 {
 		return
 	}
+	e.spoolReport(now, e.cfg.Window, tws)
+}
+
+// spoolReport appends one report of the windows tws, ended at now, to the spool.
+func (e *Engine) spoolReport(now time.Time, window time.Duration, tws []telemetry.TransportWindow) {
+	held := e.held()
 	_, err := e.sp.Append(func(id uint64, dst []byte) ([]byte, error) {
-		r := telemetry.Report{V: telemetry.SchemaVersion, Site: e.o.Creds.Site, Device: e.o.Creds.Device, Seq: id,
-			Time: now.UTC(), WindowMs: int(e.cfg.Window / time.Millisecond), Transport: tws}
+		r := telemetry.Report{V: telemetry.SchemaVersion, Site: e.o.Creds.Site, Device: e.o.Creds.Device, Seq: id, Held: min(held, id),
+			Time: now.UTC(), WindowMs: int(window / time.Millisecond), Transport: tws}
 		return appendMessage(dst, telemetry.KindTelemetry, r)
 	})
 	if err != nil {
@@ -398,12 +404,12 @@ func (e *Engine) eventLoop(ctx context.Context) {
 	for {
 		select {
 		case ev := <-e.events:
-			e.spoolMessage(telemetry.KindEvents, ev)
+			e.spoolMessage(telemetry.KindEvents, &ev)
 		case <-ctx.Done():
 			for { // what was queued before the shutdown still goes to the spool
 				select {
 				case ev := <-e.events:
-					e.spoolMessage(telemetry.KindEvents, ev)
+					e.spoolMessage(telemetry.KindEvents, &ev)
 				default:
 					return
 				}
@@ -413,7 +419,15 @@ func (e *Engine) eventLoop(ctx context.Context) {
 }
 
 func (e *Engine) spoolMessage(kind string, v any) {
-	if _, err := e.sp.Append(func(_ uint64, dst []byte) ([]byte, error) { return appendMessage(dst, kind, v) }); err != nil {
+	if _, err := e.sp.Append(func(id uint64, dst []byte) ([]byte, error) {
+		switch m := v.(type) { // the controller takes events and acks by sequence too (contiguous watermark)
+		case *telemetry.AgentEvent:
+			m.Seq = id
+		case *telemetry.PolicyAck:
+			m.Seq = id
+		}
+		return appendMessage(dst, kind, v)
+	}); err != nil {
 		e.log.Error("agent: spooling", "kind", kind, "err", err)
 		return
 	}
@@ -648,7 +662,7 @@ func (e *Engine) reconcile() error {
 	}
 	for _, a := range acks {
 		a.V, a.Site, a.Device, a.Time = telemetry.SchemaVersion, e.o.Creds.Site, e.o.Creds.Device, time.Now().UTC()
-		e.spoolMessage(telemetry.KindAcks, a)
+		e.spoolMessage(telemetry.KindAcks, &a)
 	}
 	if len(changes) > 0 {
 		e.up.publishOnline() // the retained status tells a restarted controller where traffic is

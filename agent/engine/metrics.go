@@ -16,6 +16,7 @@ type metrics struct {
 	dpErrors               prometheus.Counter
 	published              prometheus.Counter
 	stored                 prometheus.Counter
+	resent                 prometheus.Counter
 	connected              prometheus.Gauge
 }
 
@@ -30,10 +31,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		dpErrors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_dataplane_errors_total", Help: "Data-plane applies that failed."}),
 		published:   prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_mqtt_published_total", Help: "Spooled messages acknowledged by the broker."}),
 		stored:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_reports_stored_total", Help: "Telemetry windows the controller confirmed stored (covered by its watermark) and the spool deleted."}),
-		connected:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_connected", Help: "1 while connected to the broker."}),
+		resent: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_resent_total",
+			Help: "Spooled messages sent again because the controller's watermark stalled below them long after the broker acknowledged them (lost between broker and controller)."}),
+		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_connected", Help: "1 while connected to the broker."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.connected)
+		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.connected)
 	}
 	return m
 }

@@ -32,7 +32,15 @@ type uplink struct {
 	boot   atomic.Value  // string: the controller start that published it
 	resend atomic.Bool   // send again everything the watermark does not cover
 	marked atomic.Int64  // UnixNano when the watermark last moved
-	lostAt atomic.Int64  // UnixNano when the connection last dropped
+	// oldest: the ID of the oldest record the sender found in the spool (it may send it
+	// again); reports carry it (Held), with what the spool has acked, so that the controller
+	// gives up what the agent no longer holds rather than wait for it.
+	oldest atomic.Uint64
+	// holeAfter: a record PUBACKed this long ago and still not covered while the watermark
+	// has not moved for as long is taken as lost by the broker (see sendLoop); holeAfter,
+	// shorter in tests.
+	holeAfter atomic.Int64
+	lostAt    atomic.Int64 // UnixNano when the connection last dropped
 
 	// speaks: the controller publishes the watermark (a stored message was seen, now or by an
 	// earlier run: the spool's flagWatermark). Until then, each connection waits grace for one,
@@ -40,6 +48,8 @@ type uplink struct {
 	speaks atomic.Bool
 	grace  atomic.Int64 // time.Duration; watermarkGrace, shorter in tests
 	connAt atomic.Int64 // UnixNano of the current connection
+	// storedOnly: the uplink alone (Uplink), with no engine to take policies and decisions
+	storedOnly bool
 }
 
 // How the agent deletes its spooled records (Status, the metric, the logs).
@@ -76,14 +86,19 @@ const (
 	// maxUnconfirmed bounds the records sent but not yet covered by the watermark: the sender
 	// waits for the controller past it (its spool, not memory, holds the rest).
 	maxUnconfirmed = 1024
-	// resendAfter: sent records the watermark has not covered for this long are sent again
-	// (with an external broker a controller restart does not drop the agents' connections).
-	resendAfter = 30 * time.Second
+	// holeAfter: how long the watermark may stay below a record the broker acknowledged,
+	// without moving, before the agent takes it as lost between the broker and the controller
+	// and sends the oldest uncovered records again: three of the controller's default flush
+	// intervals (5 s), so a controller that is merely slow (its watermark moves) never
+	// triggers it. It also covers a controller restart with an external broker (the
+	// connections stay up) until the new boot's watermark arrives.
+	holeAfter = 15 * time.Second
 )
 
 func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 	u := &uplink{e: e, creds: creds, wakeC: make(chan struct{}, 1), lost: make(chan struct{}, 1)}
 	u.grace.Store(int64(watermarkGrace))
+	u.holeAfter.Store(int64(holeAfter))
 	u.speaks.Store(e.sp.Flags()&flagWatermark != 0)
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if creds.CAPEM != "" {
@@ -165,6 +180,9 @@ func (u *uplink) connected() bool { return u.up.Load() }
 func (u *uplink) onConnect(c paho.Client) {
 	e := u.e
 	handlers := map[string]func([]byte){telemetry.KindPolicy: e.onPolicy, telemetry.KindDecisions: e.onDecisions, telemetry.KindStored: u.onStored}
+	if u.storedOnly {
+		handlers = map[string]func([]byte){telemetry.KindStored: u.onStored}
+	}
 	for kind, h := range handlers {
 		c.Subscribe(telemetry.Topic(u.creds.Site, kind), 1, func(_ paho.Client, m paho.Message) { h(m.Payload()) })
 	}
@@ -248,18 +266,33 @@ func (u *uplink) onStored(payload []byte) {
 type sent struct {
 	id     uint64
 	report bool
+	at     int64 // UnixNano of its PUBACK
+}
+
+// held is the oldest spool sequence the agent may still send, for its reports (Held): below
+// it, what the controller never received will not come.
+func (e *Engine) held() uint64 {
+	h := e.sp.Stats().Acked + 1
+	if e.up != nil {
+		h = max(h, e.up.oldest.Load())
+	}
+	return h
 }
 
 // sendLoop publishes the spool, oldest first, and deletes records once the controller's
 // watermark covers them (not at the broker's PUBACK: see telemetry.Stored). It keeps at most
-// maxUnconfirmed records unconfirmed, and sends the unconfirmed ones again after a reconnect,
-// a controller restart, or resendAfter without progress. In modePuback (a controller that has
-// never published a watermark) it deletes at PUBACK instead.
+// maxUnconfirmed records unconfirmed, and sends the unconfirmed ones again after a reconnect
+// or a controller restart. The watermark is the highest contiguous sequence the controller
+// stored, so a record the broker acknowledged and lost (NATS 2.9 around a node's death)
+// holds it back: when it has not moved for holeAfter while records PUBACKed longer ago are
+// uncovered, the oldest uncovered ones are sent again (probe). In modePuback (a controller
+// that has never published a watermark) it deletes at PUBACK instead.
 func (u *uplink) sendLoop(ctx context.Context) {
 	retry := time.Second
 	var last uint64    // the last record published (PUBACKed) on this connection
 	var pending []sent // published, not yet covered, in ID order
 	acked := uint64(0)
+	var probe prober
 	u.marked.Store(time.Now().UnixNano())
 	mode := ""
 	deletePublished := func() { // at PUBACK: everything published so far
@@ -294,13 +327,22 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 		}
 		// Without a watermark there is nothing to wait for before sending again.
-		if u.resend.Swap(false) || (mode == modeWatermark && last > acked && time.Since(time.Unix(0, u.marked.Load())) > resendAfter) {
+		if u.resend.Swap(false) {
 			last, pending = 0, pending[:0]
 			u.marked.Store(time.Now().UnixNano())
 		}
 		if !u.connected() {
 			if !u.waitWake(ctx, time.Second) {
 				return
+			}
+			continue
+		}
+		if mode == modeWatermark && probe.due(u, pending, acked) {
+			if err := u.sendHole(ctx, &probe, len(pending)); err != nil {
+				u.e.log.Warn("agent: sending uncovered records again; retrying", "err", err)
+				if !u.waitWake(ctx, retry) {
+					return
+				}
 			}
 			continue
 		}
@@ -323,13 +365,20 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
+		if len(recs) > 0 {
+			u.oldest.Store(recs[0].ID)
+		}
 		i := 0
 		for i < len(recs) && recs[i].ID <= last {
 			i++
 		}
 		recs = recs[i:]
 		if len(recs) == 0 {
-			if !u.waitWake(ctx, 5*time.Second) {
+			idle := 5 * time.Second
+			if len(pending) > 0 { // look at the watermark's progress often enough for holeAfter
+				idle = min(idle, time.Duration(u.holeAfter.Load())/2)
+			}
+			if !u.waitWake(ctx, idle) {
 				return
 			}
 			continue
@@ -342,9 +391,10 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			retry = min(2*retry, 30*time.Second)
 			continue
 		}
+		now := time.Now().UnixNano()
 		for _, r := range recs {
 			kind, _, _ := splitMessage(r.Payload)
-			pending = append(pending, sent{id: r.ID, report: kind == telemetry.KindTelemetry})
+			pending = append(pending, sent{id: r.ID, report: kind == telemetry.KindTelemetry, at: now})
 		}
 		last = recs[len(recs)-1].ID
 		retry = time.Second
@@ -354,6 +404,55 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			deletePublished()
 		}
 	}
+}
+
+// prober decides when to send uncovered records again: the watermark (contiguous) has not
+// moved for holeAfter, and the oldest uncovered record was PUBACKed longer ago than that, so
+// the controller has had the time to store it and publish a watermark, and did not: the
+// broker lost it. A controller that is merely slow moves its watermark, which resets the
+// wait, so it causes no resend; and a probe sends at most n records, n starting at
+// publishBatch and doubling (up to maxUnconfirmed) only while each probe was wholly covered
+// and the watermark still stalled after it (a long run lost), so one probe per holeAfter.
+type prober struct {
+	n    int    // records the next probe sends
+	upTo uint64 // the last record of the previous probe; 0: none yet
+}
+
+func (p *prober) due(u *uplink, pending []sent, acked uint64) bool {
+	after := time.Duration(u.holeAfter.Load())
+	if len(pending) == 0 || time.Since(time.Unix(0, pending[0].at)) < after ||
+		time.Since(time.Unix(0, u.marked.Load())) < after {
+		return false
+	}
+	switch {
+	case p.n == 0:
+		p.n = publishBatch
+	case p.upTo != 0 && acked >= p.upTo: // the last probe was stored, and more is missing
+		p.n = min(2*p.n, maxUnconfirmed)
+	default:
+		p.n = publishBatch
+	}
+	return true
+}
+
+// sendHole sends again the oldest uncovered records, at most p.n and at most those published
+// (n), in order, in batches; the watermark's wait starts again.
+func (u *uplink) sendHole(ctx context.Context, p *prober, n int) error {
+	u.marked.Store(time.Now().UnixNano())
+	recs, err := u.e.sp.Peek(min(p.n, n))
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	for i := 0; i < len(recs); i += publishBatch {
+		if err := u.publish(ctx, recs[i:min(i+publishBatch, len(recs))]); err != nil {
+			return err
+		}
+	}
+	p.upTo = recs[len(recs)-1].ID
+	u.e.m.resent.Add(float64(len(recs)))
+	u.e.log.Warn("agent: the controller's watermark is stuck below records the broker acknowledged: sending the oldest again (lost between broker and controller)",
+		"watermark", u.mark.Load(), "from", recs[0].ID, "to", p.upTo, "records", len(recs))
+	return nil
 }
 
 // logMode says which deletion rule is in force, when it changes.

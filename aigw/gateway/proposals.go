@@ -356,16 +356,26 @@ func (s *Service) runProposals(ctx context.Context) {
 // mode's schedule. It returns when both have stopped.
 func (s *Service) Run(ctx context.Context) {
 	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.RunProposals(ctx)
+	}()
+	s.RunDocuments(ctx)
+	<-done
+}
+
+// RunProposals runs Automatic mode's schedule until ctx ends (nothing without a proposal
+// store). With several controllers one runs it (the analysis is the same everywhere).
+func (s *Service) RunProposals(ctx context.Context) {
 	if s.o.Proposals != nil {
-		go func() {
-			defer close(done)
-			s.runProposals(ctx)
-		}()
-	} else {
-		close(done)
+		s.runProposals(ctx)
 	}
+}
+
+// RunDocuments runs the document worker until ctx ends (nothing without a document store).
+// Every controller runs it: work is leased per document.
+func (s *Service) RunDocuments(ctx context.Context) {
 	if s.o.Documents != nil {
 		s.runDocuments(ctx)
 	}
-	<-done
 }

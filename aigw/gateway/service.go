@@ -182,6 +182,10 @@ func (s *Service) guardFor(ctx context.Context, project string) (*cachedGuard, e
 		}
 		for _, v := range got.Versions {
 			if v.Version == p.PolicyVersion {
+				if v.Quarantine != nil { // fail closed: never the default policy in its place
+					return nil, apierr.New(http.StatusServiceUnavailable, apierr.CodeUnavailable,
+						"project %s's policy %s v%d is quarantined (%s): its requests are refused until a valid version is published", project, p.PolicyID, v.Version, v.Quarantine.Reason)
+				}
 				if pol, err = guard.ParsePolicy(v.Content); err != nil {
 					return nil, fmt.Errorf("gateway: stored policy %s v%d: %w", p.PolicyID, v.Version, err)
 				}
@@ -1027,6 +1031,9 @@ func (s *Service) Publish(ctx context.Context, c Caller, id string, req PublishR
 	}
 	if v == nil {
 		return nil, apierr.Invalid("policy %s has no version %d", id, req.Version)
+	}
+	if v.Quarantine != nil {
+		return nil, apierr.Invalid("version %d of policy %s is quarantined and cannot be published: %s", req.Version, id, v.Quarantine.Reason)
 	}
 	cg, err := s.guardFor(ctx, p.Project)
 	if err != nil {

@@ -108,11 +108,14 @@ func (s *Streamer) Notify() {
 }
 
 // Run streams until ctx is cancelled and returns once every sink's goroutine has stopped. It
-// does not close the sinks. Run may be called once; it returns nil.
+// does not close the sinks. It returns nil. Run may be called again once it returned (a
+// controller that gets the stream back, docs/scale-out.md): each run starts from the stored
+// cursors. Two runs at once are refused.
 func (s *Streamer) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
-		return errors.New("siem.Run: already called")
+		return errors.New("siem.Run: already running")
 	}
+	defer s.running.Store(false)
 	var wg sync.WaitGroup
 	for _, l := range s.lanes {
 		wg.Add(1)

@@ -156,3 +156,41 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestRunAgain: a Streamer runs again after a run ended (a controller that gets the SIEM job
+// back, docs/scale-out.md), from the stored cursor: nothing sent twice, nothing skipped.
+func TestRunAgain(t *testing.T) {
+	st := storetest.SQLite(t)
+	insert(t, st, 1, 10)
+	live := startReceiver(t, "127.0.0.1:0", nil, 0)
+	k, err := ParseSinkURL("syslog+tcp://" + live.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Close() })
+	s, err := New(st.Gateway(), []Sink{k}, st.SIEMCursors(), testOptions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run, seqs := range [][2]int64{{1, 10}, {11, 20}} {
+		if run > 0 {
+			insert(t, st, seqs[0], seqs[1])
+		}
+		stop := start(t, s)
+		for want := seqs[0]; want <= seqs[1]; want++ {
+			if m := live.next(t); m.Record.Seq != want {
+				t.Fatalf("run %d: got seq %d; want %d", run+1, m.Record.Seq, want)
+			}
+		}
+		// The cursor is stored once the sink accepted the batch, a moment after it arrived.
+		for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
+			if c, _ := st.SIEMCursors().Cursor(context.Background(), k.Name()); c == seqs[1] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: the cursor did not reach %d", run+1, seqs[1])
+			}
+		}
+		stop()
+	}
+}

@@ -49,6 +49,7 @@ type Member struct {
 	held map[int]lease
 	// abandon makes Run return without releasing anything, as a killed process would (tests).
 	abandon bool
+	jobs    []*job // Singleton's
 }
 
 type lease struct {
@@ -172,15 +173,42 @@ func CheckEpoch(ctx context.Context, tx *sql.Tx, p int, epoch int64) error {
 	return nil
 }
 
-// Fence is CheckEpoch for site's partition with this member's epoch, or ErrFenced at once if
-// the lease is no longer valid here (controller/store's Fence).
-func (m *Member) Fence(ctx context.Context, tx *sql.Tx, site string) error {
-	p := Partition(site, m.o.Partitions)
+// PartitionOf returns site's partition in this cluster.
+func (m *Member) PartitionOf(site string) int { return Partition(site, m.o.Partitions) }
+
+// HoldsPartition reports, inside tx, whether this member still holds partition p: its lease is
+// valid here and the row still has this member's epoch (CheckEpoch: the answer stands until tx
+// ends, a takeover waits for tx). A lease found taken over, as a controller paused past its
+// validity finds it, is dropped here at once (OnRelease), so this controller stops acting for
+// the partition's sites without waiting for its next renewal. err is a database failure.
+func (m *Member) HoldsPartition(ctx context.Context, tx *sql.Tx, p int) (bool, error) {
 	epoch, ok := m.Epoch(p)
 	if !ok {
-		return fmt.Errorf("%w: partition %d (site %s) is not held here", ErrFenced, p, site)
+		return false, nil
 	}
-	return CheckEpoch(ctx, tx, p, epoch)
+	err := CheckEpoch(ctx, tx, p, epoch)
+	if errors.Is(err, ErrFenced) {
+		m.drop(p, epoch, err)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// drop forgets partition p if it is still held at epoch (a newer lease is kept).
+func (m *Member) drop(p int, epoch int64, why error) {
+	m.mu.Lock()
+	l, ok := m.held[p]
+	if ok && l.epoch == epoch {
+		delete(m.held, p)
+	}
+	m.mu.Unlock()
+	if ok && l.epoch == epoch {
+		m.log.Warn("cluster: lease taken over by another controller", "partition", p, "err", why)
+		if m.o.OnRelease != nil {
+			m.o.OnRelease(p)
+		}
+		m.haltJobs(p)
+	}
 }
 
 // Run keeps this member's leases and share until ctx is done, then releases them (so their
@@ -220,8 +248,12 @@ ON CONFLICT (id) DO UPDATE SET seen_at = now()`, m.o.ID); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
 	sent := time.Now()
-	rows, err := m.o.DB.QueryContext(ctx, `UPDATE edgewan_partition_leases SET expires_at = now() + make_interval(secs => $2)
-WHERE owner = $1 AND expires_at > now() RETURNING partition, epoch`, m.o.ID, ttl)
+	// Rows are locked in partition order, as fenced writes lock theirs (FOR SHARE, ascending):
+	// a renewal and a write over several partitions never wait for each other in a cycle.
+	rows, err := m.o.DB.QueryContext(ctx, `WITH r AS (
+  SELECT partition FROM edgewan_partition_leases WHERE owner = $1 AND expires_at > now() ORDER BY partition FOR UPDATE)
+UPDATE edgewan_partition_leases l SET expires_at = now() + make_interval(secs => $2)
+FROM r WHERE l.partition = r.partition RETURNING l.partition, l.epoch`, m.o.ID, ttl)
 	if err != nil {
 		return fmt.Errorf("renewing: %w", err)
 	}
@@ -304,6 +336,7 @@ func (m *Member) update(got map[int]int64, sent time.Time, renewal bool) {
 		if m.o.OnRelease != nil {
 			m.o.OnRelease(p)
 		}
+		m.haltJobs(p)
 	}
 	slices.Sort(acquired)
 	for _, p := range acquired {
@@ -331,6 +364,7 @@ func (m *Member) expire() {
 		if m.o.OnRelease != nil {
 			m.o.OnRelease(p)
 		}
+		m.haltJobs(p)
 	}
 }
 
@@ -346,6 +380,7 @@ func (m *Member) release(ctx context.Context, p int) error {
 	if m.o.OnRelease != nil {
 		m.o.OnRelease(p)
 	}
+	m.haltJobs(p) // before another member can take the lease
 	if _, err := m.o.DB.ExecContext(ctx, `UPDATE edgewan_partition_leases SET owner = NULL, expires_at = 'epoch'
 WHERE partition = $1 AND owner = $2 AND epoch = $3`, p, m.o.ID, l.epoch); err != nil {
 		return fmt.Errorf("releasing partition %d: %w", p, err) // it expires by itself
@@ -365,5 +400,98 @@ func (m *Member) leave() {
 	}
 	if _, err := m.o.DB.ExecContext(ctx, `DELETE FROM edgewan_cluster_members WHERE id = $1`, m.o.ID); err != nil {
 		m.log.Warn("cluster: leaving", "err", err)
+	}
+}
+
+// SingletonPartition is the partition whose holder runs the cluster's singleton jobs (Singleton).
+const SingletonPartition = 0
+
+// Singleton runs fn while this member holds partition SingletonPartition, until ctx ends: jobs
+// that are idempotent but wasteful, or that would repeat their output, on every controller
+// (docs/scale-out.md). fn's context ends before another member can take the lease: at once
+// when this member gives the partition up (a graceful stop or a rebalance waits for fn to
+// return before freeing the lease), when it finds the lease taken over, or within TTL/12 of
+// the lease's local validity ending (PostgreSQL unreachable), which is TTL/6 before the lease
+// ends there. So two members never run the job at once, as long as fn returns promptly when
+// its context ends. It then runs on the partition's next holder: within the lease TTL after a
+// controller dies, at once after a graceful stop. Singleton returns when ctx has ended and fn
+// has returned.
+func (m *Member) Singleton(ctx context.Context, name string, fn func(context.Context)) {
+	j := &job{}
+	m.mu.Lock()
+	m.jobs = append(m.jobs, j)
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.jobs = slices.DeleteFunc(m.jobs, func(o *job) bool { return o == j })
+		m.mu.Unlock()
+		j.halt()
+	}()
+	tick := time.NewTicker(m.o.TTL / 12) // local validity ends by the clock: polled
+	defer tick.Stop()
+	for {
+		e, ok := m.Epoch(SingletonPartition)
+		j.mu.Lock()
+		running, epoch := j.stop != nil, j.epoch
+		j.mu.Unlock()
+		if running && (!ok || e != epoch) {
+			j.halt()
+			m.log.Info("cluster: singleton job stopped here", "job", name)
+			running = false
+		}
+		if ok && !running && ctx.Err() == nil {
+			// Checked again under j.mu: a release deletes the lease before it halts the jobs,
+			// so either this sees it gone or the halt sees this job.
+			j.mu.Lock()
+			if e2, ok := m.Epoch(SingletonPartition); ok && e2 == e {
+				jctx, stop := context.WithCancel(ctx)
+				done := make(chan struct{})
+				j.stop, j.done, j.epoch = stop, done, e
+				m.log.Info("cluster: running singleton job here", "job", name, "epoch", e)
+				go func() {
+					defer close(done)
+					fn(jctx)
+				}()
+			}
+			j.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// job is a running Singleton's fn.
+type job struct {
+	mu    sync.Mutex
+	stop  context.CancelFunc // nil: not running
+	done  chan struct{}
+	epoch int64
+}
+
+// halt stops fn and waits for it to return.
+func (j *job) halt() {
+	j.mu.Lock()
+	stop, done := j.stop, j.done
+	j.stop, j.done = nil, nil
+	j.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+// haltJobs stops the singleton jobs if p is their partition, waiting for them.
+func (m *Member) haltJobs(p int) {
+	if p != SingletonPartition {
+		return
+	}
+	m.mu.Lock()
+	jobs := slices.Clone(m.jobs)
+	m.mu.Unlock()
+	for _, j := range jobs {
+		j.halt()
 	}
 }

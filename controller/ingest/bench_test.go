@@ -168,7 +168,8 @@ func (g *benchReports) next(b testing.TB) {
 	now := g.clock.now().UTC()
 	for i, id := range g.st.order {
 		s := g.st.sites[id]
-		r := telemetry.Report{V: telemetry.SchemaVersion, Site: id, Device: s.DeviceID, Seq: uint64(g.round), Time: now, WindowMs: 1000}
+		// held: the agent still holds its last few reports (the watermark trails by a flush)
+		r := telemetry.Report{V: telemetry.SchemaVersion, Site: id, Device: s.DeviceID, Seq: uint64(g.round), Held: uint64(max(1, g.round-5)), Time: now, WindowMs: 1000}
 		for t, name := range benchTransports {
 			lat := 10 + float64((i*7+g.round*13+t*29)%400)/10 // 10..50 ms
 			jit := 0.5 + float64((i+g.round+t)%40)/10         // 0.5..4.4 ms
@@ -532,23 +533,8 @@ func BenchmarkIngestFirstReports(b *testing.B) {
 			b.Fatal(err)
 		}
 		bs := newBenchStore(n)
-		claimed := time.Now().UTC().Truncate(time.Microsecond)
 		t0 := time.Now()
-		for _, id := range bs.order {
-			s := bs.sites[id]
-			site := &sdwan.Site{ID: id, Name: id, Status: sdwan.SitePending, Role: "branch", Segments: []string{"corporate"},
-				CreatedAt: claimed, UpdatedAt: claimed, ClaimExpiresAt: claimed.Add(time.Hour)}
-			for _, t := range s.Transports {
-				t.CreatedAt, t.UpdatedAt, t.ProbeTargets = claimed, claimed, []string{}
-			}
-			if err := st.CreateSite(ctx, site, "claim-"+id, s.Transports); err != nil {
-				b.Fatal(err)
-			}
-			dev := &org.Device{ID: s.DeviceID, SiteID: id, Name: s.DeviceID, Status: org.DeviceOffline, CreatedAt: claimed, UpdatedAt: claimed}
-			if err := st.ClaimSite(ctx, sdwan.ClaimRecord{SiteID: id, ClaimHash: "claim-" + id, Device: dev, MQTTUser: s.DeviceID, MQTTHash: "x", At: claimed}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		claimSites(b, st, bs)
 		b.Logf("created and claimed %d sites in %s", n, time.Since(t0).Round(time.Millisecond))
 
 		br := benchBroker(b)
@@ -613,5 +599,27 @@ func BenchmarkIngestFirstReports(b *testing.B) {
 		ib.Close()
 		_ = sk.Close()
 		_ = st.Close()
+	}
+}
+
+// claimSites creates bs's sites in the real store and claims them for their devices.
+func claimSites(tb testing.TB, st *store.Store, bs *benchStore) {
+	tb.Helper()
+	ctx := context.Background()
+	claimed := time.Now().UTC().Truncate(time.Microsecond)
+	for _, id := range bs.order {
+		s := bs.sites[id]
+		site := &sdwan.Site{ID: id, Name: id, Status: sdwan.SitePending, Role: "branch", Segments: []string{"corporate"},
+			CreatedAt: claimed, UpdatedAt: claimed, ClaimExpiresAt: claimed.Add(time.Hour)}
+		for _, t := range s.Transports {
+			t.CreatedAt, t.UpdatedAt, t.ProbeTargets = claimed, claimed, []string{}
+		}
+		if err := st.CreateSite(ctx, site, "claim-"+id, s.Transports); err != nil {
+			tb.Fatal(err)
+		}
+		dev := &org.Device{ID: s.DeviceID, SiteID: id, Name: s.DeviceID, Status: org.DeviceOffline, CreatedAt: claimed, UpdatedAt: claimed}
+		if err := st.ClaimSite(ctx, sdwan.ClaimRecord{SiteID: id, ClaimHash: "claim-" + id, Device: dev, MQTTUser: s.DeviceID, MQTTHash: "x", At: claimed}); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }

@@ -304,7 +304,7 @@ func (e *Engine) skewed(st *site, t time.Time) bool {
 // accepted one is left to the duplicate check.
 func (e *Engine) refuseReport(st *site, r *telemetry.Report) bool {
 	st.mu.Lock()
-	dup := st.haveSeq && r.Seq <= st.seq
+	dup := st.win.seen(r.Seq)
 	st.mu.Unlock()
 	seq := r.Seq
 	if dup {
@@ -314,7 +314,27 @@ func (e *Engine) refuseReport(st *site, r *telemetry.Report) bool {
 	if hold {
 		e.m.rejected.WithLabelValues("held").Inc()
 	}
+	if refuse && seq != 0 && e.clock.givenUp(st.id, seq) {
+		// Sent again and still out of the window (the agent's clock, not ours): refused for
+		// good. Its sequence is taken, so that the contiguous watermark passes it, as the
+		// agent would otherwise send it again forever.
+		st.mu.Lock()
+		st.win.take(seq)
+		if st.busy == 0 {
+			st.safe = st.win.mark
+		}
+		st.mu.Unlock()
+	}
 	return refuse || hold
+}
+
+// givenUp reports whether the guard gave up on the site's refused report seq: sent again and
+// still out of the window with no controller clock fault, or not sent again in time.
+func (g *clockGuard) givenUp(id string, seq uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sc := g.sites[id]
+	return sc != nil && seq <= sc.floor
 }
 
 func (e *Engine) checkTime(st *site, t time.Time, seq uint64) (refuse, hold bool) {

@@ -32,6 +32,7 @@ const (
 	kTs
 	kWindow
 	kTransports
+	kHeld
 )
 
 const (
@@ -244,6 +245,9 @@ func fastDecode(site string, payload []byte, r *telemetry.Report) bool {
 			case "seq":
 				bit = kSeq
 				r.Seq, ok = s.uint64()
+			case "held":
+				bit = kHeld
+				r.Held, ok = s.uint64()
 			case "ts":
 				bit = kTs
 				s.ws()

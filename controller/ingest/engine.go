@@ -116,14 +116,18 @@ type site struct {
 	device   string
 	status   string
 	lastSeen time.Time
-	seq      uint64 // the last report accepted (reports at or below are duplicates)
-	haveSeq  bool
-	// The watermark may cover only reports fully handled (written to the sink, events
-	// recorded): busy counts the reports accepted and still being handled (a reconnecting
-	// agent's old and new connections may deliver at once), done the highest handled, safe the
-	// value of done when busy was last 0.
+	// win: which of the device's sequences were taken (seqwin.go); its mark, the highest
+	// contiguous one, is what the watermark may cover. Until resyncTill the site has just
+	// become this engine's (Owner): a jump to what the agent holds is a catch-up on what the
+	// previous owner stored, not a loss (the stream may still redeliver older reports first).
+	win        seqWindow
+	resyncTill time.Time
+	// The watermark may cover only messages fully handled (written to the sink, events
+	// recorded): busy counts the messages taken and still being handled (a reconnecting
+	// agent's old and new connections may deliver at once), safe the contiguous mark when busy
+	// was last 0.
 	busy       int
-	done, safe uint64
+	safe       uint64
 	stored     uint64         // the watermark: reports up to it are stored (persisted, published)
 	steer      *steering.Site // nil while the site has no transports, or is quarantined
 	quarantine *sdwan.Quarantine
@@ -137,6 +141,7 @@ type site struct {
 	scratch    []steering.Decision
 	dirty      bool
 	owned      bool // with an Owner: owned at the last check (owner.go)
+	fenced     bool // a write was fenced since it was last owned: logged once (owner.go)
 }
 
 type transport struct {
@@ -298,14 +303,20 @@ func (e *Engine) load(ctx context.Context, s *sdwan.Site, publish bool) {
 	isNew := st == nil && publish
 	if st == nil {
 		// The watermark survives restarts: what is stored is not taken again.
-		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen, seq: s.StoredSeq, haveSeq: s.StoredSeq > 0, stored: s.StoredSeq,
+		st = &site{id: s.ID, status: s.Status, lastSeen: s.LastSeen, device: s.DeviceID, stored: s.StoredSeq, safe: s.StoredSeq,
 			// A site claimed now has no paths to learn; one loaded at start, or taken over
 			// from another controller (Owner), has.
 			synced: publish && e.o.Owner == nil, syncBy: e.o.Now().Add(e.o.SyncWithin)}
-		st.done, st.safe = s.StoredSeq, s.StoredSeq
+		st.win.reset(s.StoredSeq)
 		e.sites[s.ID] = st
 	}
 	e.mu.Unlock()
+	st.mu.Lock()
+	if st.device != s.DeviceID { // another device claimed the site: its sequence starts again (the claim stored 0)
+		st.win.reset(s.StoredSeq)
+		st.stored, st.safe = s.StoredSeq, s.StoredSeq
+	}
+	st.mu.Unlock()
 	if isNew { // taken over: the agent sends again what the previous owner had not stored
 		e.publishStored(s.ID, s.DeviceID, s.StoredSeq)
 	}
@@ -587,16 +598,18 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		e.m.rejected.WithLabelValues("wrong_device").Inc()
 		return
 	}
-	if st.haveSeq && r.Seq <= st.seq {
+	v := e.takeSeq(st, r.Seq, r.Held, now)
+	if v == seqDuplicate || v == seqTooFar {
 		st.mu.Unlock()
-		e.m.rejected.WithLabelValues("duplicate").Inc()
+		e.m.rejected.WithLabelValues(rejectReason(v)).Inc()
 		return
 	}
-	st.seq, st.haveSeq = r.Seq, true
 	st.busy++
 	// A late report goes into the history only: evaluating old windows as current raised
-	// transport.down and moved traffic off healthy links after every controller restart.
-	late := now.Sub(r.Time) > max(e.o.LateAfter, 3*time.Duration(r.WindowMs)*time.Millisecond)
+	// transport.down and moved traffic off healthy links after every controller restart. A
+	// report filling a hole (sent again after the broker lost it) is older than one already
+	// evaluated: history only too.
+	late := v == seqGap || now.Sub(r.Time) > max(e.o.LateAfter, 3*time.Duration(r.WindowMs)*time.Millisecond)
 	if late {
 		e.m.late.Inc()
 	}
@@ -658,13 +671,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 			e.o.Logger.Warn("ingest: publishing decisions", "site", st.id, "err", err)
 		}
 	}
-	st.mu.Lock()
-	st.busy--
-	st.done = max(st.done, r.Seq)
-	if st.busy == 0 {
-		st.safe = st.done
-	}
-	st.mu.Unlock()
+	e.handled(st)
 	e.m.reports.Inc()
 	e.m.lag.Observe(now.Sub(r.Time).Seconds())
 }
@@ -804,6 +811,9 @@ func (e *Engine) checkpoint(ctx context.Context) {
 	sites := map[string]sdwan.SiteFigures{}
 	var fs []sdwan.TransportFigures
 	for _, st := range all {
+		if e.o.Owner != nil && !e.o.Owner.Owns(st.id) {
+			continue // another controller's to write (a fenced write would be refused anyway)
+		}
 		st.mu.Lock()
 		h := st.safe
 		if st.dirty || h > st.stored {
@@ -838,7 +848,10 @@ func (e *Engine) checkpoint(ctx context.Context) {
 	if len(sites) == 0 && len(fs) == 0 {
 		return
 	}
-	if err := e.store.SaveFigures(ctx, sites, fs); err != nil {
+	if err := e.store.SaveFigures(ctx, sites, fs); e.fenced(err, "figures") {
+		// The others were saved; a fenced site's watermark is its new owner's to publish.
+		marks = slices.DeleteFunc(marks, func(m mark) bool { return slices.Contains(fencedSites(err), m.st.id) })
+	} else if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			e.o.Logger.Warn("ingest: saving latest figures; watermarks held", "err", err)
 		}
@@ -876,12 +889,16 @@ func (e *Engine) onAck(topic string, payload []byte) {
 		e.m.rejected.WithLabelValues("invalid_ack").Inc()
 		return
 	}
+	if !e.takeOther(st, a.Seq) { // a duplicate
+		return
+	}
+	defer e.handled(st)
 	if e.skewed(st, a.Time) { // dated like reports and events: within the window, or refused
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := e.store.SetRollout(ctx, siteID, a.Policy, a.Version, a.Status, a.Reason, e.o.Now().UTC()); err != nil {
+	if _, err := e.store.SetRollout(ctx, siteID, a.Policy, a.Version, a.Status, a.Reason, e.o.Now().UTC()); err != nil && !e.fenced(err, "rollout") {
 		e.o.Logger.Error("ingest: recording policy ack", "site", siteID, "policy", a.Policy, "err", err)
 	}
 }
@@ -896,6 +913,10 @@ func (e *Engine) onAgentEvent(topic string, payload []byte) {
 		e.m.rejected.WithLabelValues("invalid_event").Inc()
 		return
 	}
+	if !e.takeOther(st, a.Seq) { // a duplicate (sent again after a reconnect or a hole)
+		return
+	}
+	defer e.handled(st) // refused below or recorded: the watermark may pass it either way
 	data, err := e.agentEventData(st, &a)
 	if err != nil {
 		e.m.rejected.WithLabelValues("invalid_event").Inc()

@@ -10,12 +10,14 @@ import (
 )
 
 type metrics struct {
-	reports  prometheus.Counter
-	late     prometheus.Counter
-	rejected *prometheus.CounterVec
-	events   *prometheus.CounterVec
-	switches *prometheus.CounterVec
-	lag      prometheus.Histogram
+	reports   prometheus.Counter
+	late      prometheus.Counter
+	abandoned prometheus.Counter
+	rejected  *prometheus.CounterVec
+	events    *prometheus.CounterVec
+	switches  *prometheus.CounterVec
+	lag       prometheus.Histogram
+	fenced    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
@@ -26,9 +28,13 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 		late: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edgewan_ingest_late_reports_total", Help: "Reports that arrived late (replayed or delayed): stored as history, not evaluated.",
 		}),
+		abandoned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgewan_ingest_seq_abandoned_total",
+			Help: "Agent message sequences never received that the agent no longer holds (its spool was wiped or capped, or it deleted them before the contiguous watermark): the stored watermark moves past them.",
+		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgewan_ingest_rejected_total",
-			Help: "Agent messages refused, by reason: invalid, unknown_site, wrong_device, duplicate, unknown_transport, invalid_ack, invalid_event, invalid_status, sink, clock_skew (dated outside the accepted window), oversize (refused by the embedded broker: payload over 64 KiB).",
+			Help: "Agent messages refused, by reason: invalid, unknown_site, wrong_device, duplicate, window_full (more than 1,024 sequences above a hole: sent again later), unknown_transport, invalid_ack, invalid_event, invalid_status, sink, clock_skew (dated outside the accepted window), oversize (refused by the embedded broker: payload over 64 KiB).",
 		}, []string{"reason"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edgewan_sdwan_events_total", Help: "SD-WAN events raised, by type.",
@@ -41,9 +47,13 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 			Help:    "From the end of a report's window (agent clock) to its evaluation.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edgewan_ingest_fenced_writes_total",
+			Help: "Site writes the store refused because another controller holds the site's lease now (scaled-out mode), by write: status_events, figures, rollout.",
+		}, []string{"write"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reports, m.late, m.rejected, m.events, m.switches, m.lag,
+		reg.MustRegister(m.reports, m.late, m.abandoned, m.rejected, m.events, m.switches, m.lag, m.fenced,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_sites_live", Help: "Claimed sites the controller follows."},
 				func() float64 { e.mu.RLock(); defer e.mu.RUnlock(); return float64(len(e.sites)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_transports_tracked", Help: "Transports with rolling aggregates in memory."},

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/edgewan/edgewan/controller/sdwan"
@@ -45,6 +46,8 @@ func (e *Engine) owns(st *site) bool {
 	// starts a partition), or SyncWithin. Deciding from what this engine knew announced the
 	// previous owner's path switches a second time, at every takeover.
 	st.synced, st.syncBy = false, now.Add(e.o.SyncWithin)
+	st.fenced = false
+	st.resyncTill = now.Add(time.Minute) // what the agent no longer holds, the previous owner stored (takeSeq)
 	st.owned = true
 	return true
 }
@@ -81,4 +84,40 @@ func (e *Engine) adopt(siteID string) *site {
 	}
 	e.load(ctx, s, true) // a site that cannot be loaded is quarantined, and followed
 	return e.site(siteID)
+}
+
+// fencedSites returns the sites a store write refused because another controller holds their
+// lease now (controller/store's FencedError), or nil.
+func fencedSites(err error) []string {
+	var f interface{ FencedSites() []string }
+	if errors.As(err, &f) {
+		return f.FencedSites()
+	}
+	return nil
+}
+
+// fenced reports whether err is a fenced write, and logs it once per site until this engine
+// owns the site again. A fenced write is not retried: the controller that refused it dropped
+// the lease (controller/cluster), so this engine stops acting for the site at its next
+// ownership check, and the site's new owner writes for it.
+func (e *Engine) fenced(err error, what string) bool {
+	sites := fencedSites(err)
+	if sites == nil {
+		return false
+	}
+	for _, id := range sites {
+		first := true
+		if st := e.site(id); st != nil {
+			st.mu.Lock()
+			first, st.fenced = !st.fenced, true
+			st.owned = false
+			st.mu.Unlock()
+		}
+		if first {
+			e.o.Logger.Warn("ingest: another controller holds this site's lease now; not writing for it until it is owned here again",
+				"site", id, "write", what, "err", err)
+		}
+	}
+	e.m.fenced.WithLabelValues(what).Inc()
+	return true
 }

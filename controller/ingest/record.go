@@ -210,6 +210,9 @@ func (e *Engine) store1(ctx context.Context, p *pendingRecord) {
 	} else {
 		queued, err = e.store.InsertEvents(ctx, p.evs...)
 	}
+	if e.fenced(err, "status_events") {
+		return
+	}
 	if err != nil {
 		e.o.Logger.Error("ingest: recording site state and events", "site", p.site, "status", p.status, "events", len(p.evs), "err", err)
 		return

@@ -695,6 +695,9 @@ func (s *Service) Publish(ctx context.Context, policyID string, req PublishReque
 	if v == nil {
 		return nil, apierr.Invalid("policy %s has no version %d", policyID, req.Version)
 	}
+	if v.Quarantine != nil {
+		return nil, apierr.Invalid("version %d of policy %s is quarantined and cannot be published: %s", req.Version, policyID, v.Quarantine.Reason)
+	}
 	sites := req.Sites
 	if len(sites) == 0 {
 		for _, r := range p.Rollout {

@@ -46,7 +46,7 @@ func (s *Server) startCluster(ctx context.Context) error {
 		return err
 	}
 	m := s.member
-	s.Store.SetFence(m.Fence) // status writes and their events only while the lease holds
+	s.Store.SetFence(m) // site writes (status, events, figures, rollouts) only while the lease holds
 	bus, err = mqtt.NewNATSBus(ctx, mqtt.NATSOptions{URLs: cfg.NATSURLs, MQTTURLs: cfg.NATSMQTTURLs, User: cfg.NATSUser,
 		Password: cfg.NATSPassword, ClientID: "edgewan-controller-" + id, Partitions: m.Partitions(),
 		Owns: func(p int) bool { _, ok := m.Epoch(p); return ok }})

@@ -307,6 +307,11 @@ func oaUndocumented(at string, s *openapi3.Schema, v any) []string {
 	if s == nil {
 		return nil
 	}
+	// A lone allOf wrapping a $ref (to make it nullable: a quarantined version's content) is
+	// documented by what it wraps.
+	if len(s.AllOf) == 1 && len(s.Properties) == 0 && len(s.OneOf) == 0 {
+		return oaUndocumented(at, s.AllOf[0].Value, v)
+	}
 	// A oneOf (policy content: steering or QoS; an audit record's input: text or messages) is
 	// documented by the branch the value matches.
 	for _, alt := range s.OneOf {

@@ -3,11 +3,15 @@ package server_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
 	"github.com/edgewan/edgewan/agent/sim"
@@ -15,7 +19,9 @@ import (
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/server/servertest"
 	"github.com/edgewan/edgewan/coreapi/event"
+	"github.com/edgewan/edgewan/coreapi/quarantine"
 	"github.com/edgewan/edgewan/coreapi/soc"
+	"github.com/edgewan/edgewan/coreapi/webhook"
 )
 
 // TestCrashOnlyStart: a site claimed before it has transports is a normal state (the claim
@@ -136,4 +142,139 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestCrashOnlyStartObjects: stored objects other than sites that cannot be used do not stop
+// the start either, on SQLite and PostgreSQL. Damaged in the real database while the controller
+// is stopped: a webhook's sealed secret (copied from another webhook, so it does not open for
+// this one), another webhook's URL, a policy version's content; and the SIEM cursor file. After
+// the restart the controller serves; each damaged object's API representation says it is
+// quarantined and why; edgewan_objects_quarantined counts them; each has a SOC case
+// (controller.object_quarantined); the quarantined version cannot be published while the other
+// policy's can; and the healthy webhook keeps receiving its deliveries (the cases' case.opened
+// events) while the broken ones fail theirs.
+func TestCrashOnlyStartObjects(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			var dbURL string
+			cfg := func(c *config.Config) {
+				c.DataDir = dir
+				c.SIEMSinks = []string{"syslog+tcp://127.0.0.1:9"} // nobody listens: the stream only retries
+				if dbURL != "" {
+					c.DatabaseURL = dbURL
+				}
+			}
+			s := servertest.Start(t, servertest.Options{Config: cfg, Postgres: backend == "postgres"})
+			dbURL = s.Config.DatabaseURL
+			rw := s.Key("sdwan:read", "sdwan:write")
+			wh := s.Key("webhooks:write")
+			socKey := s.Key("soc:read")
+
+			good := newReceiver(t)
+			good.register(t, s, event.CaseOpened)
+			var badSecret, badURL webhook.Webhook
+			s.Do("POST", "/v1/webhooks", wh, map[string]any{"url": good.URL + "/b", "events": []string{event.CaseOpened}}).JSON(t, &badSecret)
+			s.Do("POST", "/v1/webhooks", wh, map[string]any{"url": good.URL + "/c", "events": []string{event.CaseOpened}}).JSON(t, &badURL)
+			var site sdwan.Site
+			s.Do("POST", "/sd-wan/v1/sites", rw, `{"name":"s","transports":[{"name":"inet","interface":"eth0"}]}`).JSON(t, &site)
+			content := `{"classes":[{"name":"voice","max_latency_ms":150,"max_loss_pct":2}],"paths":{"voice":["inet"]}}`
+			var broken, fine sdwan.Policy
+			s.Do("POST", "/sd-wan/v1/policies", rw, `{"name":"broken","type":"steering","content":`+content+`}`).JSON(t, &broken)
+			s.Do("POST", "/sd-wan/v1/policies", rw, `{"name":"fine","type":"steering","content":`+content+`}`).JSON(t, &fine)
+			s.Stop()
+
+			driver, dsn := "sqlite", "file:"+filepath.Join(dir, "edgewan.db")
+			if backend == "postgres" {
+				driver, dsn = "pgx", dbURL
+			}
+			db, err := sql.Open(driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []struct {
+				sql  string
+				args []any
+			}{
+				{"UPDATE webhooks SET secret = (SELECT secret FROM webhooks WHERE url = ?) WHERE id = ?", []any{good.URL, badSecret.ID}},
+				{"UPDATE webhooks SET url = '::not a url' WHERE id = ?", []any{badURL.ID}},
+				{"UPDATE policy_versions SET content = '{not json' WHERE policy_id = ?", []any{broken.ID}},
+			} {
+				stmt := q.sql
+				if backend == "postgres" {
+					for i := 1; strings.Contains(stmt, "?"); i++ {
+						stmt = strings.Replace(stmt, "?", "$"+strconv.Itoa(i), 1)
+					}
+				}
+				if _, err := db.Exec(stmt, q.args...); err != nil {
+					t.Fatalf("%s: %v", q.sql, err)
+				}
+			}
+			db.Close()
+			if err := os.WriteFile(filepath.Join(dir, "siem-cursors.json"), []byte("{not json"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			s = servertest.Start(t, servertest.Options{Config: cfg})
+			var list struct{ Data []webhook.Webhook }
+			s.Do("GET", "/v1/webhooks", wh, nil).JSON(t, &list)
+			kinds := map[string]string{}
+			for _, w := range list.Data {
+				if w.Quarantine != nil {
+					kinds[w.ID] = w.Quarantine.Kind
+				}
+			}
+			if len(list.Data) != 3 || len(kinds) != 2 || kinds[badSecret.ID] != quarantine.Secret || kinds[badURL.ID] != quarantine.Data {
+				t.Fatalf("webhooks after the restart: %d listed, quarantined %v; want 3, %s secret and %s data", len(list.Data), kinds, badSecret.ID, badURL.ID)
+			}
+			var one webhook.Webhook
+			s.Do("GET", "/v1/webhooks/"+badSecret.ID, wh, nil).JSON(t, &one)
+			if one.Quarantine == nil || !strings.Contains(one.Quarantine.Reason, "does not open") {
+				t.Errorf("GET of the webhook whose secret does not open: %+v", one)
+			}
+
+			var pol sdwan.Policy
+			s.Do("GET", "/sd-wan/v1/policies/"+broken.ID, rw, nil).JSON(t, &pol)
+			if len(pol.Versions) != 1 || pol.Versions[0].Quarantine == nil || pol.Versions[0].Quarantine.Kind != quarantine.Data {
+				t.Fatalf("policy with a damaged version: %+v", pol.Versions)
+			}
+			wantStatus(t, s.Do("GET", "/sd-wan/v1/policies", rw, nil), 200)
+			res := s.Do("POST", "/sd-wan/v1/policies/"+broken.ID+"/publish", rw, map[string]any{"version": 1, "sites": []string{site.ID}})
+			if res.Status/100 != 4 || !strings.Contains(string(res.Body), "quarantined") {
+				t.Errorf("publishing the quarantined version: %d %s; want a 4xx naming the quarantine", res.Status, res.Body)
+			}
+			wantStatus(t, s.Do("POST", "/sd-wan/v1/policies/"+fine.ID+"/publish", rw, map[string]any{"version": 1, "sites": []string{site.ID}}), 202)
+
+			m := scrape(t, s)
+			for _, want := range []string{`edgewan_objects_quarantined{object="webhook"} 2`, `edgewan_objects_quarantined{object="sdwan_policy_version"} 1`,
+				`edgewan_objects_quarantined{object="siem_cursors"} 1`, `edgewan_objects_quarantined{object="aigw_policy_version"} 0`} {
+				if !strings.Contains(m, want) {
+					t.Errorf("metrics lack %s:\n%s", want, grepLines(m, "objects_quarantined"))
+				}
+			}
+			wantCases := []string{"webhook/" + badSecret.ID, "webhook/" + badURL.ID, "sdwan_policy_version/" + broken.ID + "/1", "siem_cursors/siem-cursors.json"}
+			waitFor(t, func() bool {
+				var cases struct{ Data []soc.Case }
+				s.Do("GET", "/v1/soc/cases?source=system&limit=100", socKey, nil).JSON(t, &cases)
+				n := 0
+				for _, c := range cases.Data {
+					if c.Rule == soc.RuleObjectQuarantined && slices.Contains(wantCases, c.Subject) {
+						n++
+					}
+				}
+				return n == len(wantCases)
+			})
+			// The healthy webhook delivers the cases' events; the broken ones get none.
+			waitFor(t, func() bool { return len(good.find(event.CaseOpened, nil)) >= len(wantCases) })
+			good.mu.Lock()
+			bad := good.bad
+			good.mu.Unlock()
+			if bad != 0 {
+				t.Errorf("%d deliveries reached the receiver with a bad signature", bad)
+			}
+			if entries, _ := filepath.Glob(filepath.Join(dir, "siem-cursors.json.damaged-*")); len(entries) != 1 {
+				t.Errorf("damaged SIEM cursor file moved aside: %v; want one", entries)
+			}
+		})
+	}
 }

@@ -82,9 +82,11 @@ type Server struct {
 	bgCtx      context.Context // lives until Run's shutdown: the broker and the external bus
 	stopBG     context.CancelFunc
 	registry   *namedRegistry
-	ready      atomic.Bool
-	clock      *clock.Clock // wall time where it decides behaviour (a test may step it)
-	CAFile     string       // the generated CA, when the server made its own certificate
+	// quarantined reports stored objects other than sites that cannot be used (quarantine.go).
+	quarantined *quarantines
+	ready       atomic.Bool
+	clock       *clock.Clock // wall time where it decides behaviour (a test may step it)
+	CAFile      string       // the generated CA, when the server made its own certificate
 }
 
 // New opens storage, builds the services and binds the listeners; Run serves.
@@ -107,6 +109,7 @@ func New(ctx context.Context, cfg config.Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, Store: st, registry: newNamedRegistry(), clock: clk}
+	s.quarantined = newQuarantines(s.registry)
 	s.bgCtx, s.stopBG = context.WithCancel(context.WithoutCancel(ctx))
 	go clk.Run(s.bgCtx)
 	fail := func(err error) (*Server, error) {
@@ -362,10 +365,14 @@ func (s *Server) Run(ctx context.Context) error {
 		defer close(clusterDone)
 		s.runCluster(clusterCtx)
 	}()
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		s.runSIEM(bg)
+	}()
+	go func() {
+		defer wg.Done()
+		s.runAudit(bg)
 	}()
 	go func() {
 		defer wg.Done()

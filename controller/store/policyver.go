@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/coreapi/policyver"
+	q "github.com/edgewan/edgewan/coreapi/quarantine"
 )
 
 // versionTables names one family's policies and their versions (the lifecycle both families
@@ -44,6 +45,14 @@ func (s *Store) appendVersion(ctx context.Context, tx *sql.Tx, vt versionTables,
 	return s.insertVersion(ctx, tx, vt, policyID, v)
 }
 
+// versionQuarantine says why a stored version's content cannot be used, or nil.
+func versionQuarantine(version int, content string) *q.Quarantine {
+	if json.Valid([]byte(content)) {
+		return nil
+	}
+	return q.New(q.Data, fmt.Sprintf("the stored content of version %d is not valid JSON", version))
+}
+
 // versionsOf returns the policy's versions, oldest first.
 func (s *Store) versionsOf(ctx context.Context, vt versionTables, policyID string) ([]*policyver.Version, error) {
 	out := []*policyver.Version{}
@@ -56,6 +65,9 @@ func (s *Store) versionsOf(ctx context.Context, vt versionTables, policyID strin
 				return err
 			}
 			v.Content, v.CreatedAt, v.PublishedAt = json.RawMessage(content), fromMicros(c), fromMicros(pub)
+			if v.Quarantine = versionQuarantine(v.Version, content); v.Quarantine != nil {
+				v.Content = json.RawMessage("null") // shown, not a 500 for the whole policy or list
+			}
 			out = append(out, &v)
 			return nil
 		})

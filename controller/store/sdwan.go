@@ -197,10 +197,8 @@ func (s *Store) UpdateSite(ctx context.Context, site *sdwan.Site) error {
 func (s *Store) SetSiteStatus(ctx context.Context, id, status string, lastSeen, at time.Time, evs ...*event.Envelope) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if s.fence != nil {
-			if err := s.fence(ctx, tx, id); err != nil {
-				return err
-			}
+		if err := s.fenceAll(ctx, tx, id); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q("UPDATE sites SET status = ?, last_seen = ?, updated_at = ? WHERE id = ? AND status <> ?"),
 			status, micros(lastSeen), micros(at), id, sdwan.SiteDecommissioned); err != nil {
@@ -244,7 +242,7 @@ func (s *Store) SiteByClaim(ctx context.Context, hash string) (*sdwan.Site, time
 // ClaimSite implements sdwan.Store.
 func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = ?, device_id = ?, status = ?, updated_at = ? WHERE id = ? AND claim_hash = ? AND claimed_at = 0"),
+		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = ?, device_id = ?, status = ?, updated_at = ?, stored_seq = 0 WHERE id = ? AND claim_hash = ? AND claimed_at = 0"),
 			micros(c.At), c.Device.ID, sdwan.SiteOffline, micros(c.At), c.SiteID, c.ClaimHash)
 		if err != nil {
 			return err
@@ -386,9 +384,26 @@ func (s *Store) ListTransports(ctx context.Context, siteID string, p page.Params
 
 // SaveFigures stores the latest figures of many transports and the last report time of their
 // sites, in one transaction. It does not touch updated_at: figures change every second and
-// would churn every list.
+// would churn every list. With a fence (SetFence), the sites whose lease moved to another
+// controller are left out and named by a *FencedError; the others are written.
 func (s *Store) SaveFigures(ctx context.Context, sites map[string]sdwan.SiteFigures, fs []sdwan.TransportFigures) error {
+	var fenced map[string]bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.fence != nil {
+			ids := make([]string, 0, len(sites)+len(fs))
+			for id := range sites {
+				ids = append(ids, id)
+			}
+			for _, f := range fs {
+				if _, ok := sites[f.SiteID]; !ok {
+					ids = append(ids, f.SiteID)
+				}
+			}
+			var err error
+			if fenced, err = s.fenced(ctx, tx, ids); err != nil {
+				return err
+			}
+		}
 		// Prepared once per flush: at 10k sites the statement was parsed 10k times every 5 s.
 		seenStmt, err := tx.PrepareContext(ctx, s.q("UPDATE sites SET last_seen = ?, stored_seq = ? WHERE id = ?"))
 		if err != nil {
@@ -396,6 +411,9 @@ func (s *Store) SaveFigures(ctx context.Context, sites map[string]sdwan.SiteFigu
 		}
 		defer seenStmt.Close()
 		for id, f := range sites {
+			if fenced[id] {
+				continue
+			}
 			if _, err := seenStmt.ExecContext(ctx, micros(f.LastSeen), int64(f.StoredSeq), id); err != nil {
 				return err
 			}
@@ -406,6 +424,9 @@ func (s *Store) SaveFigures(ctx context.Context, sites map[string]sdwan.SiteFigu
 		}
 		defer stmt.Close()
 		for _, f := range fs {
+			if fenced[f.SiteID] {
+				continue
+			}
 			if _, err := stmt.ExecContext(ctx, f.Status, f.LatencyMs, f.LossPct, f.JitterMs, micros(f.At), f.SiteID, f.Name); err != nil {
 				return err
 			}
@@ -413,6 +434,9 @@ func (s *Store) SaveFigures(ctx context.Context, sites map[string]sdwan.SiteFigu
 		return nil
 	})
 	if err != nil {
+		return fmt.Errorf("store.SaveFigures: %w", err)
+	}
+	if err := fencedError(fenced); err != nil {
 		return fmt.Errorf("store.SaveFigures: %w", err)
 	}
 	return nil
@@ -639,21 +663,38 @@ WHERE sp.site_id = ? ORDER BY sp.type`, []any{siteID}, func(r *sql.Rows) error {
 }
 
 // SetRollout records an agent's acknowledgement; it reports false when the site no longer
-// runs that version (a late ack of an older version is ignored).
+// runs that version (a late ack of an older version is ignored). It is fenced (SetFence).
 func (s *Store) SetRollout(ctx context.Context, siteID, policyID string, version int, state, reason string, at time.Time) (bool, error) {
-	res, err := s.exec(ctx, "UPDATE site_policies SET state = ?, reason = ?, updated_at = ? WHERE site_id = ? AND policy_id = ? AND version = ?",
-		state, reason, micros(at), siteID, policyID, version)
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.fenceAll(ctx, tx, siteID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q("UPDATE site_policies SET state = ?, reason = ?, updated_at = ? WHERE site_id = ? AND policy_id = ? AND version = ?"),
+			state, reason, micros(at), siteID, policyID, version)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("store.SetRollout: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	return n > 0, nil
 }
 
-// InsertEvents stores events and their deliveries in one transaction.
+// InsertEvents stores events and their deliveries in one transaction. With a fence
+// (SetFence), events about a site ("site" in their data) are written only while this
+// controller holds that site's lease: if any site of the batch is fenced, nothing is written.
 func (s *Store) InsertEvents(ctx context.Context, evs ...*event.Envelope) (int, error) {
 	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.fence != nil {
+			if err := s.fenceAll(ctx, tx, eventSites(evs)...); err != nil {
+				return err
+			}
+		}
 		var err error
 		n, err = s.insertEvents(ctx, tx, evs)
 		return err

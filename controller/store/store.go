@@ -47,17 +47,8 @@ type Store struct {
 	r        *sql.DB // reads (SQLite: a pool of WAL readers; PostgreSQL: the same pool as w)
 	postgres bool
 	secrets  *seal.Key
-	fence    Fence // scaled-out mode: SetFence
+	fence    Fencer // scaled-out mode: SetFence (fence.go)
 }
-
-// Fence refuses, inside tx, a write about siteID that this controller may no longer make
-// (controller/cluster's Member.Fence: the partition's lease moved to another controller).
-type Fence func(ctx context.Context, tx *sql.Tx, siteID string) error
-
-// SetFence makes the site status writes (SetSiteStatus, with their events) check f in their
-// own transaction, so a controller that lost a site's lease, even while paused, cannot write
-// for it. Call it before the store is used.
-func (s *Store) SetFence(f Fence) { s.fence = f }
 
 // Open opens (creating if needed) and migrates the database.
 func Open(ctx context.Context, o Options) (*Store, error) {

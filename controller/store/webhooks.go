@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/ids"
 	"github.com/edgewan/edgewan/coreapi/page"
+	q "github.com/edgewan/edgewan/coreapi/quarantine"
 	"github.com/edgewan/edgewan/coreapi/seal"
 	"github.com/edgewan/edgewan/coreapi/webhook"
 )
@@ -65,6 +67,8 @@ func (s *Store) openSecret(id, stored string) (string, error) {
 func (s *Store) sealWebhookSecrets(ctx context.Context, previous *seal.Key) error {
 	type row struct{ id, secret string }
 	var change []row
+	var bad []string
+	opened := 0
 	err := s.queryRows(ctx, "SELECT id, secret FROM webhooks", nil, func(r *sql.Rows) error {
 		var x row
 		if err := r.Scan(&x.id, &x.secret); err != nil {
@@ -75,23 +79,37 @@ func (s *Store) sealWebhookSecrets(ctx context.Context, previous *seal.Key) erro
 			change = append(change, row{x.id, s.secrets.Seal(x.id, []byte(x.secret))})
 		default:
 			if _, err := s.secrets.Open(x.id, x.secret); err == nil {
+				opened++
 				return nil
 			}
-			if previous == nil {
-				return fmt.Errorf("webhook %s: its secret does not open with the secrets key, and no previous key was given", x.id)
+			var plain []byte
+			err := errors.New("no previous key was given")
+			if previous != nil {
+				plain, err = previous.Open(x.id, x.secret)
 			}
-			plain, err := previous.Open(x.id, x.secret)
 			if err != nil {
-				return fmt.Errorf("webhook %s: its secret opens with neither the secrets key nor the previous one", x.id)
+				// Nothing in the data stops the start: the webhook is quarantined (its API
+				// representation, a metric and a SOC case say so) and every other one delivers.
+				bad = append(bad, x.id)
+				return nil
 			}
+			opened++
 			change = append(change, row{x.id, s.secrets.Seal(x.id, plain)})
 		}
 		return nil
 	})
-	if err != nil || len(change) == 0 {
-		if err != nil {
-			return fmt.Errorf("store.sealWebhookSecrets: %w", err)
+	if err != nil {
+		return fmt.Errorf("store.sealWebhookSecrets: %w", err)
+	}
+	if len(bad) > 0 {
+		hint := ""
+		if opened == 0 {
+			hint = " (none opens: is this the right secrets key? docs/security.md)"
 		}
+		slog.Error("store: webhook secrets open with neither the secrets key nor the previous one; those webhooks are quarantined"+hint,
+			"webhooks", bad)
+	}
+	if len(change) == 0 {
 		return nil
 	}
 	if !s.postgres {
@@ -130,19 +148,32 @@ func (s *Store) CreateWebhook(ctx context.Context, w *webhook.Webhook) error {
 	return nil
 }
 
-// GetWebhook returns a webhook with its secret.
+// GetWebhook returns a webhook with its secret; a stored registration that cannot be used
+// comes back quarantined, without its secret, rather than as an error.
 func (s *Store) GetWebhook(ctx context.Context, id string) (*webhook.Webhook, error) {
 	w, err := scanWebhook(s.r.QueryRowContext(ctx, s.q("SELECT "+webhookCols+" FROM webhooks WHERE id = ?"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("webhook", id)
 	}
-	if err == nil {
-		w.Secret, err = s.openSecret(w.ID, w.Secret)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("store.GetWebhook: %w", err)
 	}
+	s.checkWebhook(w)
 	return w, nil
+}
+
+// checkWebhook opens w's stored secret into w.Secret, and quarantines w if it does not open
+// or its URL is not one the dispatcher can call.
+func (s *Store) checkWebhook(w *webhook.Webhook) {
+	secret, err := s.openSecret(w.ID, w.Secret)
+	w.Secret = secret
+	if err != nil {
+		w.Quarantine = q.New(q.Secret, "the signing secret does not open with the secrets key: "+err.Error())
+		return
+	}
+	if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		w.Quarantine = q.New(q.Data, fmt.Sprintf("the stored URL %q is not an http(s) URL", w.URL))
+	}
 }
 
 // subscribed matches a comma-joined events column against one event type on both backends.
@@ -150,7 +181,8 @@ const subscribed = "(',' || events || ',') LIKE ?"
 
 func subscribedArg(typ string) string { return "%," + typ + ",%" }
 
-// ListWebhooks lists webhooks, optionally only those subscribed to eventType.
+// ListWebhooks lists webhooks, optionally only those subscribed to eventType, without their
+// secrets; those that cannot be used are quarantined.
 func (s *Store) ListWebhooks(ctx context.Context, p page.Params, eventType string) ([]*webhook.Webhook, error) {
 	l := listQuery{cols: webhookCols, from: "webhooks", params: p}
 	if eventType != "" {
@@ -161,14 +193,36 @@ func (s *Store) ListWebhooks(ctx context.Context, p page.Params, eventType strin
 	var out []*webhook.Webhook
 	err := s.queryRows(ctx, query, args, func(r *sql.Rows) error {
 		w, err := scanWebhook(r)
-		if err == nil {
-			w.Secret = "" // lists never show it; no need to open it
+		if err != nil {
+			return err
 		}
+		s.checkWebhook(w)
+		w.Secret = "" // lists never show it
 		out = append(out, w)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.ListWebhooks: %w", err)
+	}
+	return out, nil
+}
+
+// QuarantinedWebhooks returns every stored webhook that cannot be used, without secrets.
+func (s *Store) QuarantinedWebhooks(ctx context.Context) ([]*webhook.Webhook, error) {
+	var out []*webhook.Webhook
+	err := s.queryRows(ctx, "SELECT "+webhookCols+" FROM webhooks ORDER BY id", nil, func(r *sql.Rows) error {
+		w, err := scanWebhook(r)
+		if err != nil {
+			return err
+		}
+		if s.checkWebhook(w); w.Quarantine != nil {
+			w.Secret = ""
+			out = append(out, w)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.QuarantinedWebhooks: %w", err)
 	}
 	return out, nil
 }

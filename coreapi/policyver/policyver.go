@@ -5,6 +5,8 @@ package policyver
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/edgewan/edgewan/coreapi/quarantine"
 )
 
 // Version statuses.
@@ -24,4 +26,8 @@ type Version struct {
 	CreatedBy   string          `json:"created_by"`
 	CreatedAt   time.Time       `json:"created_at"`
 	PublishedAt time.Time       `json:"published_at,omitzero"`
+	// Quarantine is set when the stored version cannot be used (its content is not valid
+	// JSON): it is shown with content null and cannot be published; other versions and
+	// policies are not affected.
+	Quarantine *quarantine.Quarantine `json:"quarantine,omitempty"`
 }

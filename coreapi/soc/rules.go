@@ -23,6 +23,9 @@ const (
 	// RuleSiteQuarantined: the controller could not load a site's stored state and stopped
 	// evaluating it (not an attack, but nobody may notice otherwise: the site keeps its paths).
 	RuleSiteQuarantined = "controller.site_quarantined"
+	// RuleObjectQuarantined: a stored object other than a site (a webhook, a policy version,
+	// the SIEM cursor file) cannot be used; it is reported and every other one runs.
+	RuleObjectQuarantined = "controller.object_quarantined"
 	// RuleControllerClock: most agents agree that the controller's own clock is wrong; one
 	// case for the controller instead of one agent.clock_skew case per site.
 	RuleControllerClock = "controller.clock"

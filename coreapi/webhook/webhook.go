@@ -17,6 +17,7 @@ import (
 	"github.com/edgewan/edgewan/coreapi/event"
 	"github.com/edgewan/edgewan/coreapi/ids"
 	"github.com/edgewan/edgewan/coreapi/page"
+	"github.com/edgewan/edgewan/coreapi/quarantine"
 )
 
 // Webhook is a registered endpoint. Secret is filled only in the creation response.
@@ -29,6 +30,10 @@ type Webhook struct {
 	CreatedBy   string    `json:"created_by"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// Quarantine is set when the stored registration cannot be used (its secret does not
+	// open, its URL is not one the dispatcher can call): its deliveries fail with the reason,
+	// every other webhook delivers. Delete it and register it again to fix it.
+	Quarantine *quarantine.Quarantine `json:"quarantine,omitempty"`
 }
 
 // Delivery statuses.

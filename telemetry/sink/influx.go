@@ -96,7 +96,6 @@ type InfluxSink struct {
 	room   chan struct{} // closed (and replaced) whenever points are resolved
 
 	mu        sync.Mutex
-	lastErr   error // of the last failed attempt; nil after a success
 	rejectErr error // first rejection since the last Flush
 	dropLog   time.Time
 
@@ -119,6 +118,11 @@ type influxLane struct {
 	progress chan struct{}
 	kick     chan struct{} // wakes the sender
 	done     chan struct{} // closed when the sender has exited
+
+	// The lane's last failed attempt, nil after a success (guarded by InfluxSink.mu): per lane,
+	// so one lane's success does not hide another lane's outage from the error messages.
+	lastErr   error
+	lastErrAt time.Time
 }
 
 type batch struct {
@@ -281,11 +285,14 @@ func (s *InfluxSink) reserve(ctx context.Context, n int64) error {
 			continue
 		case <-timer.C:
 		case <-ctx.Done():
+			// The caller gave up: refused, not dropped from a full buffer.
+			return fmt.Errorf("sink.InfluxSink.Write: waiting for room in the buffer: %w", ctx.Err())
 		case <-s.stop:
+			return fmt.Errorf("sink.InfluxSink.Write: %w", ErrClosed)
 		}
 		d := s.dropped.Add(n)
+		last := s.lastError()
 		s.mu.Lock()
-		last := s.lastErr
 		if now := time.Now(); now.Sub(s.dropLog) >= 30*time.Second {
 			s.dropLog = now
 			s.log.Error("InfluxDB buffer full: dropping telemetry", "buffered", p, "dropped_total", d, "last_error", last)
@@ -366,10 +373,7 @@ func (s *InfluxSink) flushLane(ctx context.Context, l *influxLane, target int64)
 			return nil
 		case <-ctx.Done():
 			n := s.pending.Load()
-			s.mu.Lock()
-			last := s.lastErr
-			s.mu.Unlock()
-			if last != nil {
+			if last := s.lastError(); last != nil {
 				return fmt.Errorf("sink.InfluxSink.Flush: %d points not yet written to %s (last error: %v): %w", n, s.opts.URL, last, ctx.Err())
 			}
 			return fmt.Errorf("sink.InfluxSink.Flush: %d points not yet written to %s: %w", n, s.opts.URL, ctx.Err())
@@ -396,10 +400,7 @@ func (s *InfluxSink) Close() error {
 		<-l.done
 	}
 	if p := s.pending.Load(); p > 0 {
-		s.mu.Lock()
-		last := s.lastErr
-		s.mu.Unlock()
-		s.log.Error("InfluxDB sink closed with telemetry not written", "points", p, "last_error", last)
+		s.log.Error("InfluxDB sink closed with telemetry not written", "points", p, "last_error", s.lastError())
 	}
 	s.client.Close()
 	if err != nil {
@@ -490,10 +491,10 @@ func (s *InfluxSink) send(l *influxLane, b batch) bool {
 			return true
 		}
 		s.retries.Add(1)
-		s.mu.Lock()
-		s.lastErr = err
-		s.mu.Unlock()
 		now := time.Now()
+		s.mu.Lock()
+		l.lastErr, l.lastErrAt = err, now
+		s.mu.Unlock()
 		if failingSince.IsZero() {
 			failingSince = now
 		}
@@ -510,10 +511,24 @@ func (s *InfluxSink) send(l *influxLane, b batch) bool {
 	}
 }
 
+// lastError is the most recent failed attempt of any lane still failing, or nil.
+func (s *InfluxSink) lastError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last error
+	var at time.Time
+	for _, l := range s.lanes {
+		if l.lastErr != nil && l.lastErrAt.After(at) {
+			last, at = l.lastErr, l.lastErrAt
+		}
+	}
+	return last
+}
+
 // resolve records b as done (written, or rejected with err) and recycles its buffer.
 func (s *InfluxSink) resolve(l *influxLane, b batch, err error) {
 	s.mu.Lock()
-	s.lastErr = nil
+	l.lastErr = nil
 	if err != nil && s.rejectErr == nil {
 		s.rejectErr = err
 	}

@@ -348,6 +348,11 @@ func TestInfluxUnreachable(t *testing.T) {
 		{name: "first write fits", err: func() error { return s.Write(ctx, r) }},
 		{name: "second write fits", err: func() error { return s.Write(ctx, r) }},
 		{name: "third overflows", err: func() error { return s.Write(ctx, r) }, wantIs: ErrOverflow, want: []string{"4 points buffered"}},
+		{name: "a caller that gives up is refused, not counted as dropped", err: func() error {
+			gone, cancel := context.WithCancel(ctx)
+			cancel()
+			return s.Write(gone, r)
+		}, wantIs: context.Canceled, want: []string{"waiting for room"}},
 		{name: "Flush", err: func() error {
 			short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			defer cancel()

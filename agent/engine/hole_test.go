@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/controller/ingest"
+	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/controller/sdwan"
+	"github.com/edgewan/edgewan/controller/store"
+	"github.com/edgewan/edgewan/coreapi/org"
+	"github.com/edgewan/edgewan/telemetry"
+	"github.com/edgewan/edgewan/telemetry/sink"
+)
+
+// lossyBus is the controller's bus losing chosen reports after the broker acknowledged them:
+// what NATS 2.9 does to a message in flight when a node dies (docs/scale-out.md). The first
+// delivery of each sequence in lose never reaches the handler.
+type lossyBus struct {
+	mqtt.Bus
+	mu   sync.Mutex
+	lose map[uint64]bool
+	lost []uint64
+}
+
+// Publish passes only the watermark: the test's agent is its uplink and spool alone, with no
+// probes or data plane to apply a policy or decisions to.
+func (b *lossyBus) Publish(topic string, payload []byte, retain bool) error {
+	if _, kind, _ := telemetry.ParseTopic(topic); kind != telemetry.KindStored {
+		return nil
+	}
+	return b.Bus.Publish(topic, payload, retain)
+}
+
+func (b *lossyBus) Subscribe(filter string, h mqtt.Handler) error {
+	return b.Bus.Subscribe(filter, func(topic string, payload []byte) {
+		var r struct{ Seq uint64 }
+		if _, kind, _ := telemetry.ParseTopic(topic); kind == telemetry.KindTelemetry && json.Unmarshal(payload, &r) == nil {
+			b.mu.Lock()
+			drop := b.lose[r.Seq]
+			if drop {
+				delete(b.lose, r.Seq)
+				b.lost = append(b.lost, r.Seq)
+			}
+			b.mu.Unlock()
+			if drop {
+				return
+			}
+		}
+		h(topic, payload)
+	})
+}
+
+// historySink is the embedded time-series store, noting which reports were written to it.
+type historySink struct {
+	*sink.EmbeddedSink
+	mu   sync.Mutex
+	seqs map[uint64]int
+}
+
+func (s *historySink) Write(ctx context.Context, r *telemetry.Report) error {
+	s.mu.Lock()
+	s.seqs[r.Seq]++
+	s.mu.Unlock()
+	return s.EmbeddedSink.Write(ctx, r)
+}
+
+func (s *historySink) has(seq uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seqs[seq]
+}
+
+// TestUplinkSendsLostReportAgain runs the agent's real uplink and spool against the
+// controller's real ingest engine (SQLite store, embedded time series) on the embedded
+// broker, with the controller's bus losing reports the broker acknowledged: one in the middle
+// of a run, and one of an event's neighbours. The watermark (contiguous) stays below each
+// hole; the agent, seeing it stalled below records acknowledged long ago, sends the oldest
+// again; they are stored; and only then does the spool delete them. Nothing is lost and
+// nothing is stored twice.
+func TestUplinkSendsLostReportAgain(t *testing.T) {
+	dir, creds, c := setupWithSite(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	claimSite(t, st, creds.Site, creds.Device)
+	emb, err := sink.NewEmbedded(sink.EmbeddedOptions{DataDir: t.TempDir(), FlushInterval: time.Hour, PruneInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emb.Close() })
+	hist := &historySink{EmbeddedSink: emb, seqs: map[uint64]int{}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	bus := &lossyBus{Bus: mqtt.NewInlineBus(c.broker, mqtt.BusOptions{Workers: 1, Logger: quiet}), lose: map[uint64]bool{7: true, 12: true, 13: true}}
+	t.Cleanup(bus.Close)
+	eng := ingest.New(st, bus, hist, ingest.Options{FlushEvery: 50 * time.Millisecond, Logger: quiet})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, stopEngine := context.WithCancel(ctx)
+	engineDone := make(chan struct{})
+	go func() { defer close(engineDone); _ = eng.Run(rctx) }()
+	t.Cleanup(func() { stopEngine(); <-engineDone })
+
+	sp := openSpool(t, dir)
+	defer sp.Close()
+	r := startUplink(t, c, sp, time.Hour)
+	r.u.holeAfter.Store(int64(time.Second)) // 15 s in production: three controller flush intervals
+	// The controller's first watermark (at Run's start, retained) makes the agent send again
+	// whatever is uncovered (a new boot): the holes below must be found by the stall alone.
+	waitUntil(t, "the controller's first watermark", func() bool { b, _ := r.u.boot.Load().(string); return b != "" })
+	r.turn(t)
+	window := []telemetry.TransportWindow{{Name: "wan1", Method: "icmp", Sent: 10, LatencyMs: 20, P50Ms: 20, P95Ms: 22, MinMs: 19, MaxMs: 25, JitterMs: 1, StdDevMs: 1}}
+	for i := range 20 {
+		if i == 10 { // an agent event in between: its sequence counts in the watermark too
+			r.e.spoolMessage(telemetry.KindEvents, &telemetry.AgentEvent{V: telemetry.SchemaVersion, Site: creds.Site, Device: creds.Device,
+				Time: time.Now().UTC(), Type: "transport.down", Transport: "wan1", Reason: "local"})
+		}
+		r.e.spoolReport(time.Now(), time.Second, window)
+	}
+	last := sp.Stats().LastID // 21: 20 reports and the event (11)
+	waitUntil(t, "every record covered by the watermark and deleted", func() bool { return sp.Stats().Acked == last && sp.Stats().Records == 0 })
+	bus.mu.Lock()
+	lost := bus.lost
+	bus.mu.Unlock()
+	if len(lost) != 3 {
+		t.Fatalf("the bus lost %v; want 7, 12 and 13 (the test's premise)", lost)
+	}
+	for q := uint64(1); q <= last; q++ {
+		if q == 11 {
+			continue // the event
+		}
+		if n := hist.has(q); n != 1 {
+			t.Errorf("report %d written to the history %d times; want once", q, n)
+		}
+	}
+	if got := counterValue(t, r.e.m.resent); got < 1 {
+		t.Errorf("edgewan_agent_spool_resent_total %v; want the lost ones sent again", got)
+	}
+}
+
+// setupWithSite is setup with the embedded broker running, the agent's credentials known to it.
+func setupWithSite(t *testing.T) (string, *claim.Credentials, *controllerSide) {
+	t.Helper()
+	dir, cs, creds := setup(t)
+	c := startController(t, dir, cs, creds)
+	return t.TempDir(), c.creds, c
+}
+
+// claimSite creates the site with one transport in the real store and claims it for device.
+func claimSite(t *testing.T, st *store.Store, site, device string) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	s := &sdwan.Site{ID: site, Name: site, Status: sdwan.SitePending, Role: "branch", Segments: []string{"corporate"},
+		CreatedAt: now, UpdatedAt: now, ClaimExpiresAt: now.Add(time.Hour)}
+	ts := []*sdwan.Transport{{ID: "tr-" + site, SiteID: site, Name: "wan1", Interface: "eth0", Status: sdwan.TransportUnknown,
+		ProbeTargets: []string{}, CreatedAt: now, UpdatedAt: now}}
+	if err := st.CreateSite(ctx, s, "claim-"+site, ts); err != nil {
+		t.Fatal(err)
+	}
+	dev := &org.Device{ID: device, SiteID: site, Name: device, Status: org.DeviceOffline, CreatedAt: now, UpdatedAt: now}
+	if err := st.ClaimSite(ctx, sdwan.ClaimRecord{SiteID: site, ClaimHash: "claim-" + site, Device: dev, MQTTUser: device, MQTTHash: "x", At: now}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
