@@ -226,16 +226,20 @@ func TestClusterProcesses(t *testing.T) {
 		t0 := time.Now()
 		phases = append(phases, phase{t0, "SIGTERM to " + id})
 		procs[id].terminate(t)
+		stopped := time.Since(t0)
 		procs[id] = startServe(t, so.bin, so.env, id)
+		ready := time.Since(t0)
 		waitFor(t, 60*time.Second, id+" back with its share after a restart", func() bool { return shared(so.db, ids) })
-		t.Logf("rolling restart: %s stopped, started and holding its share again in %v", id, time.Since(t0).Round(time.Millisecond))
+		t.Logf("rolling restart: %s stopped (SIGTERM to exit) in %v, ready (/readyz) at %v, holding its share again at %v",
+			id, stopped.Round(time.Millisecond), ready.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	}
 
 	// Let the agents catch up (their spools shrink to what the last watermark does not cover),
 	// then stop them and compare what they deleted with InfluxDB.
 	waitFor(t, 60*time.Second, "every agent's spool drained", func() bool {
 		for _, a := range agents {
-			if a.metric("edgewan_agent_spool_records") > 20 {
+			// The watermark goes out every 5 s: about 5-7 records of 1 s each are uncovered.
+			if a.metric("edgewan_agent_spool_records") > 10 {
 				return false
 			}
 		}

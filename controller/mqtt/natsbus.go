@@ -131,11 +131,25 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("mqtt.NewNATSBus: %w", err)
 	}
-	_, err = b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: o.Stream, Subjects: []string{"edgewan.in.>"}, Storage: jetstream.FileStorage,
-		Replicas: o.Replicas, MaxAge: o.MaxAge, Discard: jetstream.DiscardOld,
-		Description: "agents' messages, partitioned by site (edgewan.in.{partition}.{site}.{kind})",
-	})
+	// The JetStream API answers only with a meta leader: a node that just restarted, or one
+	// lost, leaves the cluster without one for seconds (TestClusterProcesses saw a controller
+	// started then exit on the first timeout). Retried for up to a minute.
+	retryUntil := time.Now().Add(time.Minute)
+	for {
+		_, err = b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: o.Stream, Subjects: []string{"edgewan.in.>"}, Storage: jetstream.FileStorage,
+			Replicas: o.Replicas, MaxAge: o.MaxAge, Discard: jetstream.DiscardOld,
+			Description: "agents' messages, partitioned by site (edgewan.in.{partition}.{site}.{kind})",
+		})
+		if err == nil || ctx.Err() != nil || time.Now().After(retryUntil) {
+			break
+		}
+		b.log.Warn("NATS: creating the stream; retrying", "stream", o.Stream, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("mqtt.NewNATSBus: creating stream %s: %w", o.Stream, err)
