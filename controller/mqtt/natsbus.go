@@ -364,8 +364,11 @@ func (b *NATSBus) replayStatus(p int, np *natsPart) {
 				if stopped {
 					return
 				}
+				// A short wait: StopPartition (a lease handed over, on the member's goroutine)
+				// waits for this, and a batch short of what was asked is all there is.
 				var batch jetstream.MessageBatch
-				if batch, err = c.Fetch(int(min(left, 256)), jetstream.FetchMaxWait(5*time.Second)); err != nil {
+				want := int(min(left, 256))
+				if batch, err = c.Fetch(want, jetstream.FetchMaxWait(time.Second)); err != nil {
 					break
 				}
 				n := 0
@@ -375,8 +378,11 @@ func (b *NATSBus) replayStatus(p int, np *natsPart) {
 						b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
 					}
 				}
-				if err = batch.Error(); err == nil && n == 0 {
-					err = errors.New("no message within 5s")
+				if n < want { // all there is (the batch's error is then its wait's end)
+					break
+				}
+				if err = batch.Error(); err != nil {
+					break
 				}
 				left -= uint64(n)
 			}
