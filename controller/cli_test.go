@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/edgewan/edgewan/controller/natsauth"
 	"github.com/edgewan/edgewan/coreapi/auth"
 )
 
@@ -92,5 +94,34 @@ func TestVersion(t *testing.T) {
 	out, _, err := runCLI(t, "version")
 	if err != nil || !strings.HasPrefix(out, "edgewan controller ") {
 		t.Fatalf("version: %q, %v", out, err)
+	}
+}
+
+// TestNATSInit: nats-init writes a setup the controller can load (--nats-keys), refuses to
+// overwrite one, and refuses a partition count the cluster flags would refuse.
+func TestNATSInit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nats")
+	out, _, err := runCLI(t, "nats-init", "--partitions", "32", dir)
+	if err != nil {
+		t.Fatalf("nats-init: %v", err)
+	}
+	if !strings.Contains(out, "controller-keys.json") || !strings.Contains(out, "offline") {
+		t.Errorf("nats-init output does not say what the files are for:\n%s", out)
+	}
+	k, err := natsauth.ReadKeys(filepath.Join(dir, "controller-keys.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := natsauth.NewIssuer(k); err != nil || k.Partitions != 32 {
+		t.Errorf("the written keys: partitions %d, %v", k.Partitions, err)
+	}
+	if _, _, err := runCLI(t, "nats-init", dir); err == nil {
+		t.Errorf("nats-init over an existing setup: got nil; want a refusal")
+	}
+	if _, _, err := runCLI(t, "nats-init", "--partitions", "0", filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "--partitions") {
+		t.Errorf("nats-init --partitions 0: %v; want a refusal naming --partitions", err)
+	}
+	if _, _, err := runCLI(t, "nats-init"); err == nil {
+		t.Errorf("nats-init without a directory: got nil; want an error")
 	}
 }

@@ -26,6 +26,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{"keys create -h", "-scopes"},
 		{"keys list --help", "-data-dir"},
 		{"keys revoke -h", "-data-dir"},
+		{"nats-init -h", "-partitions"},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelpExitsZero$")

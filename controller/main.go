@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgewan/edgewan/buildinfo"
 	"github.com/edgewan/edgewan/controller/config"
+	"github.com/edgewan/edgewan/controller/natsauth"
 	"github.com/edgewan/edgewan/controller/server"
 	"github.com/edgewan/edgewan/controller/store"
 	"github.com/edgewan/edgewan/coreapi/auth"
@@ -32,6 +33,8 @@ commands:
                              to let it change the project's policies)
   keys list                  list keys (never their tokens)
   keys revoke ID             revoke a key
+  nats-init DIR              make the NATS operator-mode setup of the scaled-out mode in DIR
+                             (--partitions N, as --cluster-partitions; docs/scale-out.md)
   version                    print the version
 `
 
@@ -58,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stderr)
 	case "keys":
 		return keys(ctx, args[1:], stdout, stderr)
+	case "nats-init":
+		return natsInit(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, buildinfo.Get(server.Version).String("controller"))
 		return nil
@@ -147,6 +152,47 @@ func helpRequested(args []string) bool {
 		}
 	}
 	return false
+}
+
+// natsInit writes a new NATS operator-mode setup (controller/natsauth): the servers' auth.conf
+// and operator JWT, the controllers' keys file and the operator's identity seed.
+func natsInit(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("controller nats-init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if helpRequested(args) {
+		fs.SetOutput(stdout)
+	}
+	partitions := fs.Int("partitions", 16, "partitions of the site space: the controllers' --cluster-partitions")
+	operatorPath := fs.String("operator-path", "", "where the NATS servers will read operator.jwt (default: DIR/operator.jwt, absolute)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: controller nats-init [--partitions N] [--operator-path PATH] DIR")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return errors.New("nats-init: give one directory")
+	}
+	if *partitions < 1 || *partitions > 4096 {
+		return fmt.Errorf("nats-init: --partitions must be 1..4096, got %d", *partitions)
+	}
+	setup, err := natsauth.Generate(*partitions)
+	if err != nil {
+		return err
+	}
+	if err := setup.Write(pos[0], *operatorPath); err != nil {
+		return fmt.Errorf("nats-init: %w", err)
+	}
+	fmt.Fprintf(stdout, `wrote %[1]s:
+  auth.conf             include it in every NATS node's configuration, with a resolver block
+  operator.jwt          the operator JWT auth.conf names
+  controller-keys.json  the controllers' --nats-keys (secret: signs every device's credential)
+  operator.nk           the operator's identity key: move it offline (it only signs operator.jwt)
+`, pos[0])
+	return nil
 }
 
 func keys(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,14 +1,19 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+
+	"github.com/edgewan/edgewan/controller/natsauth"
 )
 
 // TestComposeScaleOut loads the scaled-out stack with the compose-spec loader (there is no
@@ -55,16 +60,40 @@ func TestComposeScaleOut(t *testing.T) {
 	}
 }
 
-// TestNATSConfig has the real nats-server (scripts/nats.sh install) check deploy/nats/nats.conf.
+// TestNATSConfig has the real nats-server (scripts/nats.sh install) check deploy/nats/nats.conf
+// with the auth.conf `controller nats-init` makes (operator mode), as the compose file mounts
+// them side by side.
 func TestNATSConfig(t *testing.T) {
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
 		bin = "/usr/sbin/nats-server"
 	}
-	cmd := exec.Command(bin, "-t", "-c", "nats/nats.conf")
-	cmd.Env = append(os.Environ(), "NATS_CONTROLLER_PASSWORD=x")
-	out, err := cmd.CombinedOutput()
+	dir := t.TempDir()
+	setup, err := natsauth.Generate(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setup.Write(filepath.Join(dir, "operator"), filepath.Join(dir, "operator", "operator.jwt")); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile("nats/nats.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The resolver's directory is the container's /data/jwt: here a directory of the test's.
+	conf = bytes.ReplaceAll(conf, []byte(`"/data/jwt"`), []byte(strconv.Quote(filepath.Join(dir, "jwt"))))
+	if err := os.WriteFile(filepath.Join(dir, "nats.conf"), conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	auth, err := os.ReadFile(filepath.Join(dir, "operator", "auth.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "auth.conf"), auth, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-t", "-c", filepath.Join(dir, "nats.conf")).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "is valid") {
-		t.Errorf("nats-server -t -c nats/nats.conf: %v\n%s", err, out)
+		t.Errorf("nats-server -t -c nats/nats.conf (with a nats-init auth.conf): %v\n%s", err, out)
 	}
 }

@@ -12,7 +12,9 @@
 #   BenchmarkResources          4 transports x 5 probes/s for 60 s -> agent RSS (MB) and CPU (% of a core)
 #   BenchmarkImpairments/X/trialN  issue 13's table: impairment X on wan1's responder -> voice
 #                               (150 ms / 1 % / 30 ms) on wan2; X = loss20, loss3, jitter60, delay250,
-#                               delay100jitter60, blackhole
+#                               delay500, delay100jitter60, blackhole; "downs" counts the trial's dead-link
+#                               verdicts (a delay step must give none: reason sla, not down)
+# Every trial sets its fault at a random phase of the probes and windows.
 #
 #   BENCH=Impairments scripts/bench-agent.sh   only those (any -bench regexp)
 set -euo pipefail
@@ -22,10 +24,12 @@ out="$(EDGEWAN_BENCH_TRIALS="${TRIALS:-10}" go test -run '^$' -bench "${BENCH:-F
 echo "$out"
 # median and max of the per-trial times (ms)
 for b in Failover SLASwitch Impairments/loss20 Impairments/loss3 Impairments/jitter60 Impairments/delay250 \
-	Impairments/delay100jitter60 Impairments/blackhole; do
+	Impairments/delay500 Impairments/delay100jitter60 Impairments/blackhole; do
 	vals="$(echo "$out" | awk -v b="$b" '$1 ~ "^Benchmark" b "/trial" { printf "%.0f\n", $3 / 1e6 }' | sort -n)"
 	n="$(echo "$vals" | grep -c . || true)"
 	if ((n > 0)); then
-		echo "$b: $n trials, median $(echo "$vals" | sed -n "$(((n + 1) / 2))p") ms, max $(echo "$vals" | tail -n 1) ms"
+		downs="$(echo "$out" | awk -v b="$b" '$1 ~ "^Benchmark" b "/trial" { for (i = 4; i < NF; i++) if ($(i + 1) == "downs") d += $i } END { print d + 0 }')"
+		echo "$b: $n trials, median $(echo "$vals" | sed -n "$(((n + 1) / 2))p") ms, max $(echo "$vals" | tail -n 1) ms, downs $downs," \
+			"all: $(echo $vals)"
 	fi
 done

@@ -13,6 +13,12 @@
 #                            and prints the client URLs, comma-separated, as the last line.
 #                            USER/PASSWORD (default edgewan/edgewan) is the one account of the
 #                            test cluster (the MQTT listener needs a login).
+#                            With AUTH_CONF=FILE the cluster runs in NATS operator mode instead
+#                            (decentralised JWT auth, per-device users): FILE is the auth.conf of
+#                            `controller nats-init` (operator JWT path, system account, preloaded
+#                            account JWTs, whose account carries the partition mapping); each
+#                            node gets a full resolver in DIR/nodeN/jwt, and USER/PASSWORD and
+#                            the mappings below are not used (docs/scale-out.md).
 #   scripts/nats.sh stop DIR [N]   stop node N (default: all); kill -9 with KILL=1
 #   scripts/nats.sh restart DIR N  start node N again with its data
 #   scripts/nats.sh install        install nats-server with apt if missing
@@ -60,6 +66,27 @@ write_conf() { # DIR N BASEPORT USER PASSWORD
 	done
 	local p=$((base + 10 * (n - 1)))
 	mkdir -p "$dir/node$n"
+	local auth
+	if [[ -n "${AUTH_CONF:-}" ]]; then
+		# include paths are relative to the including file: the copy sits next to it
+		auth="include \"auth.conf\"
+resolver: {
+  type: full
+  dir: \"$dir/node$n/jwt\"
+  allow_delete: false
+  interval: \"2m\"
+}"
+	else
+		auth="authorization {
+  users: [ { user: \"$user\", password: \"$pass\" } ]
+}
+mappings: {
+  \"edgewan.v1.sites.*.telemetry\": \"edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.telemetry\"
+  \"edgewan.v1.sites.*.acks\":      \"edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.acks\"
+  \"edgewan.v1.sites.*.events\":    \"edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.events\"
+  \"edgewan.v1.sites.*.status\":    \"edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.status\"
+}"
+	fi
 	cat >"$dir/node$n.conf" <<CONF
 server_name: n$n
 listen: 127.0.0.1:$p
@@ -82,15 +109,7 @@ mqtt {
   consumer_replicas: 3
   ack_wait: "30s"
 }
-authorization {
-  users: [ { user: "$user", password: "$pass" } ]
-}
-mappings: {
-  "edgewan.v1.sites.*.telemetry": "edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.telemetry"
-  "edgewan.v1.sites.*.acks":      "edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.acks"
-  "edgewan.v1.sites.*.events":    "edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.events"
-  "edgewan.v1.sites.*.status":    "edgewan.in.{{partition($PARTITIONS,1)}}.{{wildcard(1)}}.status"
-}
+$auth
 CONF
 }
 
@@ -146,6 +165,10 @@ start)
 	[[ $# -ge 3 ]] || die "usage: scripts/nats.sh start DIR BASEPORT [USER PASSWORD]"
 	dir=$2 base=$3 user=${4:-edgewan} pass=${5:-edgewan}
 	mkdir -p "$dir"
+	if [[ -n "${AUTH_CONF:-}" ]]; then
+		[[ -f "$AUTH_CONF" ]] || die "AUTH_CONF=$AUTH_CONF: no such file"
+		cp "$AUTH_CONF" "$dir/auth.conf"
+	fi
 	for n in 1 2 3; do write_conf "$dir" "$n" "$base" "$user" "$pass"; done
 	for n in 1 2 3; do start_node "$dir" "$n"; done
 	wait_healthy "$dir" 1 2 3

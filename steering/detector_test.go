@@ -57,15 +57,18 @@ func spiky(c channel, p, spikeMs float64) channel {
 
 // simAgent is the agent's probing (agent/probe, agent/engine) as the detector sees it: a probe
 // every Interval, every Fast while the transport is suspect (from a suspect probe until its
-// window's verdict, then as long as Site.Suspect says so; the probe budget is not modelled),
-// answers counted when they arrive, losses at the loss deadline (3 suspect deadlines of 100 ms on
-// a 20 ms path), 1 s windows.
+// window's verdict, then as long as Site.Suspect says so) and the fast-probing budget lasts (as
+// agent/probe: Budget of fast probing, refilled so that the average rate stays at most twice
+// Interval's), answers counted when they arrive, losses at the loss deadline (3 suspect
+// deadlines of 100 ms on a 20 ms path), 1 s windows.
 type simAgent struct {
 	Interval, Fast, Timeout time.Duration
 	Suspect                 time.Duration // the prober's suspect deadline for an unanswered probe
+	Budget                  time.Duration // the longest burst of fast probing; 0: unlimited
 }
 
-var labAgent = simAgent{Interval: 200 * time.Millisecond, Fast: 25 * time.Millisecond, Timeout: 300 * time.Millisecond, Suspect: 100 * time.Millisecond}
+var labAgent = simAgent{Interval: 200 * time.Millisecond, Fast: 25 * time.Millisecond, Timeout: 300 * time.Millisecond,
+	Suspect: 100 * time.Millisecond, Budget: 20 * time.Second}
 
 var voiceSLA = Thresholds{MaxLatencyMs: 150, MaxLossPct: 1, MaxJitterMs: 30}
 
@@ -89,7 +92,8 @@ func (a simAgent) run(seed uint64, o Options, sla Thresholds, bad channel, warm,
 	var pending []result
 	var out []Decision
 	first = -1
-	t, fastUntil := time.Duration(0), time.Duration(-1)
+	t, fastUntil, budget := time.Duration(0), time.Duration(-1), a.Budget
+	refill := 1 / (float64(a.Interval)/float64(a.Fast) - 1)
 	for win := time.Second; win <= warm+d; win += time.Second {
 		for t < win {
 			ch := good
@@ -97,17 +101,24 @@ func (a simAgent) run(seed uint64, o Options, sla Thresholds, bad channel, warm,
 				ch = bad
 			}
 			step := a.Interval
-			if t < fastUntil {
+			fast := t < fastUntil && (a.Budget == 0 || budget >= a.Fast)
+			if fast {
 				step = a.Fast
 			}
 			if rtt, lost := ch(r); lost {
 				pending = append(pending, result{at: t + a.Timeout, lost: true})
 				// the prober suspects it at its deadline: faster until that window's verdict
 				fastUntil = max(fastUntil, (t+a.Suspect).Truncate(time.Second)+time.Second)
-				step = min(step, max(a.Suspect, a.Fast))
+				if a.Budget == 0 || budget >= a.Fast {
+					step = min(step, max(a.Suspect, a.Fast))
+				}
 			} else {
 				pending = append(pending, result{at: t + time.Duration(rtt*float64(time.Millisecond)), rtt: rtt})
 			}
+			if fast || step < a.Interval {
+				budget -= step
+			}
+			budget = min(budget+time.Duration(refill*float64(step)), a.Budget)
 			t += step
 		}
 		slices.SortFunc(pending, func(x, y result) int { return int(x.at - y.at) })
@@ -237,7 +248,7 @@ func TestDetectorTable(t *testing.T) {
 		rows = append(rows, row{"latency", k, normalRTT(k*voiceSLA.MaxLatencyMs, 5)})
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| metric | x bound | switches per hour | decided: median | p90 | not within 60 s |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| metric | x bound | switches per hour | decided: median | p90 | p99 | over the goal | not within 60 s |\n|---|---|---|---|---|---|---|---|\n")
 	prev := map[string]time.Duration{}
 	for _, r := range rows {
 		if r.k <= 1 {
@@ -246,11 +257,11 @@ func TestDetectorTable(t *testing.T) {
 				_, n := labAgent.run(seed+1, DefaultOptions(), voiceSLA, r.c, 0, time.Hour)
 				total += n
 			}
-			fmt.Fprintf(&b, "| %s | %.2g | %.3g (%d in %d h) | | | |\n", r.metric, r.k, float64(total)/float64(seeds), total, seeds)
+			fmt.Fprintf(&b, "| %s | %.2g | %.3g (%d in %d h) | | | | | |\n", r.metric, r.k, float64(total)/float64(seeds), total, seeds)
 			continue
 		}
 		var ds []time.Duration
-		missed := 0
+		missed, over, goal := 0, 0, issueGoal(r.metric, r.k)
 		for seed := range uint64(seeds) {
 			first, _ := labAgent.run(seed+1, DefaultOptions(), voiceSLA, r.c, warmFor(seed+1), 60*time.Second)
 			if first < 0 {
@@ -258,16 +269,35 @@ func TestDetectorTable(t *testing.T) {
 				first = time.Hour
 			}
 			ds = append(ds, first)
+			if first > goal {
+				over++
+			}
 		}
 		slices.Sort(ds)
-		med, p90 := ds[len(ds)/2], ds[len(ds)*9/10]
-		fmt.Fprintf(&b, "| %s | %.2g | | %s | %s | %.0f %% |\n", r.metric, r.k, fmtDecide(med), fmtDecide(p90), 100*float64(missed)/float64(seeds))
+		med, p90, p99 := ds[len(ds)/2], ds[len(ds)*9/10], ds[len(ds)*99/100]
+		fmt.Fprintf(&b, "| %s | %.2g | | %s | %s | %s | %.1f %% (> %v) | %.0f %% |\n", r.metric, r.k, fmtDecide(med), fmtDecide(p90),
+			fmtDecide(p99), 100*float64(over)/float64(seeds), goal, 100*float64(missed)/float64(seeds))
 		if p, ok := prev[r.metric]; ok && med > p+time.Second {
 			t.Errorf("%s at %.2gx the bound decided in %v, later than %v for a smaller miss", r.metric, r.k, med, p)
 		}
 		prev[r.metric] = med
 	}
 	t.Logf("%d seeds, A = %.2f nats:\n%s", seeds, DefaultDetector().Threshold(), b.String())
+}
+
+// issueGoal is issue 13's time to switch for a miss of k times the bound: 20 % loss (20 x)
+// within 3 s, 3 % within 20 s (and so any loss from 3 x), jitter within 5 s, latency within 4 s;
+// the smaller misses are held to the same figure, for comparison.
+func issueGoal(metric string, k float64) time.Duration {
+	switch {
+	case metric == "loss" && k >= 20:
+		return 3 * time.Second
+	case metric == "loss":
+		return 20 * time.Second
+	case metric == "jitter":
+		return 5 * time.Second
+	}
+	return 4 * time.Second
 }
 
 func fmtDecide(d time.Duration) string {
@@ -347,4 +377,51 @@ func TestDetectorOldAgent(t *testing.T) {
 		t.Fatalf("60 ms jitter decided after %d windows from an old agent, %d from a current one", o, c)
 	}
 	t.Logf("decided after %d windows (old agent), %d (current)", o, c)
+}
+
+// WouldBreach answers for a window so far without changing the site (the same window observed
+// then decides as it said), only for a class's current path, and only on loss evidence.
+func TestWouldBreach(t *testing.T) {
+	s, err := NewSite([]string{"mpls", "inet"}, []Class{{Name: "voice", SLA: voiceSLA, Preferred: []string{"mpls", "inet"}}}, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := Metrics{Probes: 5, LatencyMs: 20, JitterMs: 1, JitterN: 4}
+	bad := Metrics{Probes: 20, Lost: 8, LossPct: 40, LatencyMs: 20, JitterMs: 1, JitterN: 10}
+	slow := Metrics{Probes: 40, LatencyMs: 2000, LatencySDMs: 1, JitterMs: 1, JitterN: 39}
+	for _, tc := range []struct {
+		transport string
+		m         Metrics
+		want      bool
+	}{{"mpls", good, false}, {"mpls", bad, true}, {"inet", bad, false}, {"mpls", slow, false}, {"nowhere", bad, false}} {
+		if got := s.WouldBreach(tc.transport, tc.m); got != tc.want {
+			t.Errorf("WouldBreach(%s, %+v) = %v", tc.transport, tc.m, got)
+		}
+	}
+	now := t0
+	for range 3 { // asking changed nothing: good windows decide nothing
+		now = now.Add(time.Second)
+		s.Observe(now, "mpls", good)
+		s.Observe(now, "inet", good)
+		if d := s.Evaluate(now, nil); len(d) != 0 {
+			t.Fatalf("decisions after good windows: %+v", d)
+		}
+	}
+	now = now.Add(time.Second)
+	s.Observe(now, "mpls", bad)
+	s.Observe(now, "inet", good)
+	var switched bool
+	for _, d := range s.Evaluate(now, nil) {
+		switched = switched || d.Kind == PathSwitched && d.Class == "voice" && d.To == "inet" && d.Reason == ReasonSLA
+	}
+	if !switched {
+		t.Fatal("the window WouldBreach named did not move voice")
+	}
+	if s.WouldBreach("mpls", bad) || s.WouldBreach("inet", good) {
+		t.Fatal("after the switch: mpls is no longer voice's path, inet is good")
+	}
+	// the agent asks after every probe result while a transport is suspect
+	if n := testing.AllocsPerRun(100, func() { s.WouldBreach("inet", bad) }); n != 0 {
+		t.Errorf("WouldBreach allocates %v times", n)
+	}
 }

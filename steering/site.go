@@ -280,6 +280,33 @@ func (s *Site) Observe(now time.Time, transport string, m Metrics) bool {
 	return true
 }
 
+// WouldBreach reports whether window m, observed on transport, would make the Detector's loss
+// tests decide a breach of a class whose path is that transport and that is not breached yet.
+// It changes nothing. The agent asks it of the window so far while a transport is suspect, and
+// ends the window at once when the answer is yes, so that the switch (the controller's, on the
+// same window) does not wait for the window's end. Latency and jitter are left out: their cap
+// per window is what keeps a stalled machine from deciding them, and a window cut short where a
+// stall ends would get round it; a loss is a probe unanswered for three RTOs, which a stall
+// does not make.
+func (s *Site) WouldBreach(transport string, m Metrics) bool {
+	ti := s.transportIndex(transport)
+	if ti < 0 || m.Down || m.Probes <= 0 || !s.opts.Detector.on() {
+		return false
+	}
+	T := len(s.transports)
+	for ci := range s.classes {
+		cl, c := &s.classes[ci], &s.cells[ci*T+ti]
+		if int(cl.path) != ti || c.breached || cl.lossW.a == 0 {
+			continue
+		}
+		ev, loss := c.ev, Thresholds{MaxLossPct: cl.sla.MaxLossPct}
+		if breach, _ := s.opts.Detector.judge(&ev, loss, &cl.lossW, m); breach {
+			return true
+		}
+	}
+	return false
+}
+
 // judge applies window m to one state against th: with the Detector on and sample counts in m,
 // a breach is decided by the evidence, and a window counts as good (towards RecoverAfter) when
 // all its evidence favours th; otherwise by the window rule (step). Recovery resets the evidence.

@@ -79,6 +79,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
 // ---- controller -------------------------------------------------------------------------------
 
 type controller struct {
@@ -294,6 +300,11 @@ func (a *agent) stop(t testing.TB) error {
 		t.Fatalf("agent did not stop in 30s\n%s", a.log)
 	}
 	return nil
+}
+
+// downsSince counts the agent's local dead-link verdicts logged after offset off of its log.
+func (a *agent) downsSince(off int) int {
+	return strings.Count(a.log.String()[off:], `msg="agent: transport down"`)
 }
 
 // kill ends the agent abruptly (SIGKILL), as a crash or power loss would.

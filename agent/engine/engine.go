@@ -49,6 +49,7 @@ type Engine struct {
 	up  *uplink
 
 	kick   chan struct{} // reconcile the data plane (coalescing)
+	early  chan struct{} // end the window now: the local detector would decide on it (coalescing)
 	events chan telemetry.AgentEvent
 
 	mu         sync.Mutex
@@ -64,6 +65,7 @@ type Engine struct {
 	paths      map[string]string // applied (effective) paths
 	acked      map[string]string // policy -> "version/status" last acknowledged
 	scratch    []steering.Decision
+	windowAt   time.Time // when the current window began
 }
 
 // transportSpec is a transport as the agent runs it: the configuration merged over the
@@ -93,7 +95,7 @@ func Run(ctx context.Context, o Options) error {
 			o.Steering.RecoverAfter = st.RecoverAfter
 		}
 	}
-	e := &Engine{o: o, cfg: o.Config, log: o.Logger, kick: make(chan struct{}, 1), events: make(chan telemetry.AgentEvent, 1024),
+	e := &Engine{o: o, cfg: o.Config, log: o.Logger, kick: make(chan struct{}, 1), early: make(chan struct{}, 1), events: make(chan telemetry.AgentEvent, 1024),
 		monitors: map[string]*monitor{}, decisions: map[string]string{}, paths: map[string]string{}, acked: map[string]string{}}
 	e.m = newMetrics(o.Registry)
 	// Acks are written every 5 s: a crash re-sends at most that much, which the controller
@@ -326,6 +328,9 @@ func (e *Engine) onUpLocked(name string) {
 // ---- windows and reports ----------------------------------------------------------------------
 
 func (e *Engine) windowLoop(ctx context.Context) {
+	e.mu.Lock()
+	e.windowAt = time.Now()
+	e.mu.Unlock()
 	t := time.NewTicker(e.cfg.Window)
 	defer t.Stop()
 	for {
@@ -333,15 +338,37 @@ func (e *Engine) windowLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			e.flushWindow(now)
+			e.flushWindow(now, e.cfg.Window)
+		case <-e.early:
+			now := time.Now()
+			e.mu.Lock()
+			d := now.Sub(e.windowAt)
+			e.mu.Unlock()
+			e.log.Debug("agent: window ended early: the local detector would decide a loss breach on it", "window", d)
+			e.flushWindow(now, d)
+			t.Reset(e.cfg.Window) // the windows after it are whole again
 		}
 	}
 }
 
-// flushWindow ends every transport's window: one report to the spool, and the windows to the
-// local steering.
-func (e *Engine) flushWindow(now time.Time) {
+// endWindowEarly asks the window loop to end the window now (e.mu held): a transport's window
+// so far would make the local detector decide a breach, and the controller, judging the same
+// window, would too. Not before a tenth of a window, so that a window is never tiny.
+func (e *Engine) endWindowEarly(now time.Time) {
+	if now.Sub(e.windowAt) < e.cfg.Window/10 {
+		return
+	}
+	select {
+	case e.early <- struct{}{}:
+	default:
+	}
+}
+
+// flushWindow ends every transport's window, of length d: one report to the spool, and the
+// windows to the local steering.
+func (e *Engine) flushWindow(now time.Time, d time.Duration) {
 	e.mu.Lock()
+	e.windowAt = now
 	tws := make([]telemetry.TransportWindow, 0, len(e.transports))
 	for _, t := range e.transports {
 		mon := e.monitors[t.Name]
@@ -370,7 +397,7 @@ func (e *Engine) flushWindow(now time.Time) {
 	if len(tws) == 0 {
 		return
 	}
-	e.spoolReport(now, e.cfg.Window, tws)
+	e.spoolReport(now, d, tws)
 }
 
 // spoolReport appends one report of the windows tws, ended at now, to the spool.
@@ -378,7 +405,7 @@ func (e *Engine) spoolReport(now time.Time, window time.Duration, tws []telemetr
 	held := e.held()
 	_, err := e.sp.Append(func(id uint64, dst []byte) ([]byte, error) {
 		r := telemetry.Report{V: telemetry.SchemaVersion, Site: e.o.Creds.Site, Device: e.o.Creds.Device, Seq: id, Held: min(held, id),
-			Time: now.UTC(), WindowMs: int(window / time.Millisecond), Transport: tws}
+			Time: now.UTC(), WindowMs: max(int(window/time.Millisecond), 1), Transport: tws}
 		return appendMessage(dst, telemetry.KindTelemetry, r)
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/edgewan/edgewan/agent/claim"
 	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/agent/probe"
+	"github.com/edgewan/edgewan/steering"
 	"github.com/edgewan/edgewan/telemetry"
 )
 
@@ -56,26 +57,33 @@ func TestSpooledMessage(t *testing.T) {
 }
 
 // A transport is hard down once DownAfter probes in a row are unanswered past their suspect
-// deadline and the first of them is lost: a delay step answered before the loss deadline is
-// not a dead link, and a loss older than the last answer does not count.
+// deadline and the first of them is overdue (past its down deadline): a delay step answered
+// before that is not a dead link (even when its probe was already counted lost), a probe older
+// than the last answer does not count, and any answer, a late one too, brings it back up.
 func TestMonitorDown(t *testing.T) {
 	at := func(ms int) time.Time { return time.Unix(1000, 0).Add(time.Duration(ms) * time.Millisecond) }
 	suspect := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Suspect: true} }
 	lost := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Lost: true} }
+	overdue := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Overdue: true} }
 	answer := func(ms int) probe.Result { return probe.Result{Sent: at(ms), RTT: 250 * time.Millisecond} }
+	late := func(ms int) probe.Result { return probe.Result{Sent: at(ms), RTT: 500 * time.Millisecond, Late: true} }
 	for _, tc := range []struct {
 		name string
 		rs   []probe.Result
 		down []bool // after each result
 	}{
-		{"blackhole: down at the first loss", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0)},
+		{"blackhole: down when the first is overdue", []probe.Result{suspect(0), suspect(100), suspect(125), overdue(0)},
 			[]bool{false, false, false, true}},
-		{"+250 ms step: answered before the loss deadline", []probe.Result{suspect(0), suspect(100), suspect(125), answer(0), suspect(150), answer(100)},
+		{"a loss alone is not a dead link", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), suspect(150)},
+			[]bool{false, false, false, false, false}},
+		{"+250 ms step: answered before the down deadline", []probe.Result{suspect(0), suspect(100), suspect(125), answer(0), suspect(150), answer(100)},
 			[]bool{false, false, false, false, false, false}},
-		{"a loss older than the last answer does not count", []probe.Result{suspect(0), answer(200), lost(0), suspect(400), suspect(425), suspect(450), lost(400)},
+		{"a probe older than the last answer does not count", []probe.Result{suspect(0), answer(200), overdue(0), suspect(400), suspect(425), suspect(450), overdue(400)},
 			[]bool{false, false, false, false, false, false, true}},
-		{"up again at the next answer", []probe.Result{suspect(0), suspect(25), lost(0), suspect(50), answer(75)},
+		{"up again at the next answer", []probe.Result{suspect(0), suspect(25), overdue(0), suspect(50), answer(75)},
 			[]bool{false, false, false, true, false}},
+		{"+500 ms step: down, then up at the late answer", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), overdue(0), late(0)},
+			[]bool{false, false, false, false, true, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Engine{cfg: &config.Config{DownAfter: 3}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler),
@@ -90,6 +98,66 @@ func TestMonitorDown(t *testing.T) {
 			}
 			if !m.pace.Fast() {
 				t.Error("suspect probes did not speed probing up")
+			}
+			var lost int
+			for _, r := range tc.rs {
+				if r.Lost {
+					lost++
+				}
+			}
+			if tw := m.flush(); tw.Lost != lost || tw.Sent != lost+countAnswers(tc.rs) {
+				t.Errorf("window sent %d lost %d: a late answer is not a sample, its loss is counted", tw.Sent, tw.Lost)
+			}
+		})
+	}
+}
+
+func countAnswers(rs []probe.Result) (n int) {
+	for _, r := range rs {
+		if r.Final() && !r.Lost {
+			n++
+		}
+	}
+	return n
+}
+
+// While a transport is suspect, the window ends early once the losses so far would decide a
+// breach of a class on it; not for losses that would not, not while the transport is not
+// suspect, and not in the first tenth of a window.
+func TestEarlyWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fast       bool
+		age        time.Duration // of the window
+		lost, sent int
+		want       bool
+	}{
+		{"gross loss, suspect", true, 500 * time.Millisecond, 8, 20, true},
+		{"one loss", true, 500 * time.Millisecond, 1, 20, false},
+		{"not suspect", false, 500 * time.Millisecond, 8, 20, false},
+		{"window too young", true, 50 * time.Millisecond, 8, 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			site, err := steering.NewSite([]string{"wan1", "wan2"}, []steering.Class{{Name: "voice",
+				SLA: steering.Thresholds{MaxLatencyMs: 150, MaxLossPct: 1, MaxJitterMs: 30}}}, steering.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &Engine{cfg: &config.Config{DownAfter: 3, Window: time.Second}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler),
+				o: Options{Creds: &claim.Credentials{Site: "s1", Device: "d1"}}, events: make(chan telemetry.AgentEvent, 16),
+				kick: make(chan struct{}, 1), early: make(chan struct{}, 1), steer: site, windowAt: time.Now().Add(-tc.age)}
+			m := startMonitor(e, "wan1", probe.Config{}, nil)
+			m.pace.SetFast(tc.fast)
+			sent := time.Now()
+			for i := range tc.sent {
+				if i < tc.lost {
+					m.handle(probe.Result{Sent: sent, Lost: true})
+				} else {
+					m.handle(probe.Result{Sent: sent, RTT: 20 * time.Millisecond})
+				}
+			}
+			if got := len(e.early) > 0; got != tc.want {
+				t.Fatalf("window ended early: %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -8,26 +8,27 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/agent/probe"
+	"github.com/edgewan/edgewan/steering"
 	"github.com/edgewan/edgewan/telemetry"
 	"github.com/edgewan/edgewan/telemetry/window"
 )
 
 // monitor owns one transport's prober and window. Its state is guarded by the engine's mu.
 type monitor struct {
-	e         *Engine
-	name      string
-	pc        probe.Config
-	w         *window.Window
-	pace      *probe.Pace // fast while the transport is suspect
-	suspect   time.Time   // when a probe was last past its suspect deadline
-	suspects  int         // consecutive probes past their suspect deadline
-	lostFirst bool        // and the first of them is lost (past its loss deadline)
-	answered  time.Time   // when the last answered probe was sent
-	down      bool        // hard down: DownAfter suspects in a row, the first lost, until the next answer
-	stopped   bool
-	cancel    context.CancelFunc
-	sent      prometheus.Counter // this transport's, looked up once
-	lost      prometheus.Counter
+	e        *Engine
+	name     string
+	pc       probe.Config
+	w        *window.Window
+	pace     *probe.Pace // fast while the transport is suspect
+	suspect  time.Time   // when a probe was last past its suspect deadline
+	suspects int         // consecutive probes past their suspect deadline
+	overdue  bool        // and the first of them is past its down deadline (probe.Result.Overdue)
+	answered time.Time   // when the last answered probe was sent
+	down     bool        // hard down: DownAfter suspects in a row, the first overdue, until the next answer
+	stopped  bool
+	cancel   context.CancelFunc
+	sent     prometheus.Counter // this transport's, looked up once
+	lost     prometheus.Counter
 }
 
 // startMonitor starts probing; prev (stopped, may be nil) hands over its window so that jitter
@@ -35,7 +36,7 @@ type monitor struct {
 func startMonitor(e *Engine, name string, pc probe.Config, prev *monitor) *monitor {
 	m := &monitor{e: e, name: name, pc: pc, pace: probe.NewPace(), sent: e.m.probesSent.WithLabelValues(name), lost: e.m.probesLost.WithLabelValues(name)}
 	if prev != nil {
-		m.w, m.suspects, m.lostFirst, m.answered, m.down = prev.w, prev.suspects, prev.lostFirst, prev.answered, prev.down
+		m.w, m.suspects, m.overdue, m.answered, m.down = prev.w, prev.suspects, prev.overdue, prev.answered, prev.down
 	} else {
 		// Down is decided here from suspect deadlines (faster than full timeouts), not by the
 		// window's loss count.
@@ -96,21 +97,27 @@ func (m *monitor) handle(r probe.Result) {
 			m.suspects++
 			m.checkDownLocked()
 		}
+	case r.Overdue:
+		if r.Sent.After(m.answered) && m.suspects > 0 {
+			m.overdue = true
+			m.checkDownLocked()
+		}
 	case r.Lost:
 		m.w.AddLoss()
 		m.sent.Inc()
 		m.lost.Inc()
-		if r.Sent.After(m.answered) && m.suspects > 0 {
-			m.lostFirst = true
-			m.checkDownLocked()
-		}
+		m.checkEarlyLocked()
 	default:
-		m.w.AddRTT(r.RTT)
-		m.sent.Inc()
+		// an answer, or a Late one (its loss is counted; it still proves the path works)
+		if !r.Late {
+			m.w.AddRTT(r.RTT)
+			m.sent.Inc()
+			m.checkEarlyLocked()
+		}
 		if r.Sent.After(m.answered) {
 			m.answered = r.Sent
 		}
-		m.suspects, m.lostFirst = 0, false
+		m.suspects, m.overdue = 0, false
 		if m.down {
 			m.down = false
 			e.log.Info("agent: transport answers again", "transport", m.name)
@@ -119,13 +126,27 @@ func (m *monitor) handle(r probe.Result) {
 	}
 }
 
+// checkEarlyLocked ends the window early when, while the transport is suspect, the window so far
+// would make the local detector decide a breach: the decision then waits for neither the rest of
+// the window (up to a second) nor for more probes than the evidence needs.
+func (m *monitor) checkEarlyLocked() {
+	if m.down || !m.pace.Fast() || m.e.steer == nil {
+		return
+	}
+	tw := m.w.Peek()
+	if m.e.steer.WouldBreach(m.name, steering.WindowMetrics(&tw)) {
+		m.e.endWindowEarly(time.Now())
+	}
+}
+
 // checkDownLocked declares the transport hard down once DownAfter probes in a row are past
-// their suspect deadline and the first of them is past its loss deadline (3 suspect deadlines).
-// With fast probing the suspects come within a quarter second of a blackhole; waiting for the
-// first loss keeps a delay step, or the agent stalled on a loaded machine, shorter than the loss
-// deadline from looking like a dead link (the SLA detector judges a delay).
+// their suspect deadline and the first of them is past its down deadline (SRTT + the probe's
+// DelayStep + max(4*RTTVAR, 30ms): 280 ms on a fast path). With fast probing the suspects come
+// within a quarter second of a blackhole; waiting for the first to be overdue keeps a delay
+// step of up to DelayStep (or the agent stalled on a loaded machine for less than the slack)
+// from looking like a dead link: the SLA detector judges a delay.
 func (m *monitor) checkDownLocked() {
-	if m.down || m.suspects < m.e.cfg.DownAfter || !m.lostFirst {
+	if m.down || m.suspects < m.e.cfg.DownAfter || !m.overdue {
 		return
 	}
 	m.down = true

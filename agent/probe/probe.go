@@ -11,6 +11,14 @@
 // of them leave room for a delay step), at most Config.Timeout: on a 20 ms path a probe is lost
 // after 300 ms, not 1 s, so loss evidence reaches the SLA detector sooner.
 //
+// A probe is also reported once as Overdue when no answer came within its down deadline,
+// SRTT + Config.DelayStep + max(4*RTTVAR, 30ms): the latest a reply could come if the path had
+// only become DelayStep slower. Only Overdue probes may make the agent declare a transport
+// dead, so a delay step of up to DelayStep never does, while a blackhole is told from it in
+// about DelayStep + 30 ms. An answer that comes after its probe was Lost (before Timeout) is
+// reported as Late: not a window sample (the loss is counted), but proof the path works, and an
+// RTT sample for the deadlines, so a path that became much slower gets longer deadlines.
+//
 // While the caller marks the transport suspect (Pace.SetFast), probes go every FastInterval
 // instead of Interval, within a budget: on average at most twice the configured rate, in bursts
 // of up to FastBudget.
@@ -46,6 +54,9 @@ type Config struct {
 	Interval   time.Duration // between probes; default 200ms
 	Timeout    time.Duration // a probe unanswered this long is lost; default 1s
 	MinSuspect time.Duration // floor of the suspect deadline; default 100ms
+	// DelayStep is the largest sudden increase of the RTT that is not taken for a dead link: a
+	// probe is Overdue after SRTT + DelayStep + max(4*RTTVAR, 30ms); default 250ms.
+	DelayStep time.Duration
 	// FastInterval is the interval while the transport is suspect; default Interval/8, at
 	// least 10ms. FastBudget is the longest burst of fast probing; default 20s. Fast probing
 	// time refills so that the average rate stays at most twice Interval's.
@@ -60,10 +71,28 @@ type Config struct {
 type Result struct {
 	Target  string
 	Sent    time.Time
-	RTT     time.Duration // answered probes
-	Lost    bool          // final: no answer within Timeout
+	RTT     time.Duration // answered probes (and Late ones)
+	Lost    bool          // final: no answer within the loss deadline
 	Suspect bool          // not final: no answer within the suspect deadline yet
+	Overdue bool          // not final: no answer within the down deadline yet
+	Late    bool          // after Lost: the answer came after all, RTT set
 }
+
+// Final reports whether r is a probe's final result: answered in time, or Lost.
+func (r Result) Final() bool { return !r.Suspect && !r.Overdue && !r.Late }
+
+// downSlack is the least room the down deadline leaves above SRTT + DelayStep, for the
+// scheduling of the responder and of the agent on a busy machine.
+const downSlack = 30 * time.Millisecond
+
+// A down deadline whose timer fires more than lateTimer after it, on a machine busy enough that
+// an answer may be waiting unread in a socket, is put off once by as long as it was late (at
+// least minPutOff, at most maxPutOff): the goroutine reading that answer gets to run first.
+const (
+	lateTimer = 5 * time.Millisecond
+	minPutOff = 10 * time.Millisecond
+	maxPutOff = 100 * time.Millisecond
+)
 
 func (c *Config) defaults() error {
 	if c.Method == "" {
@@ -80,6 +109,9 @@ func (c *Config) defaults() error {
 	}
 	if c.MinSuspect > c.Timeout {
 		c.MinSuspect = c.Timeout
+	}
+	if c.DelayStep <= 0 {
+		c.DelayStep = 250 * time.Millisecond
 	}
 	if c.FastInterval <= 0 {
 		c.FastInterval = max(c.Interval/8, 10*time.Millisecond)
@@ -226,19 +258,26 @@ func (s *schedule) wait(ctx context.Context, sent time.Time, errc <-chan error) 
 // ---- tracker: deadlines and results ----------------------------------------------------------
 
 type pending struct {
-	target    string
-	sent      time.Time
-	suspected bool
-	suspect   *time.Timer
-	lost      *time.Timer
+	target  string
+	sent    time.Time
+	timer   *time.Timer
+	stages  [3]time.Duration // suspect, lost, overdue deadlines after sent, each at most Timeout
+	emitted [3]bool
+	put     bool // the overdue verdict was put off once (its timer fired late)
 }
+
+const (
+	stSuspect = iota
+	stLost
+	stOverdue
+)
 
 type tracker struct {
 	c            Config
 	mu           sync.Mutex
 	emitMu       sync.Mutex // serialises emit without holding mu
 	emit         func(Result)
-	out          map[uint64]*pending
+	out          map[uint64]*pending // until answered or Timeout
 	srtt, rttvar time.Duration
 	haveRTT      bool
 	stopped      bool
@@ -253,6 +292,15 @@ func (t *tracker) suspectAfter() time.Duration {
 		return t.c.Timeout
 	}
 	return min(max(t.srtt+4*t.rttvar, t.c.MinSuspect), t.c.Timeout)
+}
+
+// overdueAfter is the down deadline: a reply later than this is not a delay step of at most
+// DelayStep (nor a busy machine's scheduling, within max(4*RTTVAR, downSlack)).
+func (t *tracker) overdueAfter() time.Duration {
+	if !t.haveRTT {
+		return t.c.Timeout
+	}
+	return min(t.srtt+t.c.DelayStep+max(4*t.rttvar, downSlack), t.c.Timeout)
 }
 
 // unlockAndSend releases t.mu and emits rs, taking emitMu first so that results leave in the
@@ -273,69 +321,99 @@ func (t *tracker) sent(id uint64, target string, at time.Time) {
 	if t.stopped {
 		return
 	}
-	p := &pending{target: target, sent: at}
-	t.out[id] = p
 	sa := t.suspectAfter()
-	p.suspect = time.AfterFunc(sa, func() { t.expire(id, false) })
-	p.lost = time.AfterFunc(min(3*sa, t.c.Timeout), func() { t.expire(id, true) })
+	p := &pending{target: target, sent: at, stages: [3]time.Duration{sa, min(3*sa, t.c.Timeout), t.overdueAfter()}}
+	t.out[id] = p
+	p.timer = time.AfterFunc(sa, func() { t.expire(id) })
 }
 
-// expire handles probe id's suspect deadline, or its timeout (final). A probe is always
-// reported Suspect before Lost, even when both deadlines are the same.
-func (t *tracker) expire(id uint64, final bool) {
+// expire reports every deadline of probe id that has passed, in order (Suspect always first:
+// it is the earliest), and waits for the next one; at Timeout the probe is forgotten.
+func (t *tracker) expire(id uint64) {
 	t.mu.Lock()
 	p, ok := t.out[id]
 	if !ok || t.stopped {
 		t.mu.Unlock()
 		return
 	}
+	age := time.Since(p.sent)
 	var rs []Result
-	if !p.suspected {
-		p.suspected = true
-		rs = append(rs, Result{Target: p.target, Sent: p.sent, Suspect: true})
+	next := t.c.Timeout
+	for {
+		st := -1
+		for i, d := range p.stages {
+			if !p.emitted[i] && (st < 0 || d < p.stages[st]) {
+				st = i
+			}
+		}
+		if st < 0 {
+			break
+		}
+		if p.stages[st] > age {
+			next = p.stages[st]
+			break
+		}
+		if late := age - p.stages[st]; st == stOverdue && !p.put && late > lateTimer {
+			p.put = true
+			p.stages[st] = age + min(max(late, minPutOff), maxPutOff)
+			continue
+		}
+		p.emitted[st] = true
+		r := Result{Target: p.target, Sent: p.sent}
+		switch st {
+		case stSuspect:
+			r.Suspect = true
+		case stLost:
+			r.Lost = true
+		case stOverdue:
+			r.Overdue = true
+		}
+		rs = append(rs, r)
 	}
-	if final {
+	if p.emitted == [3]bool{true, true, true} && age >= t.c.Timeout {
 		delete(t.out, id)
-		rs = append(rs, Result{Target: p.target, Sent: p.sent, Lost: true})
+	} else {
+		p.timer.Reset(max(next-age, 0))
 	}
 	t.unlockAndSend(rs...)
 }
 
-// failed reports a probe that could not be sent: suspect and lost at once.
+// failed reports a probe that could not be sent: suspect, lost and overdue at once (nothing can
+// answer it).
 func (t *tracker) failed(target string, at time.Time) {
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
 		return
 	}
-	t.unlockAndSend(Result{Target: target, Sent: at, Suspect: true}, Result{Target: target, Sent: at, Lost: true})
+	t.unlockAndSend(Result{Target: target, Sent: at, Suspect: true}, Result{Target: target, Sent: at, Lost: true},
+		Result{Target: target, Sent: at, Overdue: true})
 }
 
-// answered records the answer to probe id; answers to lost or unknown probes are ignored.
+// answered records the answer to probe id: an answer, or a Late one if the probe was already
+// Lost; answers to unknown probes (past Timeout) are ignored. Every answer is an RTT sample:
+// each probe is sent once, so there is no retransmission ambiguity (Karn).
 func (t *tracker) answered(id uint64, rtt time.Duration) {
 	t.mu.Lock()
 	p, ok := t.out[id]
-	if ok {
-		delete(t.out, id)
-		p.suspect.Stop()
-		p.lost.Stop()
-		// RFC 6298 section 2
-		if !t.haveRTT {
-			t.srtt, t.rttvar, t.haveRTT = rtt, rtt/2, true
-		} else {
-			d := t.srtt - rtt
-			if d < 0 {
-				d = -d
-			}
-			t.rttvar = (3*t.rttvar + d) / 4
-			t.srtt = (7*t.srtt + rtt) / 8
-		}
-	}
 	if !ok || t.stopped {
 		t.mu.Unlock()
 		return
 	}
-	t.unlockAndSend(Result{Target: p.target, Sent: p.sent, RTT: rtt})
+	delete(t.out, id)
+	p.timer.Stop()
+	// RFC 6298 section 2
+	if !t.haveRTT {
+		t.srtt, t.rttvar, t.haveRTT = rtt, rtt/2, true
+	} else {
+		d := t.srtt - rtt
+		if d < 0 {
+			d = -d
+		}
+		t.rttvar = (3*t.rttvar + d) / 4
+		t.srtt = (7*t.srtt + rtt) / 8
+	}
+	t.unlockAndSend(Result{Target: p.target, Sent: p.sent, RTT: rtt, Late: p.emitted[stLost]})
 }
 
 func (t *tracker) stop() {
@@ -343,8 +421,7 @@ func (t *tracker) stop() {
 	defer t.mu.Unlock()
 	t.stopped = true
 	for id, p := range t.out {
-		p.suspect.Stop()
-		p.lost.Stop()
+		p.timer.Stop()
 		delete(t.out, id)
 	}
 }

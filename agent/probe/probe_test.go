@@ -47,7 +47,7 @@ func TestChild(t *testing.T) {
 			return // cancelled: what is still in flight is not part of the run
 		}
 		_ = enc.Encode(childResult{r, time.Now()})
-		if !r.Suspect {
+		if r.Final() {
 			if n++; n == c.N {
 				cancel()
 			}
@@ -106,7 +106,7 @@ func finals(rs []childResult) (answered, lost int) {
 		switch {
 		case r.Lost:
 			lost++
-		case !r.Suspect:
+		case r.Final():
 			answered++
 		}
 	}
@@ -126,7 +126,7 @@ func TestICMPThroughTransport(t *testing.T) {
 			t.Fatalf("answered %d lost %d, want 20/0", a, l)
 		}
 		for _, r := range rs {
-			if !r.Suspect && (r.RTT < 40*time.Millisecond || r.RTT > 300*time.Millisecond) {
+			if r.Final() && !r.Lost && (r.RTT < 40*time.Millisecond || r.RTT > 300*time.Millisecond) {
 				t.Fatalf("RTT %v with a 40ms delay", r.RTT)
 			}
 		}
@@ -181,6 +181,60 @@ func TestICMPThroughTransport(t *testing.T) {
 				t.Logf("%+v", r)
 			}
 			t.Fatalf("after the link died: %d early suspects, %d early losses in %d results", early, earlyLost, len(rs))
+		}
+		// overdue (the agent's dead-link evidence) no sooner than SRTT + DelayStep + 30 ms
+		var overdue int
+		for _, r := range rs {
+			if r.Overdue {
+				overdue++
+				if d := r.At.Sub(r.Sent); d < 280*time.Millisecond {
+					t.Fatalf("overdue after %v, before 250ms + 30ms", d)
+				}
+			}
+		}
+		if overdue == 0 {
+			t.Fatal("no probe overdue after the link died")
+		}
+	})
+	// A delay step: up to DelayStep, nothing is overdue; beyond the loss deadline, the answers
+	// come Late, after their Lost, with their RTT.
+	step := func(t *testing.T, delay time.Duration) []childResult {
+		w.Responder.Set(netlab.Impairment{})
+		c := base
+		c.Timeout = time.Second
+		start := w.Responder.Stats().Replies
+		done := make(chan struct{})
+		var rs []childResult
+		go func() { defer close(done); rs = runChild(t, lab, c, 40) }()
+		waitFor(t, func() bool { return w.Responder.Stats().Replies >= start+15 })
+		w.Responder.Set(netlab.Impairment{Delay: delay})
+		<-done
+		return rs
+	}
+	t.Run("delay-step-200ms", func(t *testing.T) {
+		for _, r := range step(t, 200*time.Millisecond) {
+			if r.Overdue || r.Lost {
+				t.Fatalf("a 200 ms delay step: %+v", r)
+			}
+		}
+	})
+	t.Run("delay-step-350ms", func(t *testing.T) {
+		rs := step(t, 350*time.Millisecond)
+		lost := map[time.Time]bool{}
+		var late int
+		for _, r := range rs {
+			switch {
+			case r.Lost:
+				lost[r.Sent] = true
+			case r.Late:
+				if !lost[r.Sent] || r.RTT < 350*time.Millisecond {
+					t.Fatalf("late answer %+v: not after its loss, or too fast", r)
+				}
+				late++
+			}
+		}
+		if late == 0 {
+			t.Fatalf("no late answer among %d results (%d lost)", len(rs), len(lost))
 		}
 	})
 	t.Run("down-link", func(t *testing.T) {
@@ -356,7 +410,7 @@ func TestPace(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- RunPaced(ctx, c, pace, func(r Result) {
-			if !r.Suspect {
+			if r.Final() {
 				mu.Lock()
 				sent = append(sent, r.Sent)
 				mu.Unlock()

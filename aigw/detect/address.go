@@ -45,7 +45,7 @@ const (
 
 var streetWords = map[string]int{
 	"street": stSuffix, "st": stSuffix | stAbbr, "avenue": stSuffix | stFrench, "ave": stSuffix | stAbbr,
-	"av": stSuffix | stAbbr, "road": stSuffix, "rd": stSuffix | stAbbr, "boulevard": stSuffix | stFrench,
+	"av": stSuffix | stAbbr | stPrefix, "road": stSuffix, "rd": stSuffix | stAbbr, "boulevard": stSuffix | stFrench,
 	"blvd": stSuffix | stAbbr, "lane": stSuffix, "ln": stSuffix | stAbbr, "drive": stSuffix,
 	"dr": stSuffix | stAbbr, "court": stSuffix, "ct": stSuffix | stAbbr, "way": stSuffix,
 	"place": stSuffix | stFrench, "pl": stSuffix | stAbbr, "terrace": stSuffix, "ter": stSuffix | stAbbr,
@@ -59,7 +59,7 @@ var streetWords = map[string]int{
 	"quai": stFrench, "cours": stFrench, "route": stFrench, "passage": stFrench,
 	"calle": stPrefix, "avenida": stPrefix, "avda": stPrefix, "paseo": stPrefix, "camino": stPrefix,
 	"carrera": stPrefix, "via": stPrefix, "viale": stPrefix, "piazza": stPrefix, "corso": stPrefix,
-	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "travessa": stPrefix, "praça": stPrefix,
+	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "ul": stPrefix, "ulica": stPrefix, "travessa": stPrefix, "praça": stPrefix,
 	"alameda": stPrefix, "rambla": stPrefix, "ronda": stPrefix, "carretera": stPrefix, "plazuela": stPrefix,
 	"straße": stGerman, "strasse": stGerman, "str": stGerman, "allee": stGerman, "weg": stGerman,
 	"platz": stGerman, "ring": stGerman, "damm": stGerman, "gasse": stGerman, "chaussee": stGerman,
@@ -247,14 +247,21 @@ func houseNumber(text string, i int) int {
 	if e-i > 5 || e == i {
 		return -1
 	}
-	if e+1 < len(text) && text[e] == '-' && isDigit(text[e+1]) {
+	// A range ("12-14"), or Japanese and Korean block numbers ("2-7-1": chōme, ban, gō).
+	for g := 0; g < 2 && e+1 < len(text) && text[e] == '-' && isDigit(text[e+1]); g++ {
 		f := digitsAt(text, e+1)
-		if f-e-1 <= 5 {
-			e = f
+		if f-e-1 > 5 {
+			break
 		}
+		e = f
 	}
 	if e < len(text) && isAlpha(text[e]) && (e+1 == len(text) || !isWordByte(text[e+1])) {
 		e++
+	}
+	if e+1 < len(text) && text[e] == '/' && isDigit(text[e+1]) { // house/flat: "Długa 15/3"
+		if f := digitsAt(text, e+1); f-e-1 <= 4 {
+			e = f
+		}
 	}
 	if e < len(text) && isWordByte(text[e]) {
 		return -1
@@ -436,7 +443,8 @@ func nameWords(text string, j int, particles bool) int {
 // addressNameFirst matches layouts C and D at the word text[s:we].
 func addressNameFirst(text string, s, we int) (int, float64) {
 	w := text[s:we]
-	if !isCapWord(w) {
+	// Abbreviated street prefixes are often written in lower case: "ul. Długa 15/3".
+	if !isCapWord(w) && !(isLower(w[0]) && we < len(text) && text[we] == '.' && streetKind(text, s, we)&stPrefix != 0) {
 		return -1, 0
 	}
 	// Layout D: "Calle de Alcalá 23", "Via Roma 10", "Rue de Rivoli 48".
@@ -555,16 +563,43 @@ func addressTail(text string, e int, score float64) (int, float64) {
 			}
 		}
 	}
+	if fe := floorUnit(text, e); fe > 0 {
+		if le := localityAfter(text, fe); le > 0 {
+			return le, score + addrLocalBoost
+		}
+	}
 	if le := localityAfter(text, e); le > 0 {
 		return le, score + addrLocalBoost
 	}
 	return e, score
 }
 
+// floorUnit returns the end of a Spanish or Portuguese floor and door after a comma at e
+// (", 3º B", ", 2ª", ", 1º izq"), or -1; it belongs to the address only when a locality follows.
+func floorUnit(text string, e int) int {
+	if e+4 >= len(text) || text[e] != ',' || text[e+1] != ' ' {
+		return -1
+	}
+	d := digitsAt(text, e+2)
+	if d == e+2 || d-e-2 > 2 || !(strings.HasPrefix(text[d:], "º") || strings.HasPrefix(text[d:], "ª")) {
+		return -1
+	}
+	k := d + len("º")
+	if t := space(text, k); t > 0 && isLetterAt(text, t) {
+		if te := wordEnd(text, t); te-t <= 4 {
+			k = te
+		}
+	}
+	return k
+}
+
 // localityAfter returns the end of a locality that carries a postal code or a state after the
 // street ending at e (", Springfield, IL 62704", ", London SW1A 2AA", ", 10115 Berlin",
 // ", 1016 BR Amsterdam", ", Melbourne VIC 3000"), or -1.
 func localityAfter(text string, e int) int {
+	if e+3 < len(text) && text[e] == ' ' && text[e+1] == '-' && text[e+2] == ' ' {
+		return otherPostcode(text, e) // Brazil: "Av. Paulista, 1578 - Bela Vista, São Paulo - SP, ..."
+	}
 	if e+1 >= len(text) || text[e] != ',' {
 		return -1
 	}
@@ -603,12 +638,112 @@ func localityAfter(text string, e int) int {
 		return end
 	}
 	if ze := zipAt(text, k); ze > 0 {
+		if pc := postalCity(text, ze); pc > 0 && text[k-1] == ' ' && text[k-2] == ',' {
+			return pc // a postal code before the city after a district: ", Roma Norte, 06700 Ciudad de México"
+		}
 		return ze
 	}
 	if pe := postcodeAt(text, k); pe > 0 {
 		return pe
 	}
+	return otherPostcode(text, ce)
+}
+
+// otherPostcode returns the end of a postal code of a country without a rule of its own, after
+// a locality ending at ce, or -1. Postal codes differ by country, but nearly all share one shape
+// that ordinary words and numbers do not: one or two upper-case alphanumeric groups that mix
+// letters and digits ("D02 VX52", Ireland), digit groups joined by a hyphen ("163-0890", Japan;
+// "01310-200", Brazil) or six digits ("560038", India). Before the code may come up to three
+// more parts, each after ", " or " - ": localities, a postal district number or a region code
+// ("Dublin 2, D02 VX52", "Shinjuku-ku, Tokyo 163-0890", "Bela Vista, São Paulo - SP, 01310-200").
+func otherPostcode(text string, ce int) int {
+	k := ce
+	for n := 0; n < 4; n++ {
+		sep := false
+		switch {
+		case k < len(text) && text[k] == ',':
+			k, sep = k+1, true
+		case k+2 < len(text) && text[k] == ' ' && text[k+1] == '-':
+			k, sep = k+2, true
+		}
+		j := space(text, k)
+		if j < 0 {
+			return -1
+		}
+		if pe := postcodeShape(text, j); pe > 0 {
+			return pe
+		}
+		d := digitsAt(text, j)
+		if d-j == 6 && numRightOK(text, d) {
+			return d
+		}
+		// Four digits after a city close the address only where the address visibly ends
+		// there ("Auckland 1011.", "Wellington 6140\n"): elsewhere they may be a year.
+		if d-j == 4 && (d == len(text) || strings.IndexByte(".,;)\n\r\"", text[d]) >= 0) && text[j-1] == ' ' && isLetterAt(text, j-2) {
+			return d
+		}
+		if d > j && d-j <= 2 && d < len(text) && text[d] == ',' {
+			k = d // "Dublin 2, D02 VX52"
+			continue
+		}
+		if !sep {
+			return -1
+		}
+		switch r := upperRun(text, j); {
+		case r-j >= 2 && r-j <= 3 && r < len(text) && (text[r] == ',' || text[r] == ' '):
+			k = r // a region code: "São Paulo - SP, 01310-200"
+		default:
+			if k = cityWords(text, k); k < 0 {
+				return -1
+			}
+		}
+	}
 	return -1
+}
+
+// upperRun returns the end of the upper-case ASCII letters at j.
+func upperRun(text string, j int) int {
+	for j < len(text) && isUpper(text[j]) {
+		j++
+	}
+	return j
+}
+
+// postcodeShape returns the end of one or two groups of upper-case letters and digits at j, up to
+// 9 characters in all (5 or more), that either mix letters and digits or are digits joined by
+// one hyphen with 3 or more after it (not "2024-11"), and end at a word bound; or -1.
+func postcodeShape(text string, j int) int {
+	k, n, letters, digits, groups, hyphen, first := j, 0, 0, 0, 1, false, 0
+	for k < len(text) && n <= 9 {
+		c := text[k]
+		switch {
+		case isUpper(c):
+			letters++
+		case isDigit(c):
+			digits++
+		case (c == ' ' || c == '-') && groups == 1 && n >= 2 && k+1 < len(text) && (isUpper(text[k+1]) || isDigit(text[k+1])):
+			groups++
+			first = n
+			hyphen = c == '-'
+			k++
+			continue
+		default:
+			goto done
+		}
+		n++
+		k++
+	}
+done:
+	if n < 5 || n > 9 || digits == 0 || k < len(text) && (isWordByte(text[k]) || text[k] == '-') {
+		return -1
+	}
+	if letters == 0 && !(hyphen && groups == 2 && n-first >= 3) || letters > 0 && groups == 2 && hyphen {
+		return -1
+	}
+	if letters > 0 && text[k-1] == ' ' {
+		return -1
+	}
+	return k
 }
 
 // postalFirst returns the end of "postal code City" at j: "10115 Berlin", "75003 Paris",

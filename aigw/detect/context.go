@@ -1,5 +1,7 @@
 package detect
 
+import "strings"
+
 // Context words: a keyword near a candidate raises (pos) or lowers (neg) its score. Only the
 // nearest keyword counts, so "order 123, SSN 078-..." scores the SSN by "SSN", not "order".
 
@@ -100,7 +102,7 @@ func windowStart(text string, pos int) int {
 	for p := pos - 1; p >= lo; p-- {
 		switch c := text[p]; {
 		case c == '\n':
-			if !crossed && isBlank(text[p+1:pos]) && lineEndsWithColon(text[lo:p]) {
+			if !crossed && (isBlank(text[p+1:pos]) && lineEndsWithColon(text[lo:p]) || answersQuestion(text, p+1, pos)) {
 				crossed = true
 				continue
 			}
@@ -110,6 +112,45 @@ func windowStart(text string, pos int) int {
 		}
 	}
 	return lo
+}
+
+// answersQuestion reports whether text[s:pos] starts a line that answers the line above it: the
+// line above ends with '?' and the answer starts the line, after at most a time stamp and the
+// speaker's name ("Agent: ... confirm the date of birth?\nCustomer: March 3rd, 1978", "[09:15]
+// bot: name?\n[09:15] user: keoni quispe"). A question and its answer are one exchange, so the
+// question's words are the answer's context although a line break separates them.
+func answersQuestion(text string, s, pos int) bool {
+	if s < 2 || text[s-1] != '\n' || !speakerPrefix(text[s:pos]) {
+		return false
+	}
+	for p := s - 2; p >= 0 && p >= s-2-ctxBefore; p-- {
+		switch text[p] {
+		case ' ', '\t', '\r':
+			continue
+		}
+		return text[p] == '?'
+	}
+	return false
+}
+
+// speakerPrefix reports whether p is blank or the start of a chat line before its message: an
+// optional "[time] ", then one word of at most 24 bytes (a name or a handle) and ": ".
+func speakerPrefix(p string) bool {
+	if isBlank(p) {
+		return true
+	}
+	if p[0] == '[' {
+		k := strings.IndexByte(p, ']')
+		if k < 0 || k > 24 || k+1 >= len(p) || p[k+1] != ' ' {
+			return false
+		}
+		p = p[k+2:]
+	}
+	k := strings.IndexByte(p, ':')
+	if k < 1 || k > 24 || strings.TrimRight(p[k+1:], " \t") != "" || len(p)-k-1 > 2 {
+		return false
+	}
+	return strings.IndexAny(p[:k], " \t\n") < 0
 }
 
 func isBlank(s string) bool {

@@ -69,6 +69,15 @@ var nameLabels = []string{"owner", "assignee", "assigned to", "reporter", "repor
 	"next of kin", "spouse", "witness", "landlord", "passenger", "insured", "policyholder",
 	"kunde", "kundin", "mitarbeiter", "client·e", "cliente", "titular", "destinataire"}
 
+// orgLabels are field labels whose value is an organisation, shop or place, never a person:
+// "Employer: Harvey Norman", "Merchant: Tim Hortons". The label says what kind of name follows,
+// as a title or "my name is" does for a person.
+var orgLabels = []string{"employer", "company", "organisation", "organization", "org", "merchant",
+	"vendor", "supplier", "store", "shop", "brand", "bank", "school", "university", "college",
+	"firm", "agency", "carrier", "courier", "manufacturer", "retailer", "business", "hotel",
+	"restaurant", "airline", "insurer", "hospital", "clinic", "practice", "branch", "site",
+	"location", "venue", "product", "team", "department"}
+
 // nameVerbs after a run suggest a person: "Dawit Alemu said", "... approved it".
 var nameVerbs = []string{"said", "says", "wrote", "writes", "asked", "asks", "called", "calls",
 	"replied", "answered", "approved", "reported", "mentioned", "confirmed", "joined", "left",
@@ -214,7 +223,16 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			}
 			titled = true
 		}
+		initial := -1
+		if titled && e-s == 1 && e+1 < len(text) && text[e] == '.' { // "Dr J. Otieno"
+			if ns := space(text, e+1); ns > 0 && isLetterAt(text, ns) && isCapWord(text[ns:wordEnd(text, ns)]) {
+				initial, s, e = s, ns, wordEnd(text, ns)
+			}
+		}
 		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 {
+			if initial >= 0 {
+				start = initial
+			}
 			out = append(out, Entity{Type: TypePerson, Start: start, End: end, Score: score})
 			i = end
 		} else if titled {
@@ -296,8 +314,12 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		}
 		we, stop = stripPossessive(text, p, we)
 		f := d.flags(text[p:we])
-		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 {
-			break // "Jakob Stevenson Blocked": an unknown word after a family name starts something else
+		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 &&
+			!(f&gzProbable != 0 && strongCue(text, words[0].s)) {
+			// "Jakob Stevenson Blocked": an unknown word after a family name starts something
+			// else; but after a cue, name-like words may follow a family name written first
+			// ("Patient: Nguyễn Thị Lan", "Név: Kovács Anna").
+			break
 		}
 		if f&gzNotName != 0 {
 			var buf [16]byte
@@ -324,7 +346,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		// ("Hiwot Somsak Egal"): drop only leading ordinary words.
 		first = leadingWords(words[:n-1])
 	}
-	if first > 0 && !titled && !precededBy(text, words[0].s, nameStrong) {
+	if first > 0 && !titled && !strongCue(text, words[0].s) {
 		copy(words[:], words[first:n])
 		n -= first
 	}
@@ -341,7 +363,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	}
 	n = m
 	start, end := words[0].s, words[n-1].e
-	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n])) {
+	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n]) || precededByOrgLabel(text, start)) {
 		return 0, -1, 0
 	}
 	fw, lw := words[0].flags, words[n-1].flags
@@ -392,13 +414,19 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameTitledFloor) + nameContextBoost
 	case precededBy(text, start, nameStrong):
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case lexical && precededByLabel(text, start):
+	case lexical && precededByLabel(text, start) && !(n == 1 && proseFollows(text, end)):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && emailFollows(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && headerHas(columnHeader(text, start, end), nameHeaders):
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case n <= 2 && (isF && fw&gzAmbiguous == 0 || pF) && speakerLabel(text, start, end):
+	case nameAnswer(text, start) && !(end < len(text) && text[end] == ':'): // not the speaker
+		score = max(score, nameStrongFloor) + nameContextBoost
+	case n <= 3 && lexical && speakerLabel(text, start, end) &&
+		(n <= 2 && (isF && fw&gzAmbiguous == 0 || pF) || n >= 2 && noWords(words[:n])):
+		// A speaker is a known or probable given name, or two or three words none of which the
+		// model knows as an ordinary word (names of cultures it has not seen: "Zola Yeshe: ...").
+		score = max(score, nameStrongFloor) + nameContextBoost
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case precededBy(text, start, nameGreetings) && closesGreeting(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
@@ -454,12 +482,15 @@ func (d nameDetector) surnameSlot(text string, ws []nameWord, titled bool) bool 
 	if e := ws[n-1].e; e < len(text) && text[e] == ':' {
 		return false
 	}
-	cued := titled || strongCue(text, ws[0].s)
+	cued := titled || strongCue(text, ws[0].s) ||
+		precededBy(text, ws[0].s, nameGreetings) && closesGreeting(text, ws[n-1].e)
 	if f := ws[0].flags; !cued && (f&gzFirst == 0 || f&gzAmbiguous != 0) {
 		return false
 	}
 	for _, w := range ws[:n-1] {
-		given := w.flags&gzFirst != 0 || cued && w.flags&gzProbable != 0
+		// After a cue, a word the model knows as no ordinary word is as good as a given name:
+		// the model has not seen every culture's names ("Patient: Tenzin Lwazi Lama").
+		given := w.flags&gzFirst != 0 || cued && (w.flags&gzProbable != 0 || w.flags&gzWord == 0)
 		if !given || w.flags&gzLast != 0 && w.flags&gzFirst == 0 {
 			return false
 		}
@@ -469,7 +500,68 @@ func (d nameDetector) surnameSlot(text string, ws []nameWord, titled bool) bool 
 
 // strongCue reports whether an introducing phrase or a field label ends just before s.
 func strongCue(text string, s int) bool {
-	return precededBy(text, s, nameStrong) || precededByLabel(text, s)
+	return precededBy(text, s, nameStrong) || precededByLabel(text, s) || nameAnswer(text, s)
+}
+
+// nameAnswer reports whether s starts the answer to a question for a name on the line above
+// ("bot: name?\nuser: keoni quispe is me", "what's the name on it?\nBinta: Raghav Wafula"): a
+// question and its answer are one exchange, as a label and its value are.
+func nameAnswer(text string, s int) bool {
+	if s < 2 || text[s-1] != '\n' && (text[s-1] != ' ' || text[s-2] != ':') {
+		return false
+	}
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < 40 {
+		ls--
+	}
+	if ls == 0 || text[ls-1] != '\n' || !answersQuestion(text, ls, s) {
+		return false
+	}
+	qs := ls - 1
+	for qs > 0 && text[qs-1] != '\n' && ls-qs < 120 {
+		qs--
+	}
+	q := text[qs : ls-1]
+	for p := 0; p+4 <= len(q); p++ {
+		if matchKeyword(q, p, "name") {
+			return true
+		}
+	}
+	return false
+}
+
+// dialogueNear reports whether the line before the line starting at ls is a chat line
+// ("Hiwot: sure, what's the name on it?"), so that a name-like word before ": " at ls names a
+// speaker too. Only the line before counts: what follows may not have been streamed yet, and
+// SafePrefix must not pass a word that a later line could turn into a name.
+func dialogueNear(text string, ls int) bool {
+	if ls < 2 {
+		return false
+	}
+	ps := ls - 1
+	for ps > 0 && text[ps-1] != '\n' && ls-ps < 200 {
+		ps--
+	}
+	return (ps == 0 || text[ps-1] == '\n') && chatLine(text, ps)
+}
+
+// chatLine reports whether the line at ls starts with a one-word speaker and a lower-case
+// message: "Atieno: can you check the order?", "[09:15] user: hi".
+func chatLine(text string, ls int) bool {
+	k := ls
+	for k < len(text) && k-ls < 40 && text[k] != '\n' {
+		if text[k] == ':' && k+2 < len(text) && text[k+1] == ' ' && k > ls && text[k-1] != ' ' {
+			if !speakerPrefix(text[ls:k+2]) || !isLower(text[k+2]) {
+				return false
+			}
+			// A message is prose: its first word is followed by a space or punctuation, not
+			// by "://", '=' or the end of the line as a field's value is ("source: http://...").
+			we := wordEnd(text, k+2)
+			return we < len(text) && strings.IndexByte(" ,!?", text[we]) >= 0
+		}
+		k++
+	}
+	return false
 }
 
 // leadingWords returns how many of ws, from the first, are ordinary words ("Yesterday",
@@ -515,8 +607,12 @@ func (d nameDetector) placeLike(text string, ws []nameWord) bool {
 		return true
 	}
 	if t := space(text, e); t > 0 && isLetterAt(text, t) {
-		if lw, ok := lowerInto(buf[:0:len(buf)], text[t:wordEnd(text, t)]); ok && placeCues[string(lw)] {
+		te := wordEnd(text, t)
+		if lw, ok := lowerInto(buf[:0:len(buf)], text[t:te]); ok && placeCues[string(lw)] {
 			return true
+		}
+		if isCapWord(text[t:te]) && streetKind(text, t, te) != 0 {
+			return true // a street named after a person: "Cecil Rhodes Drive", "Nelson Mandela Way"
 		}
 	}
 	return false
@@ -567,8 +663,11 @@ func orgName(text string, ws []nameWord) bool {
 // lower-case letter ("Atieno: can you check it?"), unlike a field label and its value
 // ("Telefon: 030 1234567").
 func speakerLabel(text string, s, e int) bool {
-	if e+2 >= len(text) || text[e] != ':' || text[e+1] != ' ' || !isLower(text[e+2]) {
+	if e+2 >= len(text) || text[e] != ':' || text[e+1] != ' ' {
 		return false
+	}
+	if !isLower(text[e+2]) && !(isUpper(text[e+2]) && dialogueNear(text, lineStart(text, s))) {
+		return false // a field and its value, unless the lines around are a chat
 	}
 	j := s
 	if j > 0 && text[j-1] == ' ' && j >= 2 && text[j-2] == ']' {
@@ -584,8 +683,73 @@ func speakerLabel(text string, s, e int) bool {
 	return j == 0 || text[j-1] == '\n'
 }
 
+// proseFollows reports whether a sentence goes on after e on the same line: a lower-case word
+// after a space, or a word after ", ", ". ", "! " or "? ". After a chat role such as
+// "Agent:" or "Client:" a single capitalised word is then the first word of a message ("Agent:
+// Good day, ...", "Client: Howzit. My card ..."), not a name that fills the field.
+func proseFollows(text string, e int) bool {
+	j := e
+	if j < len(text) && strings.IndexByte(",.!?", text[j]) >= 0 {
+		j++
+		if j < len(text) && text[j] == ' ' && j+1 < len(text) && isLetterAt(text, j+1) {
+			return true
+		}
+		return false
+	}
+	return j+1 < len(text) && text[j] == ' ' && isLower(text[j+1])
+}
+
+// precededByOrgLabel reports whether a label of an organisation ("Employer:") ends just
+// before s.
+func precededByOrgLabel(text string, s int) bool { return labelBefore(text, s, orgLabels) }
+
+// capsFieldValue reports whether the upper-case word text[s:e] alone fills a name field
+// ("SURNAME: MCALLISTER"): a name phrase before it, the line ends after it, and it has four
+// letters or more (not "TBD", nor "Patient DOB:") and is no ordinary word (as lower-case names
+// after a strong cue: the field is the evidence).
+func (d nameDetector) capsFieldValue(text string, s, e int) bool {
+	k := e
+	for k < len(text) && (text[k] == ' ' || text[k] == '\t') {
+		k++
+	}
+	if e-s < 4 || k < len(text) && text[k] != '\n' && text[k] != '\r' || !precededBy(text, s, nameStrong) {
+		return false
+	}
+	return d.lowerWordOK(text[s:e])
+}
+
+// skipBlanksBack returns the position before the spaces and tabs that end at s.
+func skipBlanksBack(text string, s int) int {
+	for s > 0 && (text[s-1] == ' ' || text[s-1] == '\t') {
+		s--
+	}
+	return s
+}
+
+// stripPluralMark returns j before a "(s)" that ends at j, as forms write labels:
+// "FIRST NAME(S):", "Name(s):".
+func stripPluralMark(text string, j int) int {
+	if j >= 3 && text[j-1] == ')' && (text[j-2] == 's' || text[j-2] == 'S') && text[j-3] == '(' {
+		return j - 3
+	}
+	return j
+}
+
+// lineStart returns the start of the line holding s (at most 64 bytes back; further is no line
+// start a speaker label can have).
+func lineStart(text string, s int) int {
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < 64 {
+		ls--
+	}
+	return ls
+}
+
 // precededByLabel reports whether a field label and ':' end just before s: "Owner: ".
-func precededByLabel(text string, s int) bool {
+func precededByLabel(text string, s int) bool { return labelBefore(text, s, nameLabels) }
+
+// labelBefore reports whether one of the labels and ':' end just before s.
+func labelBefore(text string, s int, labels []string) bool {
 	j := s
 	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
@@ -594,7 +758,7 @@ func precededByLabel(text string, s int) bool {
 		return false
 	}
 	j--
-	for _, p := range nameLabels {
+	for _, p := range labels {
 		if j >= len(p) && matchKeyword(text, j-len(p), p) {
 			return true
 		}
@@ -643,10 +807,11 @@ func followedBy(text string, e int, words []string) bool {
 // Each of its one to three words must be a known name or a word the model does not know as an
 // ordinary word and finds name-like enough.
 func (d nameDetector) lowerSpan(text string, s, e int) int {
-	if s == 0 || !lowerCueBefore(text, s) || !d.lowerWordOK(text[s:e]) {
+	answer := false
+	if s == 0 || !lowerCueBefore(text, s) && !func() bool { answer = nameAnswer(text, s); return answer }() || !d.lowerWordOK(text[s:e]) {
 		return -1
 	}
-	strong := precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
+	strong := answer || precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
 	if !strong && !precededBy(text, s, nameMedium) {
 		return -1
 	}
@@ -677,8 +842,17 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		}
 		j = k
 	}
-	if (!strong || caps) && words < 2 { // "i'm keoni quispe", not "i'm gonna"; "TBD"
-		return -1
+	if (!strong || caps && !d.capsFieldValue(text, s, end)) && words < 2 { // "i'm keoni quispe", not "i'm gonna"; "TBD"
+		return -1 // (but "SURNAME: MCALLISTER": a name field names what its value is)
+	}
+	if j := skipBlanksBack(text, s); !answer && j > 0 && text[j-1] == ',' && !precededBy(text, s, nameClosings) {
+		return -1 // a list of lower-case words: "(id, full_name, dob, ssn)"
+	}
+	if words == 1 && !answer && !precededBy(text, s, nameStrong) && !precededByTitle(text, s) && proseFollows(text, end) {
+		return -1 // "Customer: hiya, I'm moving": a chat role, then a message
+	}
+	if words == 1 && nameFlags(text[s:e])&gzAmbiguous != 0 {
+		return -1 // "Agent: can you confirm ...": alone, a lower-case "can", "will", "may" is a word
 	}
 	return end
 }
@@ -755,6 +929,7 @@ func prevWordBefore(text string, s int) string {
 			j--
 		}
 	}
+	j = stripPluralMark(text, j)
 	k := j
 	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] == '\'' || text[k-1] >= utf8.RuneSelf) {
 		k--
@@ -834,6 +1009,7 @@ func precededBy(text string, s int, phrases []string) bool {
 			j--
 		}
 	}
+	j = stripPluralMark(text, j)
 	for _, p := range phrases {
 		if j >= len(p) && matchKeyword(text, j-len(p), p) {
 			return true

@@ -51,8 +51,8 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
 	"ping me at", "ping me on", "get hold of me at", "get hold of me on")
 
-// phoneFallbackRegions are tried for national numbers starting with a trunk "0" when the
-// default region rejects them and a phone word is near; min and max bound the digit count
+// phoneFallbackRegions are tried for national numbers when the default region rejects them and
+// a phone word is near; min and max bound the digit count
 // (trunk "0" included) so that most regions are skipped without parsing.
 var phoneFallbackRegions = []struct {
 	region   string
@@ -92,7 +92,9 @@ func (d phoneDetector) Detect(text string, out []Entity) []Entity {
 				continue
 			}
 		}
-		if !numLeftOK(text, i) || (i > 0 && (text[i-1] == '+' || text[i-1] == '#')) {
+		// Digits after "ABC-" are part of an identifier ("CLM-2025-004417", "ORD-2883").
+		idPrefix := i > 1 && text[i-1] == '-' && isAlpha(text[i-2])
+		if !numLeftOK(text, i) || (i > 0 && (text[i-1] == '+' || text[i-1] == '#')) || idPrefix {
 			i = skipNumber(text, i)
 			continue
 		}
@@ -240,7 +242,7 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int) (float64, boo
 	if e+1 < len(text) && text[e] == ':' && isDigit(text[e+1]) { // "2024-06-18 10:30"
 		return 0, false
 	}
-	if !phoneShape(cand) {
+	if !phoneShape(cand) || acronymNumber(text, s) {
 		return 0, false
 	}
 	intl := cand[0] == '+' || (len(cand) > 2 && cand[0] == '0' && cand[1] == '0')
@@ -268,14 +270,60 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int) (float64, boo
 		}
 		return phoneFormattedScore, true
 	}
-	if cand[0] == '0' && hasKeywordBefore(text, s, phoneWords) {
+	// With a phone word before or after it ("Is 07700 900461 still the best number?"), a
+	// national number of another region: with its trunk "0", or without it as mobile numbers
+	// are often written where the trunk prefix is not dialled from mobiles ("9876543210").
+	if (cand[0] == '0' || nd == 10 && groups <= 2) && hasKeyword(text, s, e, phoneWords) {
+		n := nd
+		if cand[0] != '0' {
+			n++ // ten digits in one or two groups: a mobile number without its trunk "0"
+		}
 		for _, r := range phoneFallbackRegions {
-			if r.region != d.region && nd >= r.min && nd <= r.max && phoneValid(cand, r.region) {
+			if r.region != d.region && n >= r.min && n <= r.max && phoneValid(cand, r.region) {
 				return phoneFallbackScore, true
 			}
 		}
 	}
 	return 0, false
+}
+
+// acronymNumber reports whether "ACRONYM number" (or "no.", "#") and an optional ':' end just
+// before s: "NHS number: 943 476 5919", "PPS no. 1234567", "SIN # 046 454 286". An acronym before
+// "number" names an identifier scheme, and its numbers are identifiers even when they happen
+// to be valid phone numbers; a phone acronym ("SMS number") is kept.
+func acronymNumber(text string, s int) bool {
+	j := s
+	for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+		j--
+	}
+	if j > 0 && text[j-1] == ':' {
+		j--
+	}
+	for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+		j--
+	}
+	switch {
+	case j >= 6 && matchKeyword(text, j-6, "number"):
+		j -= 6
+	case j >= 3 && matchKeyword(text, j-3, "no."):
+		j -= 3
+	case j >= 1 && text[j-1] == '#':
+		j--
+	default:
+		return false
+	}
+	if j < 2 || text[j-1] != ' ' {
+		return false
+	}
+	j--
+	k := j
+	for k > 0 && isUpper(text[k-1]) {
+		k--
+	}
+	if n := j - k; n < 2 || n > 6 || k > 0 && isWordByte(text[k-1]) {
+		return false
+	}
+	return !hasKeywordBefore(text[:j], j, phoneWords)
 }
 
 func phoneValid(s, region string) bool {

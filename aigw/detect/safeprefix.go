@@ -122,7 +122,7 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
 		// A lower-case name may follow a title, an introducing phrase or a label.
 		return !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) || precededBy(text, cs, nameMedium) ||
-			precededByLabel(text, cs) || precededByTitle(text, cs))
+			precededByLabel(text, cs) || precededByTitle(text, cs) || nameAnswer(text, cs))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
 	if isTitle(core) || streetStart(core) {
@@ -132,7 +132,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		// All capitals ("API"): no street starts there, and a name only after a cue
 		// ("NAME: ANAHERA VIRTANEN").
 		return !allCaps(core) || !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) ||
-			precededBy(text, cs, nameMedium) || precededByLabel(text, cs) || precededByTitle(text, cs))
+			precededBy(text, cs, nameMedium) || precededByLabel(text, cs) || precededByTitle(text, cs) ||
+			nameAnswer(text, cs))
 	}
 	if numberMayFollow(text, ce) {
 		return false // "Damrak 80, 1012 LP Amsterdam": an address without a street type

@@ -23,6 +23,7 @@ func TestSafePrefix(t *testing.T) {
 		{"a capitalised non-name passes", "The end", 0, "The "},
 		{"lower-case word after a name cue waits", "my name is keoni ", 0, "my name is "},
 		{"ordinary word after a name cue passes", "my name is on the ", 0, "my name is on the "},
+		{"lower-case answer to a name question waits", "bot: name?\nuser: keoni ", 11, "user: "},
 		{"run waits for a verb that may follow", "Xavi Smith sa", 0, ""},
 		{"run waits for an e-mail in brackets", "Ana Lima <ana.l", 0, ""},
 		{"capital closed by punctuation", "Sure! Here is", 0, "Sure! Here "},
@@ -102,8 +103,10 @@ func TestSafePrefixProperty(t *testing.T) {
 			texts = append(texts, s.Text)
 		}
 	}
-	for _, s := range loadAnnotated(t, "testdata/realistic_holdout.txt") {
-		texts = append(texts, s.Text)
+	for _, f := range []string{"testdata/realistic_holdout.txt", "testdata/realistic_holdout2.txt", "testdata/realistic_holdout3.txt", "testdata/realistic_holdout4.txt"} {
+		for _, s := range loadAnnotated(t, f) {
+			texts = append(texts, s.Text)
+		}
 	}
 	texts = append(texts, fuzzSeeds...)
 	checked := 0

@@ -62,10 +62,13 @@ type Config struct {
 	// Scaled-out mode (docs/scale-out.md): set NATSURLs and the controller shares the sites
 	// with the other controllers of the cluster through partition leases in PostgreSQL, and
 	// takes the agents' messages from a NATS cluster instead of a broker of its own.
-	NATSURLs          []string      // nats://host:port of the NATS nodes; empty: not scaled out
-	NATSMQTTURLs      []string      // the nodes' MQTT listeners, for the controller's publishes
-	NATSUser          string        // the controller's NATS (and NATS MQTT) user
-	NATSPassword      string        // its password (prefer EDGEWAN_NATS_PASSWORD to the flag)
+	NATSURLs     []string // nats://host:port of the NATS nodes; empty: not scaled out
+	NATSMQTTURLs []string // the nodes' MQTT listeners, for the controller's publishes
+	NATSUser     string   // the controller's NATS (and NATS MQTT) user
+	NATSPassword string   // its password (prefer EDGEWAN_NATS_PASSWORD to the flag)
+	// NATSKeysFile is the controller's keys for NATS operator mode (controller/natsauth; written
+	// by `controller nats-init`): per-device NATS users instead of NATSUser/NATSPassword.
+	NATSKeysFile      string
 	ClusterID         string        // this controller's name in the cluster; empty: the hostname
 	ClusterPartitions int           // partitions of the site space; 0: 16. The same on every controller
 	ClusterLeaseTTL   time.Duration // a dead controller's partitions move after this; 0: 6s
@@ -157,6 +160,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&c.NATSUser, "nats-user", c.NATSUser, "scaled-out mode: the controller's user on the NATS cluster")
 	fs.StringVar(&c.NATSPassword, "nats-password", c.NATSPassword, "scaled-out mode: its password (prefer EDGEWAN_NATS_PASSWORD)")
+	fs.StringVar(&c.NATSKeysFile, "nats-keys", c.NATSKeysFile, "scaled-out mode: the controller's NATS operator-mode keys file (from `controller nats-init`): each claimed device gets its own NATS user limited to its site (instead of --nats-user/--nats-password)")
 	fs.StringVar(&c.ClusterID, "cluster-id", c.ClusterID, "scaled-out mode: this controller's name, unique in the cluster (default: the hostname)")
 	fs.IntVar(&c.ClusterPartitions, "cluster-partitions", c.ClusterPartitions, "scaled-out mode: partitions of the site space, the same on every controller and in the NATS mapping (0: 16)")
 	fs.DurationVar(&c.ClusterLeaseTTL, "cluster-lease-ttl", c.ClusterLeaseTTL, "scaled-out mode: how long a partition lease lasts without renewal; a dead controller's sites move after it (0: 6s)")
@@ -266,7 +270,7 @@ func (c *Config) validateCluster() []error {
 	var errs []error
 	if !c.Scaled() {
 		for name, set := range map[string]bool{"nats-mqtt-urls": len(c.NATSMQTTURLs) > 0, "nats-user": c.NATSUser != "",
-			"nats-password": c.NATSPassword != "", "cluster-id": c.ClusterID != "",
+			"nats-password": c.NATSPassword != "", "nats-keys": c.NATSKeysFile != "", "cluster-id": c.ClusterID != "",
 			"cluster-partitions": c.ClusterPartitions != 0, "cluster-lease-ttl": c.ClusterLeaseTTL != 0} {
 			if set {
 				errs = append(errs, fmt.Errorf("--%s is a scaled-out setting: it needs --nats-urls (%s)", name, EnvName("nats-urls")))
@@ -285,6 +289,9 @@ func (c *Config) validateCluster() []error {
 	}
 	if c.MQTTURL != "" || c.MosquittoDir != "" {
 		errs = append(errs, errors.New("--nats-urls excludes --mqtt-url and --mosquitto-dir: the NATS cluster is the broker"))
+	}
+	if c.NATSKeysFile != "" && (c.NATSUser != "" || c.NATSPassword != "") {
+		errs = append(errs, errors.New("--nats-keys excludes --nats-user and --nats-password: in operator mode the controller signs its own NATS users"))
 	}
 	for _, u := range c.NATSURLs {
 		if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {

@@ -101,6 +101,8 @@ func TestValidate(t *testing.T) {
 		{"too many partitions", func(c *Config) { scaled(c); c.ClusterPartitions = 5000 }, "--cluster-partitions"},
 		{"cluster flag without nats", func(c *Config) { c.ClusterPartitions = 16 }, "--cluster-partitions is a scaled-out setting: it needs --nats-urls"},
 		{"nats user without nats", func(c *Config) { c.NATSUser = "u" }, "--nats-user is a scaled-out setting"},
+		{"nats keys without nats", func(c *Config) { c.NATSKeysFile = "k.json" }, "--nats-keys is a scaled-out setting"},
+		{"nats keys and user", func(c *Config) { scaled(c); c.NATSKeysFile = "k.json"; c.NATSUser = "u" }, "--nats-keys excludes --nats-user"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

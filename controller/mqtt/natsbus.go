@@ -29,7 +29,11 @@ type NATSOptions struct {
 	MQTTURLs []string // the nodes' MQTT listeners (tcp:// on loopback, else mqtts://), for publishing
 	User     string
 	Password string
-	ClientID string // the MQTT client ID of this controller's publisher; unique per controller
+	// JWT and Seed, if set, are this controller's user in NATS operator mode (natsauth.Issuer's
+	// Controller) instead of User/Password: the NATS connection signs the server's nonce with
+	// Seed; the MQTT publisher logs in with MQTTJWT, a bearer user, as its password.
+	JWT, Seed, MQTTJWT string
+	ClientID           string // the MQTT client ID of this controller's publisher; unique per controller
 	// Partitions is the number of partitions of the server's subject mapping
 	// (edgewan.in.{partition}.{site}.{kind}, see scripts/nats.sh); 0 means 16.
 	Partitions int
@@ -119,7 +123,14 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 	}
 	b := &NATSBus{o: o, log: o.Logger.With("bus", "nats"), routes: map[string]Handler{}, parts: map[int]*natsPart{}}
 	b.d = &dispatcher{log: b.log}
-	nc, err := nats.Connect(strings.Join(o.URLs, ","), nats.UserInfo(o.User, o.Password),
+	auth, mqttUser, mqttPassword := nats.UserInfo(o.User, o.Password), o.User, o.Password
+	if o.JWT != "" {
+		if o.Seed == "" || o.MQTTJWT == "" {
+			return nil, errors.New("mqtt.NewNATSBus: JWT needs Seed and MQTTJWT")
+		}
+		auth, mqttUser, mqttPassword = nats.UserJWTAndSeed(o.JWT, o.Seed), o.ClientID, o.MQTTJWT
+	}
+	nc, err := nats.Connect(strings.Join(o.URLs, ","), auth,
 		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Name(o.ClientID),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("NATS disconnected", "err", err) }),
 		nats.ReconnectHandler(func(c *nats.Conn) { b.log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }))
@@ -154,7 +165,7 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("mqtt.NewNATSBus: creating stream %s: %w", o.Stream, err)
 	}
-	po := paho.NewClientOptions().SetClientID(o.ClientID).SetUsername(o.User).SetPassword(o.Password).
+	po := paho.NewClientOptions().SetClientID(o.ClientID).SetUsername(mqttUser).SetPassword(mqttPassword).
 		SetCleanSession(true).SetAutoReconnect(true).SetConnectRetry(true).
 		SetMaxReconnectInterval(2 * time.Second).SetConnectTimeout(5 * time.Second).SetWriteTimeout(10 * time.Second)
 	for _, u := range o.MQTTURLs {

@@ -34,6 +34,7 @@ type ClaimRecord struct {
 	Device    *org.Device
 	MQTTUser  string
 	MQTTHash  string // mqtt.HashPassword of the password: the embedded broker and Mosquitto both read it
+	NATSUser  string // scaled-out mode: the public key of the device's NATS user (revoked with the credential)
 	At        time.Time
 }
 
@@ -117,10 +118,14 @@ type MQTTAccess struct {
 
 // Options configure the service.
 type Options struct {
-	BrokerURL    func() string                            // the broker address given to agents at claim
-	CAPEM        string                                   // the CA agents should trust (the controller's own)
-	OnClaimed    func(ctx context.Context, siteID string) // e.g. rewrite an external broker's files
-	OnClaimReuse func(ctx context.Context, siteID, clientIP, reason string)
+	BrokerURL func() string                            // the broker address given to agents at claim
+	CAPEM     string                                   // the CA agents should trust (the controller's own)
+	OnClaimed func(ctx context.Context, siteID string) // e.g. rewrite an external broker's files
+	// NATSCredential, in the scaled-out mode with per-device NATS users, issues the device's
+	// credential: token (a NATS user JWT) is the MQTT password the agent gets, user the NATS
+	// user's public key, stored to revoke it with the site.
+	NATSCredential func(device, site string) (token, user string, err error)
+	OnClaimReuse   func(ctx context.Context, siteID, clientIP, reason string)
 	// OnClaimUnknown is told of a claim with an unknown token (counts towards brute force).
 	OnClaimUnknown func(ctx context.Context, clientIP string)
 	DefaultClaim   time.Duration    // default 7 days
@@ -472,7 +477,12 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	if dev.Name == "" {
 		dev.Name = dev.ID
 	}
-	password, err := mqtt.NewPassword()
+	var password, natsUser string
+	if s.o.NATSCredential != nil {
+		password, natsUser, err = s.o.NATSCredential(dev.ID, site.ID)
+	} else {
+		password, err = mqtt.NewPassword()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +490,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	if err != nil {
 		return nil, err
 	}
-	rec := ClaimRecord{SiteID: site.ID, ClaimHash: hash, Device: dev, MQTTUser: dev.ID, MQTTHash: pwHash, At: now}
+	rec := ClaimRecord{SiteID: site.ID, ClaimHash: hash, Device: dev, MQTTUser: dev.ID, MQTTHash: pwHash, NATSUser: natsUser, At: now}
 	if err := s.store.ClaimSite(ctx, rec); err != nil {
 		if apierr.From(err).Status == 409 {
 			return nil, reuse(CodeClaimUsed, "was already used")

@@ -47,9 +47,17 @@ func (s *Server) startCluster(ctx context.Context) error {
 	}
 	m := s.member
 	s.Store.SetFence(m) // site writes (status, events, figures, rollouts) only while the lease holds
-	bus, err = mqtt.NewNATSBus(ctx, mqtt.NATSOptions{URLs: cfg.NATSURLs, MQTTURLs: cfg.NATSMQTTURLs, User: cfg.NATSUser,
+	o := mqtt.NATSOptions{URLs: cfg.NATSURLs, MQTTURLs: cfg.NATSMQTTURLs, User: cfg.NATSUser,
 		Password: cfg.NATSPassword, ClientID: "edgewan-controller-" + id, Partitions: m.Partitions(),
-		Owns: func(p int) bool { _, ok := m.Epoch(p); return ok }})
+		Owns: func(p int) bool { _, ok := m.Epoch(p); return ok }}
+	if s.natsIssuer != nil { // operator mode: the controller signs its own users
+		var seed []byte
+		if o.JWT, seed, o.MQTTJWT, err = s.natsIssuer.Controller(id); err != nil {
+			return err
+		}
+		o.Seed = string(seed)
+	}
+	bus, err = mqtt.NewNATSBus(ctx, o)
 	if err != nil {
 		return err
 	}

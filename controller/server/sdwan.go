@@ -114,6 +114,7 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 				s.broker.Revoke(device)
 			}
 			s.writeMosquittoFiles(context.Background(), "")
+			s.pushNATSAccount()
 		},
 		OnQuarantine: func(siteID string, q sdwan.Quarantine) {
 			s.raise(context.Background(), soc.Signal{Rule: soc.RuleSiteQuarantined, Subject: siteID, Severity: "high",

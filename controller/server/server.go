@@ -34,6 +34,7 @@ import (
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/controller/natsauth"
 	"github.com/edgewan/edgewan/controller/noc"
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/store"
@@ -75,8 +76,10 @@ type Server struct {
 	caPEM      string      // the generated CA, handed to agents at claim
 	broker     *mqtt.Broker
 	bus        mqtt.Bus
-	member     *cluster.Member // scaled-out mode only
-	clusterDB  *sql.DB         // the member's pool (scaled-out mode)
+	member     *cluster.Member  // scaled-out mode only
+	clusterDB  *sql.DB          // the member's pool (scaled-out mode)
+	natsIssuer *natsauth.Issuer // --nats-keys: per-device NATS users (scaled-out mode)
+	natsPush   chan struct{}    // wakes syncNATSAccount
 	sink       telemetrySink
 	Engine     *ingest.Engine
 	bgCtx      context.Context // lives until Run's shutdown: the broker and the external bus
@@ -119,6 +122,9 @@ func New(ctx context.Context, cfg config.Config) (*Server, error) {
 		return nil, err
 	}
 	if err := s.loadTLS(); err != nil {
+		return fail(err)
+	}
+	if err := s.loadNATSKeys(); err != nil {
 		return fail(err)
 	}
 	if err := s.build(ctx); err != nil {
@@ -270,10 +276,11 @@ func (s *Server) build(ctx context.Context) error {
 	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
 
 	s.SDWAN = sdwan.NewService(s.Store, sdwan.Options{
-		Now:       s.clock.Now,
-		BrokerURL: s.mqttPublicURL,
-		CAPEM:     s.caPEM,
-		OnClaimed: s.writeMosquittoFiles,
+		Now:            s.clock.Now,
+		BrokerURL:      s.mqttPublicURL,
+		CAPEM:          s.caPEM,
+		OnClaimed:      s.writeMosquittoFiles,
+		NATSCredential: s.natsCredential(),
 		OnClaimUnknown: func(_ context.Context, clientIP string) {
 			s.watcher.Failure(clientIP, "", "unknown claim token", time.Now())
 		},
@@ -365,7 +372,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer close(clusterDone)
 		s.runCluster(clusterCtx)
 	}()
-	wg.Add(4)
+	wg.Add(5)
 	go func() {
 		defer wg.Done()
 		s.runSIEM(bg)
@@ -373,6 +380,10 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		s.runAudit(bg)
+	}()
+	go func() {
+		defer wg.Done()
+		s.syncNATSAccount(bg)
 	}()
 	go func() {
 		defer wg.Done()

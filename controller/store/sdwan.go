@@ -255,8 +255,8 @@ func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 			d.ID, d.SiteID, d.Name, d.Serial, d.Status, d.Version, micros(d.LastSeen), micros(d.CreatedAt), micros(d.UpdatedAt)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.q("INSERT INTO mqtt_credentials (username, site_id, hash, created_at) VALUES (?, ?, ?, ?)"),
-			c.MQTTUser, c.SiteID, c.MQTTHash, micros(c.At))
+		_, err = tx.ExecContext(ctx, s.q("INSERT INTO mqtt_credentials (username, site_id, hash, nats_user, created_at) VALUES (?, ?, ?, ?, ?)"),
+			c.MQTTUser, c.SiteID, c.MQTTHash, c.NATSUser, micros(c.At))
 		return err
 	})
 	if err != nil {
@@ -346,6 +346,25 @@ func (s *Store) MQTTCredentials(ctx context.Context) ([]*mqtt.Credential, error)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.MQTTCredentials: %w", err)
+	}
+	return out, nil
+}
+
+// NATSRevocations lists the NATS users of revoked credentials (scaled-out mode) with the time
+// each was revoked: the revocations of the account JWT (controller/natsauth).
+func (s *Store) NATSRevocations(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	err := s.queryRows(ctx, "SELECT nats_user, revoked_at FROM mqtt_credentials WHERE revoked_at <> 0 AND nats_user <> ''", nil, func(r *sql.Rows) error {
+		var u string
+		var at int64
+		if err := r.Scan(&u, &at); err != nil {
+			return err
+		}
+		out[u] = fromMicros(at)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.NATSRevocations: %w", err)
 	}
 	return out, nil
 }

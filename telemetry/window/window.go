@@ -190,6 +190,16 @@ func (w *Window) Down() bool { return w.down }
 // Flush ends the current window: it returns the window's statistics and starts a new, empty
 // window. Jitter, the down state and the run of consecutive losses carry over.
 func (w *Window) Flush() telemetry.TransportWindow {
+	tw := w.Peek()
+	w.jn, w.jmean, w.jm2 = 0, 0, 0
+	w.sent, w.lost, w.n = 0, 0, 0
+	w.mean, w.m2, w.min, w.max = 0, 0, 0, 0
+	w.samples = w.samples[:0]
+	return tw
+}
+
+// Peek returns the current window's statistics so far, as Flush would, without ending it.
+func (w *Window) Peek() telemetry.TransportWindow {
 	tw := telemetry.TransportWindow{
 		Name:     w.name,
 		Method:   w.method,
@@ -209,11 +219,7 @@ func (w *Window) Flush() telemetry.TransportWindow {
 	if w.jn > 0 {
 		tw.JitterN, tw.JitterMeanMs, tw.JitterSDMs = w.jn, w.jmean, math.Sqrt(w.jm2/float64(w.jn))
 	}
-	w.jn, w.jmean, w.jm2 = 0, 0, 0
-	w.sent, w.lost, w.n = 0, 0, 0
-	w.mean, w.m2, w.min, w.max = 0, 0, 0, 0
-	w.samples = w.samples[:0]
-	return tw
+	return tw // sorting the reservoir in place is harmless: its order does not matter
 }
 
 // percentile of sorted (non-empty) by linear interpolation between closest ranks.

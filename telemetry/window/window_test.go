@@ -338,3 +338,28 @@ func BenchmarkFlush(b *testing.B) {
 		w.Flush()
 	}
 }
+
+// Peek gives what Flush would, without ending the window.
+func TestPeek(t *testing.T) {
+	w := New(Options{Name: "mpls"})
+	for _, ms := range []int{20, 35, 25, 60} {
+		w.AddRTT(time.Duration(ms) * time.Millisecond)
+	}
+	w.AddLoss()
+	p := w.Peek()
+	if p.Sent != 5 || p.Lost != 1 || p.JitterN != 3 {
+		t.Fatalf("peek %+v", p)
+	}
+	w.AddRTT(30 * time.Millisecond)
+	p = w.Peek()
+	if f := w.Flush(); f != p {
+		t.Fatalf("peek %+v, flush %+v", p, f)
+	}
+	if e := w.Peek(); e.Sent != 0 || e.LatencyMs != 0 {
+		t.Fatalf("after the flush: %+v", e)
+	}
+	w.AddRTT(20 * time.Millisecond)
+	if n := testing.AllocsPerRun(100, func() { w.Peek() }); n != 0 {
+		t.Errorf("Peek allocates %v times", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,8 +33,22 @@ type Cluster struct {
 	script   string
 }
 
-// Start starts a cluster on free loopback ports, or fails t (it never skips).
+// Start starts a cluster on free loopback ports with one user (User, Password), or fails t
+// (it never skips).
 func Start(t testing.TB) *Cluster {
+	t.Helper()
+	return start(t)
+}
+
+// StartOperator starts a cluster in NATS operator mode (decentralised JWT authentication):
+// authConf is the auth.conf a natsauth.Setup wrote (its Write), partitions those of its keys.
+// No user/password: every client needs a user JWT signed with the setup's keys.
+func StartOperator(t testing.TB, authConf string, partitions int) *Cluster {
+	t.Helper()
+	return start(t, "AUTH_CONF="+authConf, "PARTITIONS="+strconv.Itoa(partitions))
+}
+
+func start(t testing.TB, env ...string) *Cluster {
 	t.Helper()
 	script, err := scriptpath.Find("nats.sh")
 	if err != nil {
@@ -49,7 +64,7 @@ func Start(t testing.TB) *Cluster {
 		if err != nil {
 			t.Fatalf("natstest: %v", err)
 		}
-		if _, lastErr = run(script, 2*time.Minute, "start", dir, strconv.Itoa(base), User, Password); lastErr != nil {
+		if _, lastErr = runEnv(env, script, 2*time.Minute, "start", dir, strconv.Itoa(base), User, Password); lastErr != nil {
 			_, _ = run(script, time.Minute, "stop", dir)
 			continue
 		}
@@ -88,6 +103,18 @@ func (c *Cluster) Restart(t testing.TB, n int) {
 	}
 }
 
+// MQTTAuthFailures counts the MQTT connections node n (1..3) refused for authentication so
+// far, from its log: NATS 2.9 closes such a connection without a CONNACK, so a client cannot
+// tell a refusal from a network error.
+func (c *Cluster) MQTTAuthFailures(t testing.TB, n int) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Dir, "node"+strconv.Itoa(n)+".log"))
+	if err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	return bytes.Count(b, []byte("unable to connect: authentication error"))
+}
+
 // freeRange returns a port p such that p..p+n look free (checked by listening on them). The
 // range is drawn below the kernel's ephemeral ports (32768 up on Linux): a base taken from an
 // ephemeral port lands among outgoing connections, which on a busy machine (tens of thousands
@@ -112,9 +139,14 @@ func freeRange(n int) (int, error) {
 }
 
 func run(script string, timeout time.Duration, args ...string) (string, error) {
+	return runEnv(nil, script, timeout, args...)
+}
+
+func runEnv(env []string, script string, timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
