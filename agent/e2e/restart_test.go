@@ -94,11 +94,12 @@ func runControllerRestarts(t *testing.T, n int) restartResult {
 	}
 	defer db.Close()
 	var windows sql.NullInt64
-	if err := db.QueryRow("SELECT SUM(windows) FROM rollup_1m WHERE site = ? AND transport = 'wan1'", s.id).Scan(&windows); err != nil {
+	// rollup_1h holds every window written; the minute rows of closed hours move into blocks.
+	if err := db.QueryRow("SELECT SUM(windows) FROM rollup_1h WHERE site = ? AND transport = 'wan1'", s.id).Scan(&windows); err != nil {
 		t.Fatal(err)
 	}
 	res.stored = float64(windows.Int64)
-	if err := db.QueryRow("SELECT SUM(windows) FROM rollup_1m WHERE site = ? AND transport = 'wan2'", s.id).Scan(&windows); err != nil {
+	if err := db.QueryRow("SELECT SUM(windows) FROM rollup_1h WHERE site = ? AND transport = 'wan2'", s.id).Scan(&windows); err != nil {
 		t.Fatal(err)
 	}
 	res.storedWan2 = float64(windows.Int64)

@@ -19,11 +19,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	storetest.MainThen(m, func() {
-		if binDir != "" {
-			os.RemoveAll(binDir)
-		}
-	})
+	code := storetest.Wrap(m.Run)
+	if binDir != "" { // the controller binary built once for the run (procs_test.go)
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 const testTTL = 1500 * time.Millisecond

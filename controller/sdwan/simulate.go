@@ -255,8 +255,9 @@ func (s *Service) Simulate(ctx context.Context, policyID string, version int, re
 
 // Stream replays the run's sites and writes the answer to w as one JSON object:
 // {"simulation": {...}, "sites": [...one per site, as they are done...], "summary": {...},
-// "complete": true}. Sites are replayed Workers at a time and written in order, so memory holds
-// a batch of sites' history, never the fleet's. flush is called after each batch. The
+// "complete": true}. Sites are replayed Workers at a time and written in order, at most
+// Workers x 4 ahead of the one written, so memory holds that window of results and Workers
+// sites' history, never the fleet's. flush is called every Workers x 4 sites. The
 // simulation is stored once complete; an error after the first byte ends the object with
 // "complete": false and "error", and nothing is stored.
 func (r *SimulationRun) Stream(ctx context.Context, w io.Writer, flush func()) error {
@@ -304,7 +305,11 @@ func (r *SimulationRun) Stream(ctx context.Context, w io.Writer, flush func()) e
 	return err
 }
 
-// replay runs the sites in batches of Workers x 4 and hands each result to emit in order.
+// replay runs the sites on Workers goroutines and hands each result to emit in order, calling
+// flush every Workers x 4 sites. At most Workers x 4 sites are replayed or waiting to be
+// emitted at once (memory holds their results and Workers sites' history), and the workers
+// never wait for the encoding of the answer or for each other: a slow site holds up the emitting
+// only, until the window of sites ahead of it is full.
 func (r *SimulationRun) replay(ctx context.Context, emit func(*SimulationSite, bool) error, flush func() error) (*SimulationSummary, error) {
 	fctx, cancel := context.WithTimeout(ctx, r.s.simOpts.FlushTimeout)
 	err := r.s.history.Flush(fctx)
@@ -321,48 +326,73 @@ func (r *SimulationRun) replay(ctx context.Context, emit func(*SimulationSite, b
 	}
 	sum := &SimulationSummary{Classes: []SimClassTotals{}, Changes: []SimChangedClass{}}
 	workers := r.s.simOpts.Workers
-	batch := workers * 4
-	results := make([]*SimulationSite, batch)
-	errs := make([]error, batch)
+	window := workers * 4
+	type result struct {
+		res *SimulationSite
+		err error
+	}
+	ring := make([]chan result, window) // site i's result arrives in ring[i%window]
+	for i := range ring {
+		ring[i] = make(chan result, 1)
+	}
+	free := make(chan struct{}, window) // a token per site that may be dispatched
+	for range window {
+		free <- struct{}{}
+	}
+	ctx, cancel = context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	next := make(chan int)
+	wg.Add(1)
+	go func() { // dispatches site i once site i-window has been emitted, so ring[i%window] is empty
+		defer wg.Done()
+		defer close(next)
+		for i := range r.sites {
+			select {
+			case <-free:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for range min(workers, len(r.sites)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				res, err := r.site(ctx, r.sites[i])
+				ring[i%window] <- result{res, err}
+			}
+		}()
+	}
 	first := true
-	for start := 0; start < len(r.sites); start += batch {
-		ids := r.sites[start:min(start+batch, len(r.sites))]
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range min(workers, len(ids)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					results[i], errs[i] = r.site(ctx, ids[i])
-				}
-			}()
+	for i := range r.sites {
+		var rr result
+		select {
+		case rr = <-ring[i%window]:
+		case <-ctx.Done():
+			return sum, ctx.Err()
 		}
-		for i := range ids {
-			next <- i
+		free <- struct{}{}
+		if rr.err != nil {
+			return sum, rr.err
 		}
-		close(next)
-		wg.Wait()
-		for i := range ids {
-			if errs[i] != nil {
-				return sum, errs[i]
-			}
-			res := results[i]
-			results[i] = nil
-			r.total(sum, res)
-			if r.only && !res.Changed {
-				continue
-			}
-			if err := emit(res, first); err != nil {
+		r.total(sum, rr.res)
+		if !r.only || rr.res.Changed {
+			if err := emit(rr.res, first); err != nil {
 				return sum, err
 			}
 			first = false
 		}
-		if err := flush(); err != nil {
-			return sum, err
-		}
-		if err := ctx.Err(); err != nil {
-			return sum, err
+		if (i+1)%window == 0 || i == len(r.sites)-1 {
+			if err := flush(); err != nil {
+				return sum, err
+			}
 		}
 	}
 	return sum, nil

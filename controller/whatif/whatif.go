@@ -4,6 +4,7 @@
 package whatif
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -100,6 +101,7 @@ type Site struct {
 	sides      []side
 	scratch    []steering.Decision
 	order      []int32
+	unix       []int64 // rows' times in unix seconds, for ordering without time.Time
 	minutes    int
 }
 
@@ -163,7 +165,17 @@ func Metrics(r *sink.Rollup, stat Statistic) steering.Metrics {
 // observed at its end, then every policy evaluates once; the path each class has then counts
 // for the minute.
 func (s *Site) Run(rows []sink.Rollup) {
-	s.order = timeOrder(rows, s.order[:0])
+	if cap(s.unix) < len(rows) {
+		s.unix = make([]int64, 0, len(rows))
+	}
+	s.unix = s.unix[:0]
+	for i := range rows {
+		s.unix = append(s.unix, rows[i].Time.Unix())
+	}
+	if cap(s.order) < len(rows) {
+		s.order = make([]int32, 0, len(rows))
+	}
+	s.order = timeOrder(s.unix, s.order[:0])
 	step := int64(Step / time.Second)
 	for k := range s.sides {
 		sd := &s.sides[k]
@@ -172,9 +184,9 @@ func (s *Site) Run(rows []sink.Rollup) {
 		}
 	}
 	for i := 0; i < len(s.order); {
-		at := rows[s.order[i]].Time
+		at, sec := rows[s.order[i]].Time, s.unix[s.order[i]]
 		j := i
-		for j < len(s.order) && rows[s.order[j]].Time.Equal(at) {
+		for j < len(s.order) && s.unix[s.order[j]] == sec {
 			j++
 		}
 		now := at.Add(Step)
@@ -247,18 +259,19 @@ func (s *Site) transportIndex(name string) int {
 	return -1
 }
 
-// timeOrder appends to order the indices of rows by time (ties in row order): at once when
-// rows are in time order, by merging when they are in (transport, time) order, else sorted.
-func timeOrder(rows []sink.Rollup, order []int32) []int32 {
+// timeOrder appends to order the indices of rows (given by their times) by time, ties in row
+// order: at once when rows are in time order, by merging when they are in (transport, time)
+// order, else sorted.
+func timeOrder(times []int64, order []int32) []int32 {
 	byTime, blocks := true, 1
-	for i := 1; i < len(rows); i++ {
-		if rows[i].Time.Before(rows[i-1].Time) {
+	for i := 1; i < len(times); i++ {
+		if times[i] < times[i-1] {
 			byTime = false
 			blocks++
 		}
 	}
 	if byTime {
-		for i := range rows {
+		for i := range times {
 			order = append(order, int32(i))
 		}
 		return order
@@ -266,18 +279,18 @@ func timeOrder(rows []sink.Rollup, order []int32) []int32 {
 	if blocks <= 64 { // runs of ascending time, one per transport: merge them
 		var starts, ends [64]int
 		b := 0
-		for i := range rows {
-			if i > 0 && rows[i].Time.Before(rows[i-1].Time) {
+		for i := range times {
+			if i > 0 && times[i] < times[i-1] {
 				ends[b] = i
 				b++
 				starts[b] = i
 			}
 		}
-		ends[b] = len(rows)
+		ends[b] = len(times)
 		for {
 			best := -1
 			for k := 0; k < blocks; k++ {
-				if starts[k] < ends[k] && (best < 0 || rows[starts[k]].Time.Before(rows[starts[best]].Time)) {
+				if starts[k] < ends[k] && (best < 0 || times[starts[k]] < times[starts[best]]) {
 					best = k
 				}
 			}
@@ -288,10 +301,10 @@ func timeOrder(rows []sink.Rollup, order []int32) []int32 {
 			starts[best]++
 		}
 	}
-	for i := range rows {
+	for i := range times {
 		order = append(order, int32(i))
 	}
-	slices.SortStableFunc(order, func(a, b int32) int { return rows[a].Time.Compare(rows[b].Time) })
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(times[a], times[b]) })
 	return order
 }
 

@@ -72,6 +72,7 @@ type EmbeddedStats struct {
 	RowsFlushed int64 // minute rows written (each also updates an hour row)
 	Dropped     int64 // minute rows dropped after failed flushes (MaxUnflushed)
 	Pruned      int64 // rows deleted by Prune
+	Compacted   int64 // minute rows moved into hour blocks
 }
 
 // EmbeddedSink keeps telemetry history in its own SQLite file (WAL) in the data dir, without
@@ -96,6 +97,9 @@ type EmbeddedSink struct {
 
 	statsMu sync.Mutex
 	stats   EmbeddedStats
+
+	// The statements of scanMinutes for every transport (the replay's), prepared once.
+	minuteRows, minuteBlocks *sql.Stmt
 
 	stop chan struct{}
 	done chan struct{}
@@ -328,7 +332,7 @@ func NewEmbedded(opts EmbeddedOptions) (*EmbeddedSink, error) {
 	db.SetMaxOpenConns(4)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := db.ExecContext(ctx, embeddedSchema); err != nil {
+	if _, err := db.ExecContext(ctx, embeddedSchema+blockSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sink.NewEmbedded: %s: create schema: %w", path, err)
 	}
@@ -340,6 +344,13 @@ func NewEmbedded(opts EmbeddedOptions) (*EmbeddedSink, error) {
 		entries: make(map[seriesKey]*entry),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if s.minuteRows, err = db.PrepareContext(ctx, minuteRowsSQL("")); err == nil {
+		s.minuteBlocks, err = db.PrepareContext(ctx, minuteBlocksSQL(""))
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sink.NewEmbedded: %s: %w", path, err)
 	}
 	go s.run()
 	return s, nil
@@ -493,9 +504,9 @@ func (s *EmbeddedSink) writeRows(ctx context.Context, rows []minuteRow) (err err
 	return tx.Commit()
 }
 
-// Prune deletes minute rows older than MinuteRetention and hour rows older than HourRetention
-// before now, and returns how many it deleted. It deletes in slices of time, so writers wait
-// for one slice at most.
+// Prune deletes minutes older than MinuteRetention (rows and minutes of hour blocks) and hour
+// rows older than HourRetention before now, and returns how many minutes and hours it
+// deleted. It deletes in slices of time, so writers wait for one slice at most.
 func (s *EmbeddedSink) Prune(ctx context.Context, now time.Time) (int64, error) {
 	var total int64
 	for _, t := range []struct {
@@ -525,6 +536,11 @@ func (s *EmbeddedSink) Prune(ctx context.Context, now time.Time) (int64, error) 
 			total += n
 		}
 	}
+	n, err := s.pruneBlocks(ctx, now.Add(-s.opts.MinuteRetention).Unix())
+	total += n
+	if err != nil {
+		return total, fmt.Errorf("sink.EmbeddedSink.Prune: minute_blocks: %w", err)
+	}
 	s.statsMu.Lock()
 	s.stats.Pruned += total
 	s.statsMu.Unlock()
@@ -542,19 +558,24 @@ func (s *EmbeddedSink) History(ctx context.Context, site, transport string, from
 			resolution = time.Minute
 		}
 	}
-	var table string
 	switch resolution {
-	case time.Minute:
-		table = "rollup_1m"
-	case time.Hour:
-		table = "rollup_1h"
+	case time.Minute, time.Hour:
 	default:
 		return nil, fmt.Errorf("sink.EmbeddedSink.History: resolution %v; want 1m, 1h or 0 (automatic)", resolution)
 	}
-	step := int64(resolution / time.Second)
+	if resolution == time.Minute {
+		var out []Rollup
+		err := s.scanMinutes(ctx, site, transport, from.Unix(), to.Unix(), func(tr string, a *agg) {
+			out = append(out, a.rollup(site, tr, time.Minute))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sink.EmbeddedSink.History: %w", err)
+		}
+		return out, nil
+	}
 	q := `SELECT transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms
-FROM ` + table + ` WHERE site = ? AND ts >= ? AND ts < ?`
-	args := []any{site, floorTo(from.Unix()+step-1, step), to.Unix()}
+FROM rollup_1h WHERE site = ? AND ts >= ? AND ts < ?`
+	args := []any{site, floorTo(from.Unix()+3599, 3600), to.Unix()}
 	if transport != "" {
 		q += ` AND transport = ?`
 		args = append(args, transport)
@@ -566,28 +587,33 @@ FROM ` + table + ` WHERE site = ? AND ts >= ? AND ts < ?`
 	defer rows.Close()
 	var out []Rollup
 	for rows.Next() {
-		var r Rollup
-		var ts int64
-		var latSum, p95Sum, jitSum, sdSum float64
+		var tr string
+		var a agg
 		var minMs sql.NullFloat64
-		if err := rows.Scan(&r.Transport, &ts, &r.Windows, &r.Sent, &r.Lost, &r.DownWindows,
-			&latSum, &p95Sum, &jitSum, &sdSum, &minMs, &r.MaxMs); err != nil {
+		if err := rows.Scan(&tr, &a.ts, &a.windows, &a.sent, &a.lost, &a.down,
+			&a.latSum, &a.p95Sum, &a.jitSum, &a.sdSum, &minMs, &a.maxMs); err != nil {
 			return nil, fmt.Errorf("sink.EmbeddedSink.History: %w", err)
 		}
-		r.Site, r.Time, r.Resolution = site, time.Unix(ts, 0).UTC(), resolution
-		r.MinMs = minMs.Float64
-		if r.Sent > 0 {
-			r.LossPct = 100 * float64(r.Lost) / float64(r.Sent)
-		}
-		if a := float64(r.Sent - r.Lost); a > 0 {
-			r.LatencyMs, r.P95Ms, r.JitterMs, r.StdDevMs = latSum/a, p95Sum/a, jitSum/a, sdSum/a
-		}
-		out = append(out, r)
+		a.minMs, a.hasMin = minMs.Float64, minMs.Valid
+		out = append(out, a.rollup(site, tr, time.Hour))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sink.EmbeddedSink.History: %w", err)
 	}
 	return out, nil
+}
+
+// rollup turns a into the figures History gives.
+func (a *agg) rollup(site, transport string, resolution time.Duration) Rollup {
+	r := Rollup{Site: site, Transport: transport, Time: time.Unix(a.ts, 0).UTC(), Resolution: resolution,
+		Windows: a.windows, Sent: a.sent, Lost: a.lost, DownWindows: a.down, MinMs: a.minMs, MaxMs: a.maxMs}
+	if a.sent > 0 {
+		r.LossPct = 100 * float64(a.lost) / float64(a.sent)
+	}
+	if n := float64(a.sent - a.lost); n > 0 {
+		r.LatencyMs, r.P95Ms, r.JitterMs, r.StdDevMs = a.latSum/n, a.p95Sum/n, a.jitSum/n, a.sdSum/n
+	}
+	return r
 }
 
 // Stats returns the sink's counters.
@@ -611,13 +637,16 @@ func (s *EmbeddedSink) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err := s.Flush(ctx)
+	s.minuteRows.Close()
+	s.minuteBlocks.Close()
 	if cerr := s.db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("sink.EmbeddedSink.Close: %w", cerr)
 	}
 	return err
 }
 
-// run flushes every FlushInterval and prunes every PruneInterval until Close.
+// run flushes (and compacts closed hours) every FlushInterval and prunes every PruneInterval
+// until Close.
 func (s *EmbeddedSink) run() {
 	defer close(s.done)
 	flush := time.NewTicker(s.opts.FlushInterval)
@@ -631,6 +660,14 @@ func (s *EmbeddedSink) run() {
 	// Work stops with Close; a flush in progress finishes (Close flushes again after).
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	compact := func() {
+		if n, err := s.compact(ctx, s.opts.Now(), s.stop, s.opts.FlushInterval/2); err != nil {
+			s.log.Error("compacting telemetry minutes into hour blocks", "err", err)
+		} else if n > 0 {
+			s.log.Debug("compacted telemetry minutes into hour blocks", "rows", n)
+		}
+	}
+	compact() // starts converting a database written before the blocks; each flush goes on
 	for {
 		select {
 		case <-s.stop:
@@ -639,6 +676,7 @@ func (s *EmbeddedSink) run() {
 			if err := s.Flush(ctx); err != nil {
 				s.log.Error("writing telemetry rollups", "err", err)
 			}
+			compact()
 		case <-prune:
 			if n, err := s.Prune(ctx, s.opts.Now()); err != nil {
 				s.log.Error("pruning telemetry history", "err", err)

@@ -144,40 +144,49 @@ func TestEmbeddedHistory(t *testing.T) {
 			site:    "nope", from: base, to: base.Add(time.Hour), resolution: time.Minute,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := openEmbedded(t, EmbeddedOptions{Now: func() time.Time { return base.Add(time.Hour) }})
-			var windows int64
-			for _, batch := range tt.batches {
-				for _, r := range batch {
-					if err := s.Write(ctx, r); err != nil {
-						t.Fatalf("Write: %v", err)
+	// Each case with the minutes left as rows, and compacted into hour blocks after each
+	// flush (so a later batch merges into a block).
+	for _, compact := range []bool{false, true} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/compacted=%v", tt.name, compact), func(t *testing.T) {
+				s := openEmbedded(t, EmbeddedOptions{Now: func() time.Time { return base.Add(time.Hour) }})
+				var windows int64
+				for _, batch := range tt.batches {
+					for _, r := range batch {
+						if err := s.Write(ctx, r); err != nil {
+							t.Fatalf("Write: %v", err)
+						}
+						windows += int64(len(r.Transport))
 					}
-					windows += int64(len(r.Transport))
+					if err := s.Flush(ctx); err != nil {
+						t.Fatalf("Flush: %v", err)
+					}
+					if compact {
+						if _, err := s.Compact(ctx, base.Add(24*time.Hour)); err != nil {
+							t.Fatalf("Compact: %v", err)
+						}
+					}
 				}
-				if err := s.Flush(ctx); err != nil {
-					t.Fatalf("Flush: %v", err)
+				if got := s.Stats().Windows; got != windows {
+					t.Errorf("Stats().Windows: got %d; want %d", got, windows)
 				}
-			}
-			if got := s.Stats().Windows; got != windows {
-				t.Errorf("Stats().Windows: got %d; want %d", got, windows)
-			}
-			got, err := s.History(ctx, tt.site, tt.transport, tt.from, tt.to, tt.resolution)
-			if err != nil {
-				t.Fatalf("History: %v", err)
-			}
-			res := tt.resolution
-			if res == 0 {
-				res = time.Minute
-				if tt.to.Sub(tt.from) > 24*time.Hour {
-					res = time.Hour
+				got, err := s.History(ctx, tt.site, tt.transport, tt.from, tt.to, tt.resolution)
+				if err != nil {
+					t.Fatalf("History: %v", err)
 				}
-			}
-			for i := range tt.want {
-				tt.want[i].Site, tt.want[i].Resolution = tt.site, res
-			}
-			checkRollups(t, got, tt.want)
-		})
+				res := tt.resolution
+				if res == 0 {
+					res = time.Minute
+					if tt.to.Sub(tt.from) > 24*time.Hour {
+						res = time.Hour
+					}
+				}
+				for i := range tt.want {
+					tt.want[i].Site, tt.want[i].Resolution = tt.site, res
+				}
+				checkRollups(t, got, tt.want)
+			})
+		}
 	}
 }
 
@@ -243,6 +252,13 @@ func TestEmbeddedPrune(t *testing.T) {
 			wantMinutes: 1, wantHour: 2,
 		},
 		{
+			name:        "retention ends inside an hour: that hour keeps its later minutes",
+			opts:        EmbeddedOptions{MinuteRetention: 90 * time.Minute},
+			at:          []time.Duration{100 * time.Minute, 80 * time.Minute},
+			wantPruned:  1,
+			wantMinutes: 1, wantHour: 1,
+		},
+		{
 			name:        "many slices of old minutes",
 			opts:        EmbeddedOptions{MinuteRetention: time.Hour},
 			at:          []time.Duration{10 * time.Minute, 2 * time.Hour, 5 * time.Hour, 9 * time.Hour, 900 * day},
@@ -250,38 +266,47 @@ func TestEmbeddedPrune(t *testing.T) {
 			wantMinutes: 1, wantHour: 4,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.PruneInterval = -1
-			s := openEmbedded(t, tt.opts)
-			for _, d := range tt.at {
-				if err := s.Write(ctx, report("s1", "d1", now.Add(-d), win("wan1", 1, 0, 1, 1, 1, 1, 0, 0, false))); err != nil {
+	// Each case with the minutes as rows, and compacted into hour blocks up to now's hour or
+	// up to a later one (so the blocks of the hour the retention ends in lose some minutes).
+	for _, compactAt := range []time.Duration{-1, 0, 10 * day} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/compact=%v", tt.name, compactAt), func(t *testing.T) {
+				tt.opts.PruneInterval = -1
+				s := openEmbedded(t, tt.opts)
+				for _, d := range tt.at {
+					if err := s.Write(ctx, report("s1", "d1", now.Add(-d), win("wan1", 1, 0, 1, 1, 1, 1, 0, 0, false))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.Flush(ctx); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := s.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
-			n, err := s.Prune(ctx, now)
-			if err != nil || n != tt.wantPruned {
-				t.Fatalf("Prune: got %d, %v; want %d", n, err, tt.wantPruned)
-			}
-			if got := s.Stats().Pruned; got != n {
-				t.Errorf("Stats().Pruned: got %d; want %d", got, n)
-			}
-			for _, c := range []struct {
-				res  time.Duration
-				want int
-			}{{time.Minute, tt.wantMinutes}, {time.Hour, tt.wantHour}} {
-				rows, err := s.History(ctx, "s1", "wan1", now.Add(-1000*day), now.Add(time.Hour), c.res)
-				if err != nil || len(rows) != c.want {
-					t.Errorf("History %v after Prune: got %d rows, %v; want %d", c.res, len(rows), err, c.want)
+				if compactAt >= 0 {
+					if _, err := s.Compact(ctx, now.Add(compactAt)); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			if n, err := s.Prune(ctx, now); err != nil || n != 0 {
-				t.Errorf("second Prune: got %d, %v; want 0", n, err)
-			}
-		})
+				n, err := s.Prune(ctx, now)
+				if err != nil || n != tt.wantPruned {
+					t.Fatalf("Prune: got %d, %v; want %d", n, err, tt.wantPruned)
+				}
+				if got := s.Stats().Pruned; got != n {
+					t.Errorf("Stats().Pruned: got %d; want %d", got, n)
+				}
+				for _, c := range []struct {
+					res  time.Duration
+					want int
+				}{{time.Minute, tt.wantMinutes}, {time.Hour, tt.wantHour}} {
+					rows, err := s.History(ctx, "s1", "wan1", now.Add(-1000*day), now.Add(time.Hour), c.res)
+					if err != nil || len(rows) != c.want {
+						t.Errorf("History %v after Prune: got %d rows, %v; want %d", c.res, len(rows), err, c.want)
+					}
+				}
+				if n, err := s.Prune(ctx, now); err != nil || n != 0 {
+					t.Errorf("second Prune: got %d, %v; want 0", n, err)
+				}
+			})
+		}
 	}
 }
 

@@ -187,40 +187,16 @@ func asInt(v any) int64 {
 // Minutes appends to buf site's minute rollups of every transport whose minute starts in
 // [from, to), ordered by transport and time, for a replay of history (the policy
 // simulation): the same figures as History at time.Minute, but MinMs, MaxMs and StdDevMs are
-// left zero and Site is not set. It reads the fewest columns, reuses buf and allocates no
-// string per row (transport names are shared), about 3 times as fast as History.
+// left zero and Site is not set. It reads the hour blocks of closed hours (one row per
+// transport and hour) and the minute rows of the rest in one statement, reuses buf and
+// allocates no string per row (transport names are shared).
 func (s *EmbeddedSink) Minutes(ctx context.Context, site string, from, to time.Time, buf []Rollup) ([]Rollup, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum
-FROM rollup_1m WHERE site = ? AND ts >= ? AND ts < ? ORDER BY transport, ts`, site, floorTo(from.Unix()+59, 60), to.Unix())
-	if err != nil {
-		return buf, fmt.Errorf("sink.EmbeddedSink.Minutes: %w", err)
-	}
-	defer rows.Close()
-	var (
-		tr                            []byte
-		name                          string
-		ts                            int64
-		latSum, p95Sum, jitSum        float64
-		windows, sent, lost, downWins int64
-	)
-	for rows.Next() {
-		if err := rows.Scan(&tr, &ts, &windows, &sent, &lost, &downWins, &latSum, &p95Sum, &jitSum); err != nil {
-			return buf, fmt.Errorf("sink.EmbeddedSink.Minutes: %w", err)
-		}
-		if string(tr) != name {
-			name = string(tr)
-		}
-		r := Rollup{Transport: name, Time: time.Unix(ts, 0).UTC(), Resolution: time.Minute,
-			Windows: windows, Sent: sent, Lost: lost, DownWindows: downWins}
-		if sent > 0 {
-			r.LossPct = 100 * float64(lost) / float64(sent)
-		}
-		if a := float64(sent - lost); a > 0 {
-			r.LatencyMs, r.P95Ms, r.JitterMs = latSum/a, p95Sum/a, jitSum/a
-		}
+	err := s.scanMinutes(ctx, site, "", from.Unix(), to.Unix(), func(tr string, a *agg) {
+		r := a.rollup("", tr, time.Minute)
+		r.MinMs, r.MaxMs, r.StdDevMs = 0, 0, 0
 		buf = append(buf, r)
-	}
-	if err := rows.Err(); err != nil {
+	})
+	if err != nil {
 		return buf, fmt.Errorf("sink.EmbeddedSink.Minutes: %w", err)
 	}
 	return buf, nil

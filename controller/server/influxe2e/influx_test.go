@@ -4,6 +4,7 @@ package influxe2e
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -11,12 +12,14 @@ import (
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/sdwan"
 	"github.com/edgewan/edgewan/controller/server/servertest"
+	"github.com/edgewan/edgewan/controller/store/storetest"
 	"github.com/edgewan/edgewan/controller/whatif/whatiftest"
 	"github.com/edgewan/edgewan/telemetry/sink"
 	"github.com/edgewan/edgewan/telemetry/sink/influxtest"
 )
 
-func TestMain(m *testing.M) { influxtest.Main(m) }
+// TestMain serves InfluxDB and PostgreSQL (for the scenario on both databases).
+func TestMain(m *testing.M) { os.Exit(influxtest.Wrap(func() int { return storetest.Wrap(m.Run) })) }
 
 // TestTelemetryToInflux sends an agent's reports through the embedded broker and reads the
 // points back from InfluxDB, after the controller stopped (which must flush them all).
@@ -96,11 +99,20 @@ func TestTelemetryToInflux(t *testing.T) {
 }
 
 // TestSimulateOnInflux runs the policy simulation's hand-computed scenario with the history in
-// InfluxDB (minutes aggregated by Flux). SQLite only: this binary's TestMain serves InfluxDB,
-// and controller/server runs the same scenario on PostgreSQL with the embedded store.
+// InfluxDB, on SQLite and on PostgreSQL (controller/server runs it on both with the embedded
+// store).
 func TestSimulateOnInflux(t *testing.T) {
-	db := influxtest.NewDatabase(t)
-	whatiftest.Run(t, servertest.Start(t, servertest.Options{Config: func(c *config.Config) {
-		c.InfluxURL, c.InfluxBucket = db.URL, db.Bucket
-	}}))
+	for _, pg := range []bool{false, true} {
+		name := "sqlite"
+		if pg {
+			name = "postgres"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := influxtest.NewDatabase(t)
+			whatiftest.Run(t, servertest.Start(t, servertest.Options{Postgres: pg, Config: func(c *config.Config) {
+				c.InfluxURL, c.InfluxBucket = db.URL, db.Bucket
+			}}))
+		})
+	}
 }

@@ -134,11 +134,14 @@ func PostgresURL(t testing.TB) string {
 // any. Every package that uses storetest calls it from TestMain:
 //
 //	func TestMain(m *testing.M) { storetest.Main(m) }
-func Main(m *testing.M) { MainThen(m, nil) }
+func Main(m *testing.M) { os.Exit(Wrap(m.Run)) }
 
-// MainThen is Main, calling after (if not nil) once the tests have ended, before the exit:
-// for what a package's tests share and must remove (say, a binary built once).
-func MainThen(m *testing.M, after func()) {
+// Wrap is Main for a binary that needs the servers of several packages: it runs run (m.Run, or
+// another package's Wrap of it), stops the PostgreSQL server this binary started, and returns
+// run's code:
+//
+//	func TestMain(m *testing.M) { os.Exit(influxtest.Wrap(func() int { return storetest.Wrap(m.Run) })) }
+func Wrap(run func() int) int {
 	mainCalled.Store(true)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -155,13 +158,10 @@ func MainThen(m *testing.M, after func()) {
 			_ = syscall.Kill(os.Getpid(), s)
 		}
 	}()
-	code := m.Run()
+	code := run()
 	signal.Stop(sigs)
 	shutdown()
-	if after != nil {
-		after()
-	}
-	os.Exit(code)
+	return code
 }
 
 // pgServer is the shared PostgreSQL server of this test binary.

@@ -172,7 +172,14 @@ func (s *Server) Restart(t testing.TB) {
 }
 
 // Main runs the package's tests and then stops the InfluxDB server this binary started, if any.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Wrap(m.Run)) }
+
+// Wrap is Main for a binary that needs the servers of several packages: it runs run (m.Run, or
+// another package's Wrap of it), stops the InfluxDB server this binary started, and returns
+// run's code:
+//
+//	func TestMain(m *testing.M) { os.Exit(influxtest.Wrap(func() int { return storetest.Wrap(m.Run) })) }
+func Wrap(run func() int) int {
 	mainCalled.Store(true)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -187,10 +194,10 @@ func Main(m *testing.M) {
 			_ = syscall.Kill(os.Getpid(), s)
 		}
 	}()
-	code := m.Run()
+	code := run()
 	signal.Stop(sigs)
 	shutdown()
-	os.Exit(code)
+	return code
 }
 
 type sharedServer struct {
