@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 	"testing"
@@ -146,5 +147,62 @@ func TestOwnerRegained(t *testing.T) {
 	st.mu.Unlock()
 	if !synced() || path != "lte" {
 		t.Errorf("after the agent's status: synced %v, bulk on %q; want synced on lte", synced(), path)
+	}
+}
+
+// TestTakeoverResync: a site taken over from another controller starts from what its agent
+// still holds (the previous owner stored what is below: not counted as abandoned), while the
+// same jump on a site owned for longer than the catch-up minute is a loss, counted.
+func TestTakeoverResync(t *testing.T) {
+	be := newBenchEngine(t, 2, &nopBus{})
+	ids := be.st.order
+	own := &setOwner{mine: map[string]bool{ids[0]: true}}
+	be.e.o.Owner = own
+	report := func(i int, seq, held uint64) {
+		t.Helper()
+		s := be.st.sites[ids[i]]
+		r := telemetry.Report{V: telemetry.SchemaVersion, Site: s.ID, Device: s.DeviceID, Seq: seq, Held: held, Time: be.clock.now().UTC(), WindowMs: 1000,
+			Transport: []telemetry.TransportWindow{{Name: "mpls", Method: "icmp", Sent: 10, LatencyMs: 20, P50Ms: 20, P95Ms: 22, MinMs: 19, MaxMs: 25, JitterMs: 1, StdDevMs: 1}}}
+		b, _ := json.Marshal(r)
+		be.e.onTelemetry(telemetry.Topic(s.ID, telemetry.KindTelemetry), b)
+	}
+	mark := func(i int) uint64 {
+		st := be.e.site(ids[i])
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.win.mark
+	}
+	report(0, 1, 1)
+	report(1, 1, 1) // owned elsewhere: refused
+	own.set(ids[1], true)
+	report(1, 100, 95) // taken over: the previous owner stored up to 94
+	if m, n := mark(1), counter(be.e.m.abandoned); m != 94 || n != 0 {
+		t.Errorf("after a takeover: mark %d, abandoned %v; want 94 and 0", m, n)
+	}
+	be.clock.ns.Add(int64(2 * time.Minute)) // past the catch-up after site 0 became this engine's
+	report(0, 100, 95)                      // owned all along: 2..94 never came and the agent no longer has them
+	if m, n := mark(0), counter(be.e.m.abandoned); m != 94 || n != 93 {
+		t.Errorf("owned all along: mark %d, abandoned %v; want 94 and 93", m, n)
+	}
+}
+
+// TestNewDeviceStartsAgain: a site claimed by another device (replaced hardware; the claim
+// stores watermark 0) takes the new device's sequence from 1, not as duplicates of the old one's.
+func TestNewDeviceStartsAgain(t *testing.T) {
+	be := newBenchEngine(t, 1, &nopBus{})
+	for range 5 {
+		be.gen.next(t)
+		be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	}
+	s := *be.st.sites[be.st.order[0]]
+	s.DeviceID, s.StoredSeq = "dev_replacement", 0
+	be.st.sites[s.ID] = &s
+	be.e.load(context.Background(), &s, true)
+	r := telemetry.Report{V: telemetry.SchemaVersion, Site: s.ID, Device: s.DeviceID, Seq: 1, Held: 1, Time: be.clock.now().UTC(), WindowMs: 1000,
+		Transport: []telemetry.TransportWindow{{Name: "mpls", Method: "icmp", Sent: 10, LatencyMs: 20, P50Ms: 20, P95Ms: 22, MinMs: 19, MaxMs: 25, JitterMs: 1, StdDevMs: 1}}}
+	b, _ := json.Marshal(r)
+	be.e.onTelemetry(telemetry.Topic(s.ID, telemetry.KindTelemetry), b)
+	if got, dup := counter(be.e.m.reports), counter(be.e.m.rejected.WithLabelValues("duplicate")); got != 6 || dup != 0 {
+		t.Errorf("the new device's first report: %v reports, %v duplicates; want 6 and 0", got, dup)
 	}
 }
