@@ -39,12 +39,16 @@ func TestOwner(t *testing.T) {
 	own := &setOwner{mine: map[string]bool{ids[0]: true, ids[1]: true}}
 	be.e.o.Owner = own
 
-	be.gen.next(t)
-	for i, p := range be.gen.payloads {
-		be.e.onTelemetry(be.gen.topics[i], p)
+	// Two rounds: an owned site decides once its agent said where it is, or SyncWithin after
+	// it was taken (here the first report).
+	for range 2 {
+		be.gen.next(t)
+		for i, p := range be.gen.payloads {
+			be.e.onTelemetry(be.gen.topics[i], p)
+		}
 	}
-	if got, rej := counter(be.e.m.reports), counter(be.e.m.rejected.WithLabelValues("not_owner")); got != 2 || rej != 2 {
-		t.Fatalf("reports %v, not_owner %v; want 2 and 2", got, rej)
+	if got, rej := counter(be.e.m.reports), counter(be.e.m.rejected.WithLabelValues("not_owner")); got != 4 || rej != 4 {
+		t.Fatalf("reports %v, not_owner %v; want 4 and 4", got, rej)
 	}
 	published := bus.published.Load()
 	if err := be.e.publishDecisions(be.e.site(ids[2]), true); err != nil || bus.published.Load() != published {
@@ -54,14 +58,17 @@ func TestOwner(t *testing.T) {
 		t.Errorf("decisions of an owned site were not published (err %v)", err)
 	}
 
-	// Site 2 is up by another controller's reports; this engine takes it over later.
+	// Site 2 is up by another controller's reports (stored); this engine, which loaded it
+	// offline at its start, takes it over later: it takes the stored status, or it would
+	// announce the device online a second time.
 	st2 := be.e.site(ids[2])
+	be.st.sites[ids[2]].Status = sdwan.SiteUp
 	st2.mu.Lock()
-	st2.status, st2.lastSeen = sdwan.SiteUp, be.clock.now().Add(-time.Hour)
+	st2.status, st2.lastSeen = sdwan.SiteOffline, be.clock.now().Add(-time.Hour)
 	st2.mu.Unlock()
 	be.e.checkLiveness()
-	if s := status(be.e, ids[2]); s != sdwan.SiteUp {
-		t.Fatalf("site owned elsewhere: status %q after liveness; want it left alone (up)", s)
+	if s := status(be.e, ids[2]); s != sdwan.SiteOffline {
+		t.Fatalf("site owned elsewhere: status %q after liveness; want it left alone (offline)", s)
 	}
 	own.set(ids[2], true)
 	be.e.checkLiveness()
@@ -82,7 +89,7 @@ func TestOwner(t *testing.T) {
 	own.set(ids[3], true)
 	be.gen.next(t)
 	be.e.onTelemetry(be.gen.topics[3], be.gen.payloads[3])
-	if got := counter(be.e.m.reports); got != 3 {
+	if got := counter(be.e.m.reports); got != 5 {
 		t.Errorf("reports %v after the adopted site's first one; want 3 (rejected %v)", got, be.rejected())
 	}
 }
@@ -92,6 +99,55 @@ func status(e *Engine, id string) string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.status
+}
+
+// TestOwnerRegained: a site this engine owned, lost (another controller decided for it
+// meanwhile) and owns again decides nothing until its agent's status says which paths it is
+// on, then starts from those: deciding from what it knew before announced the other
+// controller's path switch a second time.
+func TestOwnerRegained(t *testing.T) {
+	bus := &nopBus{}
+	be := newBenchEngine(t, 1, bus)
+	id := be.st.order[0]
+	own := &setOwner{mine: map[string]bool{id: true}}
+	be.e.o.Owner = own
+	be.e.o.SyncWithin = time.Minute
+	for range 2 {
+		be.gen.next(t)
+		be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	}
+	st := be.e.site(id)
+	online := func(paths map[string]string) {
+		b, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: st.device, State: "online", Paths: paths})
+		be.e.onStatus(telemetry.Topic(id, telemetry.KindStatus), b)
+	}
+	online(map[string]string{"voice": "mpls", "bulk": "inet"})
+	synced := func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.synced }
+	if !synced() {
+		t.Fatal("the owner did not take the agent's paths")
+	}
+
+	own.set(id, false) // another controller moves bulk to lte meanwhile
+	be.gen.next(t)
+	be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	own.set(id, true)
+	be.e.checkLiveness()
+	if synced() {
+		t.Fatal("a site owned again is still synced on what this engine knew before")
+	}
+	published := bus.published.Load()
+	be.gen.next(t)
+	be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	if bus.published.Load() != published {
+		t.Error("decisions published for a site owned again before its agent said where it is")
+	}
+	online(map[string]string{"voice": "mpls", "bulk": "lte"}) // the NATS bus replays the last status
+	st.mu.Lock()
+	path := st.steer.Path("bulk")
+	st.mu.Unlock()
+	if !synced() || path != "lte" {
+		t.Errorf("after the agent's status: synced %v, bulk on %q; want synced on lte", synced(), path)
+	}
 }
 
 // TestTakeoverResync: a site taken over from another controller starts from what its agent
