@@ -661,6 +661,15 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 	if e.sink != nil {
 		if err := e.sink.Write(context.Background(), r); err != nil {
 			e.m.rejected.WithLabelValues("sink").Inc()
+			if !errors.Is(err, telemetry.ErrInvalid) { // invalid for good: never sent again
+				// Not stored: the watermark must not cover it, or the agent deletes a report
+				// that is in no history. Given back, it is sent again when the watermark stalls.
+				st.mu.Lock()
+				st.win.untake(r.Seq)
+				st.mu.Unlock()
+				e.o.Logger.Debug("ingest: writing a report to the time series failed; the watermark waits for it to come again",
+					"site", st.id, "seq", r.Seq, "err", err)
+			}
 		}
 	}
 	if changed || len(evs) > 0 {

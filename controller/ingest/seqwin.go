@@ -97,6 +97,36 @@ func (w *seqWindow) shift(n uint64) {
 	}
 }
 
+// untake gives back a taken sequence whose handling failed (the time-series write did not
+// happen): the mark drops below it, so the watermark cannot cover it, the agent keeps it and
+// sends it again (a stalled watermark), and that copy is taken as a gap. Sequences taken
+// above it stay taken, except those pushed out of the top of the window by the drop (more
+// than seqWindowBits above the new mark): taken again if they come again (a duplicate
+// history point, never a loss).
+func (w *seqWindow) untake(seq uint64) {
+	if seq == 0 {
+		return
+	}
+	if seq > w.mark {
+		if off := seq - w.mark - 1; off < seqWindowBits {
+			w.bits[off/64] &^= 1 << (off % 64)
+		}
+		return
+	}
+	k := w.mark - seq + 1 // seq is the new bit 0 (not taken); seq+1..mark are bits 1..k-1
+	old := w.bits
+	clear(w.bits[:])
+	for i := uint64(1); i < min(k, seqWindowBits); i++ {
+		w.bits[i/64] |= 1 << (i % 64)
+	}
+	for j := uint64(0); j+k < seqWindowBits; j++ {
+		if old[j/64]&(1<<(j%64)) != 0 {
+			w.bits[(j+k)/64] |= 1 << ((j + k) % 64)
+		}
+	}
+	w.mark = seq - 1
+}
+
 // skipTo declares every sequence below held abandoned (the agent no longer holds it, so it
 // will never come) and raises the mark to held-1, then over what is contiguous. It returns how
 // many sequences in that range had not been taken.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -298,5 +299,112 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond) // polling a counter, not synchronising on time
+	}
+}
+
+// TestSeqWindowUntake: a sequence given back (its handling failed) is no longer taken and the
+// mark stays below it, whether it was above the mark or the mark had already passed it; what
+// was taken around it stays taken.
+func TestSeqWindowUntake(t *testing.T) {
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		var w seqWindow
+		w.reset(100)
+		taken := map[uint64]bool{}
+		for range 400 {
+			q := w.mark + 1 + rng.Uint64N(200)
+			if v := w.take(q); v == seqNew || v == seqGap {
+				taken[q] = true
+			}
+		}
+		var pick []uint64
+		for q := range taken {
+			pick = append(pick, q)
+		}
+		back := pick[rng.IntN(len(pick))]
+		w.untake(back)
+		delete(taken, back)
+		mark := uint64(100)
+		for taken[mark+1] {
+			mark++
+		}
+		if w.mark != mark || mark >= back {
+			t.Fatalf("seed %d: untake(%d): mark %d; want %d (below it)", seed, back, w.mark, mark)
+		}
+		for q := uint64(90); q < back+300; q++ {
+			if got, want := w.seen(q), q <= 100 || taken[q]; got != want {
+				t.Fatalf("seed %d: untake(%d): seen(%d) %v; want %v", seed, back, q, got, want)
+			}
+		}
+		if v := w.take(back); v != seqGap && v != seqNew {
+			t.Fatalf("seed %d: %d sent again after untake: %v; want taken", seed, back, v)
+		}
+	}
+}
+
+// failingSink fails the write of one report sequence, once (a time-series write that did not
+// happen: InfluxDB's buffer full, the sink closed at shutdown).
+type failingSink struct {
+	Sink
+	mu   sync.Mutex
+	seq  uint64
+	fail bool
+}
+
+func (s *failingSink) Write(ctx context.Context, r *telemetry.Report) error {
+	s.mu.Lock()
+	fail := s.fail && r.Seq == s.seq
+	if fail {
+		s.fail = false
+	}
+	s.mu.Unlock()
+	if fail {
+		return errors.New("test: the write did not happen")
+	}
+	return s.Sink.Write(ctx, r)
+}
+
+// TestSinkFailureHoldsWatermark: a report whose time-series write failed is not covered by the
+// watermark (the agent would delete a report that is in no history): reports 1..5 with 3's
+// write failing leave the safe mark at 2; 3 sent again is taken (not a duplicate), and then
+// the mark is 5.
+func TestSinkFailureHoldsWatermark(t *testing.T) {
+	be := newBenchEngine(t, 1, nil)
+	id := be.st.order[0]
+	device := be.st.sites[id].DeviceID
+	fs := &failingSink{Sink: be.e.sink, seq: 3, fail: true}
+	be.e.sink = fs
+	t0 := be.clock.now()
+	send := func(seq uint64) {
+		t.Helper()
+		rep := telemetry.Report{V: telemetry.SchemaVersion, Site: id, Device: device, Seq: seq, Held: 1, Time: t0.Add(time.Duration(seq) * time.Second), WindowMs: 1000}
+		for _, n := range benchTransports {
+			rep.Transport = append(rep.Transport, telemetry.TransportWindow{Name: n, Method: "icmp", Sent: 10, LatencyMs: 20, P50Ms: 20, P95Ms: 22, MinMs: 19, MaxMs: 25, JitterMs: 1, StdDevMs: 1})
+		}
+		b, _ := json.Marshal(rep)
+		be.clock.ns.Store(rep.Time.UnixNano())
+		be.e.onTelemetry(telemetry.Topic(id, telemetry.KindTelemetry), b)
+	}
+	safe := func() uint64 {
+		st := be.e.site(id)
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.safe
+	}
+	for q := uint64(1); q <= 5; q++ {
+		send(q)
+	}
+	if got := safe(); got != 2 {
+		t.Fatalf("safe mark %d after 1..5 with 3 not written; want 2", got)
+	}
+	if n := counter(be.e.m.rejected.WithLabelValues("sink")); n != 1 {
+		t.Fatalf("sink failures counted %v; want 1", n)
+	}
+	send(3) // the agent sends it again (the watermark stalled below it)
+	if got := safe(); got != 5 {
+		t.Fatalf("safe mark %d after 3 came again; want 5", got)
+	}
+	if d := counter(be.e.m.rejected.WithLabelValues("duplicate")); d != 0 {
+		t.Errorf("3 sent again refused as a duplicate (%v)", d)
 	}
 }
