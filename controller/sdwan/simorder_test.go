@@ -31,7 +31,8 @@ func (h failingHistory) Minutes(ctx context.Context, site string, from, to time.
 
 // TestSimulateStreamsInOrder: with more sites than the workers' window, every site is
 // replayed once and the answer lists them in order (the workers finish out of order); a site
-// whose history cannot be read ends the answer there with complete false and the error.
+// whose history cannot be read ends the answer there with complete false and the error. The
+// sites' database rows are read in batches smaller than the fleet.
 func TestSimulateStreamsInOrder(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite(t)
@@ -71,7 +72,7 @@ func TestSimulateStreamsInOrder(t *testing.T) {
 		{"a site's history fails", failingHistory{es, sorted[20]}, 20, "disk on fire"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc.SetHistory(tc.history, sdwan.SimulationOptions{Workers: 3})
+			svc.SetHistory(tc.history, sdwan.SimulationOptions{Workers: 3, Batch: 5}) // 8 batches, the last short
 			run, err := svc.Simulate(ctx, policyID, 1, sdwan.SimulateRequest{Window: "1h", Sites: ids}, "")
 			if err != nil {
 				t.Fatal(err)
