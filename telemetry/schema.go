@@ -24,8 +24,8 @@ const SchemaVersion = 1
 //	controller -> agent (retained, QoS 1, so a reconnecting agent gets the current state):
 //	  edgewan/v1/sites/{site}/policy     the published policy version for the site
 //	  edgewan/v1/sites/{site}/decisions  Decisions: the controller's current path per class
-//	  edgewan/v1/sites/{site}/stored     Stored: the highest report seq durably stored; the
-//	                                     agent keeps each spooled record until it is covered
+//	  edgewan/v1/sites/{site}/stored     Stored: the highest contiguous seq durably stored;
+//	                                     the agent keeps each spooled record until it is covered
 const TopicRoot = "edgewan/v1/sites/"
 
 // Topic kinds (the last topic level).
@@ -180,10 +180,13 @@ type Decisions struct {
 
 // Stored is the controller's per-site persisted-sequence watermark: every report of Device with
 // Seq <= Seq is in durable storage (time series flushed and latest figures saved), and every
-// other message the agent spooled before it was handled. The agent deletes a spooled record
-// only once a watermark covers it (not at the broker's PUBACK, which says only that a broker
-// has the message), and sends again what is not covered after it reconnects or when Boot
-// changes (a controller that restarted lost what it had not stored). An agent that has never
+// other message the agent spooled before it was handled. It is contiguous: a sequence the
+// controller never received (lost by the broker after its PUBACK) holds it back, unless the
+// agent said it no longer holds it (Report.Held). The agent deletes a spooled record only once
+// a watermark covers it (not at the broker's PUBACK, which says only that a broker has the
+// message), and sends again what is not covered after it reconnects, when Boot changes (a
+// controller that restarted lost what it had not stored), and the oldest uncovered records
+// when the watermark stalls below them. An agent that has never
 // seen one (an older controller publishes none) deletes at PUBACK after a grace instead; see
 // docs/telemetry.md.
 type Stored struct {

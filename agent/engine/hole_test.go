@@ -184,3 +184,43 @@ func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestUplinkResendIsBounded: a controller that is merely slow (its watermark moves, a little
+// at a time) causes no resend at all; one that stores nothing (the watermark never moves) gets
+// the oldest records again at a falling rate (the wait doubles after a probe that changed
+// nothing), not the whole window every time.
+func TestUplinkResendIsBounded(t *testing.T) {
+	dir, store, creds := setup(t)
+	c := startController(t, dir, store, creds)
+	c.publishStored(t, 0)
+	sp := openSpool(t, t.TempDir())
+	defer sp.Close()
+	r := startUplink(t, c, sp, time.Hour)
+	const hole = 2 * time.Second
+	r.u.holeAfter.Store(int64(hole))
+	waitUntil(t, "watermark mode", func() bool { return r.mode() == modeWatermark })
+	r.report(1, 200)
+	waitUntil(t, "200 reports at the controller", func() bool { return c.received() == 200 })
+
+	// Slow: the watermark covers 20 more every 500 ms (a quarter of holeAfter), for 5 s.
+	for w := uint64(20); w <= 200; w += 20 {
+		c.publishStored(t, w)
+		time.Sleep(hole / 4) // the slow controller's pace, not synchronisation
+	}
+	waitUntil(t, "every record covered", func() bool { return sp.Stats().Records == 0 })
+	if got := counterValue(t, r.e.m.resent); got != 0 {
+		t.Fatalf("a slow controller whose watermark moves: %v records sent again; want 0", got)
+	}
+
+	// Dead: 100 more, and the watermark never moves again. Probes come after 1, 2 and 4 times
+	// holeAfter (then 8, 16): in 8 holeAfter at most 3 probes (and at least one) of the
+	// oldest 64.
+	r.report(201, 100)
+	waitUntil(t, "100 more at the controller", func() bool { return c.received() == 300 })
+	start := time.Now()
+	waitUntil(t, "a first probe", func() bool { return counterValue(t, r.e.m.resent) > 0 })
+	time.Sleep(8*hole - time.Since(start)) // observing the rate over 8 holeAfter
+	if got := counterValue(t, r.e.m.resent); got < publishBatch || got > 3*publishBatch {
+		t.Errorf("a controller storing nothing, over %v: %v records sent again; want 1 to 3 probes of %d", 8*hole, got, publishBatch)
+	}
+}

@@ -76,3 +76,10 @@ func counterOf(c interface{ Write(*dto.Metric) error }) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// Published is how many spooled messages the broker acknowledged (PUBACK), resends included.
+func (x *Uplink) Published() float64 { return counterOf(x.e.m.published) }
+
+// DeleteMode says how the spool deletes records now: "watermark", "waiting" (for a first
+// watermark, within the grace) or "puback" (no watermark seen: an older controller).
+func (x *Uplink) DeleteMode() string { return x.u.deleteMode() }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,7 @@ type uplink struct {
 	speaks atomic.Bool
 	grace  atomic.Int64 // time.Duration; watermarkGrace, shorter in tests
 	connAt atomic.Int64 // UnixNano of the current connection
+	subAt  atomic.Int64 // UnixNano of its confirmed subscriptions; 0 until then
 	// storedOnly: the uplink alone (Uplink), with no engine to take policies and decisions
 	storedOnly bool
 }
@@ -183,20 +185,91 @@ func (u *uplink) onConnect(c paho.Client) {
 	if u.storedOnly {
 		handlers = map[string]func([]byte){telemetry.KindStored: u.onStored}
 	}
+	filters := make(map[string]byte, len(handlers))
+	byTopic := make(map[string]func([]byte), len(handlers))
 	for kind, h := range handlers {
-		c.Subscribe(telemetry.Topic(u.creds.Site, kind), 1, func(_ paho.Client, m paho.Message) { h(m.Payload()) })
+		topic := telemetry.Topic(u.creds.Site, kind)
+		filters[topic], byTopic[topic] = 1, h
 	}
+	on := func(_ paho.Client, m paho.Message) {
+		if h := byTopic[m.Topic()]; h != nil {
+			h(m.Payload())
+		}
+	}
+	u.subAt.Store(0)
+	connAt := time.Now().UnixNano()
+	u.connAt.Store(connAt)
+	go u.subscribe(c, filters, on, connAt)
 	u.publishOnline()
 	u.resend.Store(true) // what the controller has not confirmed may be lost with the old connection
-	u.connAt.Store(time.Now().UnixNano())
 	if !u.speaks.Load() {
-		time.AfterFunc(time.Duration(u.grace.Load()), u.wake) // sendLoop then decides
+		time.AfterFunc(time.Duration(u.grace.Load())+time.Second, u.wake) // sendLoop then decides (subscribe wakes it too)
 	}
 	u.up.Store(true)
 	e.m.connected.Set(1)
 	e.log.Info("agent: connected to the broker", "url", u.creds.MQTTURL)
 	u.wake()
 	e.kickReconcile()
+}
+
+// subscribe subscribes to the controller's topics on the connection of connAt, and again
+// (backing off) while the broker refuses or does not answer: a broker whose session store is not
+// ready (NATS right after a start or a node's death) can refuse a subscription, and an agent
+// that never hears the watermark would take its controller for an older one and delete at
+// PUBACK after the grace. The grace counts from the confirmed subscription (subAt).
+func (u *uplink) subscribe(c paho.Client, filters map[string]byte, on paho.MessageHandler, connAt int64) {
+	wait := time.Second
+	for u.connAt.Load() == connAt && c.IsConnectionOpen() {
+		tok := c.SubscribeMultiple(filters, on)
+		err := errors.New("no SUBACK in time")
+		if tok.WaitTimeout(10 * time.Second) {
+			err = tok.Error()
+			if st, ok := tok.(*paho.SubscribeToken); ok && err == nil {
+				for topic, code := range st.Result() {
+					if code == 0x80 {
+						err = fmt.Errorf("the broker refused the subscription to %s", topic)
+					}
+				}
+			}
+		}
+		if err == nil {
+			if u.subAt.Load() == 0 {
+				u.subAt.Store(time.Now().UnixNano())
+				u.wake() // the grace starts now
+			}
+			// A subscription the broker confirmed and never serves (seen with NATS 2.9 now
+			// and then) would also make the agent fall back to PUBACK: until a watermark is
+			// heard, subscribe again (the retained watermark comes with each subscription).
+			grace := time.Duration(u.grace.Load())
+			if u.speaks.Load() || time.Since(time.Unix(0, u.subAt.Load())) >= grace || // an older controller: PUBACK from now on
+				!u.awaitWatermark(connAt, min(resubscribeAfter, grace)) {
+				return
+			}
+			u.e.log.Warn("agent: no watermark since subscribing; subscribing again", "after", resubscribeAfter)
+			wait = time.Second
+			continue
+		}
+		u.e.log.Warn("agent: subscribing to the controller's topics; retrying", "err", err, "in", wait)
+		time.Sleep(wait)
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// resubscribeAfter: without a watermark this long after subscribing, the agent subscribes
+// again (well within watermarkGrace).
+const resubscribeAfter = 8 * time.Second
+
+// awaitWatermark waits until a watermark is heard (false), or d passes on the connection of
+// connAt (true: subscribe again); false too when that connection is gone.
+func (u *uplink) awaitWatermark(connAt int64, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if u.speaks.Load() || u.connAt.Load() != connAt || !u.connected() {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond) // polling a flag, bounded by d
+	}
+	return !u.speaks.Load() && u.connAt.Load() == connAt && u.connected()
 }
 
 // publishOnline publishes the agent's presence, retained, with the paths its classes use now.
@@ -225,7 +298,7 @@ func (u *uplink) deleteMode() string {
 	switch {
 	case u.speaks.Load():
 		return modeWatermark
-	case u.connected() && time.Since(time.Unix(0, u.connAt.Load())) >= time.Duration(u.grace.Load()):
+	case u.connected() && u.subAt.Load() != 0 && time.Since(time.Unix(0, u.subAt.Load())) >= time.Duration(u.grace.Load()):
 		return modePuback
 	default:
 		return modeWaiting
@@ -412,22 +485,37 @@ func (u *uplink) sendLoop(ctx context.Context) {
 // broker lost it. A controller that is merely slow moves its watermark, which resets the
 // wait, so it causes no resend; and a probe sends at most n records, n starting at
 // publishBatch and doubling (up to maxUnconfirmed) only while each probe was wholly covered
-// and the watermark still stalled after it (a long run lost), so one probe per holeAfter.
+// and the watermark still stalled after it (a long run lost), so one probe per holeAfter. A
+// probe of which nothing was covered (a controller that stores nothing at all: its database
+// is failing) doubles the wait before the next, up to 16 holeAfter (4 minutes), so a fleet
+// does not resend to a controller that cannot store.
 type prober struct {
-	n    int    // records the next probe sends
-	upTo uint64 // the last record of the previous probe; 0: none yet
+	n        int    // records the next probe sends
+	from     uint64 // the first record of the previous probe; 0: none yet
+	upTo     uint64 // the last record of the previous probe
+	slowdown int64  // the wait is holeAfter times this
 }
 
 func (p *prober) due(u *uplink, pending []sent, acked uint64) bool {
 	after := time.Duration(u.holeAfter.Load())
-	if len(pending) == 0 || time.Since(time.Unix(0, pending[0].at)) < after ||
-		time.Since(time.Unix(0, u.marked.Load())) < after {
+	if len(pending) == 0 || time.Since(time.Unix(0, pending[0].at)) < after {
 		return false
+	}
+	if p.from != 0 && acked < p.from && pending[0].id <= p.from { // the last probe changed nothing
+		next := min(2*max(p.slowdown, 1), 16)
+		if time.Since(time.Unix(0, u.marked.Load())) < after*time.Duration(next) {
+			return false
+		}
+		p.slowdown = next
+	} else if time.Since(time.Unix(0, u.marked.Load())) < after {
+		return false
+	} else {
+		p.slowdown = 1
 	}
 	switch {
 	case p.n == 0:
 		p.n = publishBatch
-	case p.upTo != 0 && acked >= p.upTo: // the last probe was stored, and more is missing
+	case p.from != 0 && acked >= p.upTo: // the last probe was stored, and more is missing
 		p.n = min(2*p.n, maxUnconfirmed)
 	default:
 		p.n = publishBatch
@@ -448,7 +536,7 @@ func (u *uplink) sendHole(ctx context.Context, p *prober, n int) error {
 			return err
 		}
 	}
-	p.upTo = recs[len(recs)-1].ID
+	p.from, p.upTo = recs[0].ID, recs[len(recs)-1].ID
 	u.e.m.resent.Add(float64(len(recs)))
 	u.e.log.Warn("agent: the controller's watermark is stuck below records the broker acknowledged: sending the oldest again (lost between broker and controller)",
 		"watermark", u.mark.Load(), "from", recs[0].ID, "to", p.upTo, "records", len(recs))

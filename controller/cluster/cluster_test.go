@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,13 @@ import (
 	"github.com/edgewan/edgewan/controller/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) {
+	code := storetest.Wrap(m.Run)
+	if binDir != "" { // the controller binary built once for the run (procs_test.go)
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 const testTTL = 1500 * time.Millisecond
 
@@ -26,7 +33,7 @@ func openDB(t *testing.T) *sql.DB {
 	return openDBURL(t, storetest.PostgresURL(t))
 }
 
-func openDBURL(t *testing.T, u string) *sql.DB {
+func openDBURL(t testing.TB, u string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("pgx", u)
 	if err != nil {
@@ -119,7 +126,7 @@ func watch(t *testing.T, nodes *[]*node, mu *sync.Mutex) *atomic.Int64 {
 
 // waitFor polls cond (the state lives in PostgreSQL and in each member's lease clock: there is
 // no event to wait on) until it holds or within fails.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) time.Duration {
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {

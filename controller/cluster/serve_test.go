@@ -16,13 +16,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/edgewan/edgewan/agent/sim"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
-	"github.com/edgewan/edgewan/controller/store/storetest"
-	"github.com/edgewan/edgewan/telemetry/sink/influxtest"
 )
 
 // TestServeScaledOut runs the real controller binary in the scaled-out mode, configured
@@ -35,27 +34,8 @@ import (
 // releases its leases. An inconsistent setup (NATS without PostgreSQL) is refused at start
 // with both flags named.
 func TestServeScaledOut(t *testing.T) {
-	pgURL := storetest.PostgresURL(t)
-	db, err := sql.Open("pgx", pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	nc := natstest.Start(t)
-	influxBase := os.Getenv(influxtest.EnvURL)
-	if influxBase == "" {
-		influxBase = influxtest.Start(t).URL
-	}
-	idb := influxtest.CreateDatabase(t, influxBase)
-	bin := filepath.Join(t.TempDir(), "controller")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/edgewan/edgewan/controller").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	env := append(os.Environ(), "EDGEWAN_METRICS_LISTEN=", "EDGEWAN_DATABASE_URL="+pgURL,
-		"EDGEWAN_INFLUX_URL="+idb.URL, "EDGEWAN_INFLUX_BUCKET="+idb.Bucket,
-		"EDGEWAN_NATS_URLS="+strings.Join(nc.URLs, ","), "EDGEWAN_NATS_MQTT_URLS="+strings.Join(nc.MQTTURLs, ","),
-		"EDGEWAN_NATS_USER="+natstest.User, "EDGEWAN_NATS_PASSWORD="+natstest.Password,
-		"EDGEWAN_CLUSTER_PARTITIONS=16", "EDGEWAN_CLUSTER_LEASE_TTL=3s")
+	so := newScaledOut(t, 3*time.Second)
+	db, pgURL, nc, bin, env := so.db, so.pgURL, so.nc, so.bin, so.env
 
 	t.Run("refused without PostgreSQL", func(t *testing.T) {
 		cmd := exec.Command(bin, "serve", "--database-url", "", "--listen", "127.0.0.1:0")
@@ -176,7 +156,7 @@ type serveProc struct {
 
 // startServe starts the binary as cluster member id, with its own data dir and a free
 // loopback port, and waits until /readyz answers 200.
-func startServe(t *testing.T, bin string, env []string, id string) *serveProc {
+func startServe(t testing.TB, bin string, env []string, id string) *serveProc {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -226,7 +206,7 @@ func startServe(t *testing.T, bin string, env []string, id string) *serveProc {
 	return p
 }
 
-func (p *serveProc) api(t *testing.T, token, method, path string, body, v any, want int) {
+func (p *serveProc) api(t testing.TB, token, method, path string, body, v any, want int) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(method, p.base+path, bytes.NewReader(b))
@@ -249,7 +229,7 @@ func (p *serveProc) api(t *testing.T, token, method, path string, body, v any, w
 }
 
 // kill stops p with SIGKILL: its leases are not released.
-func (p *serveProc) kill(t *testing.T) {
+func (p *serveProc) kill(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -259,14 +239,19 @@ func (p *serveProc) kill(t *testing.T) {
 }
 
 // interrupt stops p with SIGINT and requires a clean exit.
-func (p *serveProc) interrupt(t *testing.T) {
+func (p *serveProc) interrupt(t testing.TB) { p.signal(t, os.Interrupt) }
+
+// terminate stops p with SIGTERM and requires a clean exit.
+func (p *serveProc) terminate(t testing.TB) { p.signal(t, syscall.SIGTERM) }
+
+func (p *serveProc) signal(t testing.TB, sig os.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	p.stopped = true
 	if err := <-p.exited; err != nil {
-		t.Fatalf("%s after SIGINT: %v", p.id, err)
+		t.Fatalf("%s after %v: %v\n%s", p.id, sig, err, p.log.String())
 	}
 }
 

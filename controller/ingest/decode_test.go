@@ -47,6 +47,8 @@ func TestDecodeReportFastPath(t *testing.T) {
 	}{
 		{"agent's payload", validPayload, true},
 		{"with the jitter samples", strings.Replace(validPayload, `"down":false}`, `"down":false,"jitter_n":8,"jitter_mean_ms":2.25,"jitter_sd_ms":1.5}`, 1), true},
+		{"with held", strings.Replace(validPayload, `"seq":42`, `"seq":42,"held":40`, 1), true},
+		{"held above seq", strings.Replace(validPayload, `"seq":42`, `"seq":42,"held":43`, 1), true},
 		{"whitespace everywhere", " {\n\t\"v\" : 1 , \"site\":\"s1\",\"device\":\"d1\",\"seq\":1,\"ts\":\"2026-03-01T12:00:00+02:00\",\"window_ms\":1000,\"transports\" : [ {\"name\":\"inet\",\"sent\":0,\"lost\":0} ] }\r\n", true},
 		{"exponent", strings.Replace(validPayload, `"latency_ms":21.5`, `"latency_ms":2.15E1`, 1), true},
 		{"negative zero", strings.Replace(validPayload, `"min_ms":19`, `"min_ms":-0`, 1), true},
@@ -99,7 +101,7 @@ func TestDecodeReportFastPathAllocations(t *testing.T) {
 
 func FuzzDecodeReport(f *testing.F) {
 	f.Add([]byte(validPayload))
-	r := telemetry.Report{V: 1, Site: "s1", Device: "d1", Seq: 1 << 60, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)), WindowMs: 5000,
+	r := telemetry.Report{V: 1, Site: "s1", Device: "d1", Seq: 1 << 60, Held: 1 << 59, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)), WindowMs: 5000,
 		Transport: []telemetry.TransportWindow{{Name: "a", Sent: 5, LatencyMs: 1e-7, MaxMs: 123456.789}}}
 	b, _ := json.Marshal(r)
 	f.Add(b)

@@ -961,6 +961,9 @@ func (e *Engine) onStatus(topic string, payload []byte) {
 		e.m.rejected.WithLabelValues("invalid_status").Inc()
 		return
 	}
+	if !e.owns(st) { // its owner follows it (a status replayed to a partition's former owner)
+		return
+	}
 	if s.State == "online" {
 		e.adoptPaths(st, &s)
 		return

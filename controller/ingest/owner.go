@@ -4,27 +4,69 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/edgewan/edgewan/controller/sdwan"
 )
 
 // owns reports whether this engine may act for st now. When a site becomes this engine's
 // (another controller died or handed it over), its last-seen time restarts now, so that the
-// liveness check gives its agent a full OfflineAfter to report here before calling it offline.
+// liveness check gives its agent a full OfflineAfter to report here before calling it offline,
+// and what the previous owner changed meanwhile is taken over (stored, see stored).
 func (e *Engine) owns(st *site) bool {
 	if e.o.Owner == nil {
 		return true
 	}
 	own := e.o.Owner.Owns(st.id)
 	st.mu.Lock()
-	if own && !st.owned {
-		st.fenced = false
-		if now := e.o.Now(); st.lastSeen.Before(now) {
-			st.lastSeen = now
-		}
-		st.resyncTill = e.o.Now().Add(time.Minute) // what the agent no longer holds, the previous owner stored (takeSeq)
+	taken := own && !st.owned
+	if !own {
+		st.owned = false
 	}
-	st.owned = own
 	st.mu.Unlock()
-	return own
+	if !taken {
+		return own
+	}
+	// Read before the site counts as owned: a report handled meanwhile (on another goroutine)
+	// would otherwise have its status overwritten by the older stored one.
+	status := e.stored(st.id)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.owned { // another goroutine took it over meanwhile
+		return true
+	}
+	now := e.o.Now()
+	if st.lastSeen.Before(now) {
+		st.lastSeen = now
+	}
+	if status != "" {
+		st.status = status
+	}
+	// The paths the agent is on may have changed under the previous owner: decide nothing
+	// until the agent's last status says which they are (the NATS bus replays it when it
+	// starts a partition), or SyncWithin. Deciding from what this engine knew announced the
+	// previous owner's path switches a second time, at every takeover.
+	st.synced, st.syncBy = false, now.Add(e.o.SyncWithin)
+	st.fenced = false
+	st.resyncTill = now.Add(time.Minute) // what the agent no longer holds, the previous owner stored (takeSeq)
+	st.owned = true
+	return true
+}
+
+// stored returns the status the database holds for a site ("" if it cannot be read): a site
+// taken over from another controller has what the previous owner last stored, and the one
+// this engine loaded may be long past (a device was announced online again by each new owner).
+func (e *Engine) stored(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := e.store.GetSite(ctx, id)
+	if err != nil || s == nil {
+		e.o.Logger.Warn("ingest: reading a site taken over; keeping what was loaded", "site", id, "err", err)
+		return ""
+	}
+	if s.Status == sdwan.SiteDecommissioned {
+		return ""
+	}
+	return s.Status
 }
 
 // adopt loads a site this engine does not follow yet, with several controllers: it was

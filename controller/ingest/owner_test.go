@@ -1,11 +1,14 @@
 package ingest
 
 import (
+	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/edgewan/edgewan/controller/sdwan"
+	"github.com/edgewan/edgewan/telemetry"
 )
 
 // setOwner is an Owner over a set of site IDs that the test changes.
@@ -36,12 +39,16 @@ func TestOwner(t *testing.T) {
 	own := &setOwner{mine: map[string]bool{ids[0]: true, ids[1]: true}}
 	be.e.o.Owner = own
 
-	be.gen.next(t)
-	for i, p := range be.gen.payloads {
-		be.e.onTelemetry(be.gen.topics[i], p)
+	// Two rounds: an owned site decides once its agent said where it is, or SyncWithin after
+	// it was taken (here the first report).
+	for range 2 {
+		be.gen.next(t)
+		for i, p := range be.gen.payloads {
+			be.e.onTelemetry(be.gen.topics[i], p)
+		}
 	}
-	if got, rej := counter(be.e.m.reports), counter(be.e.m.rejected.WithLabelValues("not_owner")); got != 2 || rej != 2 {
-		t.Fatalf("reports %v, not_owner %v; want 2 and 2", got, rej)
+	if got, rej := counter(be.e.m.reports), counter(be.e.m.rejected.WithLabelValues("not_owner")); got != 4 || rej != 4 {
+		t.Fatalf("reports %v, not_owner %v; want 4 and 4", got, rej)
 	}
 	published := bus.published.Load()
 	if err := be.e.publishDecisions(be.e.site(ids[2]), true); err != nil || bus.published.Load() != published {
@@ -51,14 +58,17 @@ func TestOwner(t *testing.T) {
 		t.Errorf("decisions of an owned site were not published (err %v)", err)
 	}
 
-	// Site 2 is up by another controller's reports; this engine takes it over later.
+	// Site 2 is up by another controller's reports (stored); this engine, which loaded it
+	// offline at its start, takes it over later: it takes the stored status, or it would
+	// announce the device online a second time.
 	st2 := be.e.site(ids[2])
+	be.st.sites[ids[2]].Status = sdwan.SiteUp
 	st2.mu.Lock()
-	st2.status, st2.lastSeen = sdwan.SiteUp, be.clock.now().Add(-time.Hour)
+	st2.status, st2.lastSeen = sdwan.SiteOffline, be.clock.now().Add(-time.Hour)
 	st2.mu.Unlock()
 	be.e.checkLiveness()
-	if s := status(be.e, ids[2]); s != sdwan.SiteUp {
-		t.Fatalf("site owned elsewhere: status %q after liveness; want it left alone (up)", s)
+	if s := status(be.e, ids[2]); s != sdwan.SiteOffline {
+		t.Fatalf("site owned elsewhere: status %q after liveness; want it left alone (offline)", s)
 	}
 	own.set(ids[2], true)
 	be.e.checkLiveness()
@@ -79,7 +89,7 @@ func TestOwner(t *testing.T) {
 	own.set(ids[3], true)
 	be.gen.next(t)
 	be.e.onTelemetry(be.gen.topics[3], be.gen.payloads[3])
-	if got := counter(be.e.m.reports); got != 3 {
+	if got := counter(be.e.m.reports); got != 5 {
 		t.Errorf("reports %v after the adopted site's first one; want 3 (rejected %v)", got, be.rejected())
 	}
 }
@@ -89,4 +99,110 @@ func status(e *Engine, id string) string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.status
+}
+
+// TestOwnerRegained: a site this engine owned, lost (another controller decided for it
+// meanwhile) and owns again decides nothing until its agent's status says which paths it is
+// on, then starts from those: deciding from what it knew before announced the other
+// controller's path switch a second time.
+func TestOwnerRegained(t *testing.T) {
+	bus := &nopBus{}
+	be := newBenchEngine(t, 1, bus)
+	id := be.st.order[0]
+	own := &setOwner{mine: map[string]bool{id: true}}
+	be.e.o.Owner = own
+	be.e.o.SyncWithin = time.Minute
+	for range 2 {
+		be.gen.next(t)
+		be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	}
+	st := be.e.site(id)
+	online := func(paths map[string]string) {
+		b, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: st.device, State: "online", Paths: paths})
+		be.e.onStatus(telemetry.Topic(id, telemetry.KindStatus), b)
+	}
+	online(map[string]string{"voice": "mpls", "bulk": "inet"})
+	synced := func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.synced }
+	if !synced() {
+		t.Fatal("the owner did not take the agent's paths")
+	}
+
+	own.set(id, false) // another controller moves bulk to lte meanwhile
+	be.gen.next(t)
+	be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	own.set(id, true)
+	be.e.checkLiveness()
+	if synced() {
+		t.Fatal("a site owned again is still synced on what this engine knew before")
+	}
+	published := bus.published.Load()
+	be.gen.next(t)
+	be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	if bus.published.Load() != published {
+		t.Error("decisions published for a site owned again before its agent said where it is")
+	}
+	online(map[string]string{"voice": "mpls", "bulk": "lte"}) // the NATS bus replays the last status
+	st.mu.Lock()
+	path := st.steer.Path("bulk")
+	st.mu.Unlock()
+	if !synced() || path != "lte" {
+		t.Errorf("after the agent's status: synced %v, bulk on %q; want synced on lte", synced(), path)
+	}
+}
+
+// TestTakeoverResync: a site taken over from another controller starts from what its agent
+// still holds (the previous owner stored what is below: not counted as abandoned), while the
+// same jump on a site owned for longer than the catch-up minute is a loss, counted.
+func TestTakeoverResync(t *testing.T) {
+	be := newBenchEngine(t, 2, &nopBus{})
+	ids := be.st.order
+	own := &setOwner{mine: map[string]bool{ids[0]: true}}
+	be.e.o.Owner = own
+	report := func(i int, seq, held uint64) {
+		t.Helper()
+		s := be.st.sites[ids[i]]
+		r := telemetry.Report{V: telemetry.SchemaVersion, Site: s.ID, Device: s.DeviceID, Seq: seq, Held: held, Time: be.clock.now().UTC(), WindowMs: 1000,
+			Transport: []telemetry.TransportWindow{{Name: "mpls", Method: "icmp", Sent: 10, LatencyMs: 20, P50Ms: 20, P95Ms: 22, MinMs: 19, MaxMs: 25, JitterMs: 1, StdDevMs: 1}}}
+		b, _ := json.Marshal(r)
+		be.e.onTelemetry(telemetry.Topic(s.ID, telemetry.KindTelemetry), b)
+	}
+	mark := func(i int) uint64 {
+		st := be.e.site(ids[i])
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.win.mark
+	}
+	report(0, 1, 1)
+	report(1, 1, 1) // owned elsewhere: refused
+	own.set(ids[1], true)
+	report(1, 100, 95) // taken over: the previous owner stored up to 94
+	if m, n := mark(1), counter(be.e.m.abandoned); m != 94 || n != 0 {
+		t.Errorf("after a takeover: mark %d, abandoned %v; want 94 and 0", m, n)
+	}
+	be.clock.ns.Add(int64(2 * time.Minute)) // past the catch-up after site 0 became this engine's
+	report(0, 100, 95)                      // owned all along: 2..94 never came and the agent no longer has them
+	if m, n := mark(0), counter(be.e.m.abandoned); m != 94 || n != 93 {
+		t.Errorf("owned all along: mark %d, abandoned %v; want 94 and 93", m, n)
+	}
+}
+
+// TestNewDeviceStartsAgain: a site claimed by another device (replaced hardware; the claim
+// stores watermark 0) takes the new device's sequence from 1, not as duplicates of the old one's.
+func TestNewDeviceStartsAgain(t *testing.T) {
+	be := newBenchEngine(t, 1, &nopBus{})
+	for range 5 {
+		be.gen.next(t)
+		be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	}
+	s := *be.st.sites[be.st.order[0]]
+	s.DeviceID, s.StoredSeq = "dev_replacement", 0
+	be.st.sites[s.ID] = &s
+	be.e.load(context.Background(), &s, true)
+	r := telemetry.Report{V: telemetry.SchemaVersion, Site: s.ID, Device: s.DeviceID, Seq: 1, Held: 1, Time: be.clock.now().UTC(), WindowMs: 1000,
+		Transport: []telemetry.TransportWindow{{Name: "mpls", Method: "icmp", Sent: 10, LatencyMs: 20, P50Ms: 20, P95Ms: 22, MinMs: 19, MaxMs: 25, JitterMs: 1, StdDevMs: 1}}}
+	b, _ := json.Marshal(r)
+	be.e.onTelemetry(telemetry.Topic(s.ID, telemetry.KindTelemetry), b)
+	if got, dup := counter(be.e.m.reports), counter(be.e.m.rejected.WithLabelValues("duplicate")); got != 6 || dup != 0 {
+		t.Errorf("the new device's first report: %v reports, %v duplicates; want 6 and 0", got, dup)
+	}
 }

@@ -142,11 +142,25 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("mqtt.NewNATSBus: %w", err)
 	}
-	_, err = b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: o.Stream, Subjects: []string{"edgewan.in.>"}, Storage: jetstream.FileStorage,
-		Replicas: o.Replicas, MaxAge: o.MaxAge, Discard: jetstream.DiscardOld,
-		Description: "agents' messages, partitioned by site (edgewan.in.{partition}.{site}.{kind})",
-	})
+	// The JetStream API answers only with a meta leader: a node that just restarted, or one
+	// lost, leaves the cluster without one for seconds (TestClusterProcesses saw a controller
+	// started then exit on the first timeout). Retried for up to a minute.
+	retryUntil := time.Now().Add(time.Minute)
+	for {
+		_, err = b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: o.Stream, Subjects: []string{"edgewan.in.>"}, Storage: jetstream.FileStorage,
+			Replicas: o.Replicas, MaxAge: o.MaxAge, Discard: jetstream.DiscardOld,
+			Description: "agents' messages, partitioned by site (edgewan.in.{partition}.{site}.{kind})",
+		})
+		if err == nil || ctx.Err() != nil || time.Now().After(retryUntil) {
+			break
+		}
+		b.log.Warn("NATS: creating the stream; retrying", "stream", o.Stream, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("mqtt.NewNATSBus: creating stream %s: %w", o.Stream, err)
@@ -278,6 +292,7 @@ func (b *NATSBus) StopPartition(p int) {
 // consume runs p's messages through the handlers, in order, acknowledging each after.
 func (b *NATSBus) consume(p int, np *natsPart) {
 	defer close(np.done)
+	b.replayStatus(p, np)
 	for {
 		np.mu.Lock()
 		it := np.it
@@ -330,6 +345,62 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 		if err := m.Ack(); err != nil {
 			b.log.Debug("NATS ack", "partition", p, "err", err) // redelivered: handlers tolerate duplicates
 		}
+	}
+}
+
+// replayStatus hands the status handler the last status message of each site of partition p,
+// before the partition's own messages: a new owner learns which paths every agent is on (an
+// agent says so when it connects and when its paths change, not again for a new owner).
+// Errors are logged: the engine then decides from the evidence after its sync delay.
+func (b *NATSBus) replayStatus(p int, np *natsPart) {
+	b.mu.Lock()
+	h := b.routes[telemetry.KindStatus]
+	b.mu.Unlock()
+	if h == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := b.js.OrderedConsumer(ctx, b.o.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"edgewan.in." + strconv.Itoa(p) + ".*." + telemetry.KindStatus},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err == nil {
+		var info *jetstream.ConsumerInfo
+		if info, err = c.Info(ctx); err == nil {
+			for left := info.NumPending; left > 0 && err == nil; {
+				np.mu.Lock()
+				stopped := np.stopped
+				np.mu.Unlock()
+				if stopped {
+					return
+				}
+				// A short wait: StopPartition (a lease handed over, on the member's goroutine)
+				// waits for this, and a batch short of what was asked is all there is.
+				var batch jetstream.MessageBatch
+				want := int(min(left, 256))
+				if batch, err = c.Fetch(want, jetstream.FetchMaxWait(time.Second)); err != nil {
+					break
+				}
+				n := 0
+				for m := range batch.Messages() {
+					n++
+					if parts := strings.SplitN(m.Subject(), ".", 5); len(parts) == 5 {
+						b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
+					}
+				}
+				if n < want { // all there is (the batch's error is then its wait's end)
+					break
+				}
+				if err = batch.Error(); err != nil {
+					break
+				}
+				left -= uint64(n)
+			}
+		}
+	}
+	if err != nil {
+		b.log.Warn("NATS partition: replaying the agents' last status", "partition", p, "err", err)
 	}
 }
 

@@ -30,6 +30,7 @@ type quarantines struct {
 	gauge *prometheus.GaugeVec
 	mu    sync.Mutex
 	fixed map[string]store.Quarantined // found once and for all (the SIEM cursor file), by object/ID
+	kick  chan struct{}                // a noted object is reported at once, not at the next tick
 }
 
 func newQuarantines(reg prometheus.Registerer) *quarantines {
@@ -40,7 +41,7 @@ func newQuarantines(reg prometheus.Registerer) *quarantines {
 		g.WithLabelValues(o)
 	}
 	reg.MustRegister(g)
-	return &quarantines{gauge: g, fixed: map[string]store.Quarantined{}}
+	return &quarantines{gauge: g, fixed: map[string]store.Quarantined{}, kick: make(chan struct{}, 1)}
 }
 
 // note records an object found unusable outside the store, and reports it at the next audit.
@@ -48,6 +49,10 @@ func (q *quarantines) note(x store.Quarantined) {
 	q.mu.Lock()
 	q.fixed[x.Object+"/"+x.ID] = x
 	q.mu.Unlock()
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
 }
 
 // audit checks the stored objects once: it sets the gauge and raises a case per object.
@@ -87,6 +92,7 @@ func (s *Server) runAudit(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-s.quarantined.kick:
 		}
 	}
 }

@@ -245,11 +245,21 @@ func TestCrashOnlyStartObjects(t *testing.T) {
 			}
 			wantStatus(t, s.Do("POST", "/sd-wan/v1/policies/"+fine.ID+"/publish", rw, map[string]any{"version": 1, "sites": []string{site.ID}}), 202)
 
-			m := scrape(t, s)
-			for _, want := range []string{`edgewan_objects_quarantined{object="webhook"} 2`, `edgewan_objects_quarantined{object="sdwan_policy_version"} 1`,
-				`edgewan_objects_quarantined{object="siem_cursors"} 1`, `edgewan_objects_quarantined{object="aigw_policy_version"} 0`} {
-				if !strings.Contains(m, want) {
-					t.Errorf("metrics lack %s:\n%s", want, grepLines(m, "objects_quarantined"))
+			// The audit runs beside the API from the start: wait for its figures.
+			wantMetrics := []string{`edgewan_objects_quarantined{object="webhook"} 2`, `edgewan_objects_quarantined{object="sdwan_policy_version"} 1`,
+				`edgewan_objects_quarantined{object="siem_cursors"} 1`, `edgewan_objects_quarantined{object="aigw_policy_version"} 0`}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				m, missing := scrape(t, s), ""
+				for _, want := range wantMetrics {
+					if !strings.Contains(m, want) {
+						missing = want
+					}
+				}
+				if missing == "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("metrics lack %s after 10 s:\n%s", missing, grepLines(m, "objects_quarantined"))
 				}
 			}
 			wantCases := []string{"webhook/" + badSecret.ID, "webhook/" + badURL.ID, "sdwan_policy_version/" + broken.ID + "/1", "siem_cursors/siem-cursors.json"}

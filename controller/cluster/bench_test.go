@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/controller/mqtt"
+	"github.com/edgewan/edgewan/controller/mqtt/natstest"
+	"github.com/edgewan/edgewan/telemetry"
+)
+
+// BenchmarkClusterCPU measures the controller processes' CPU (utime + stime from
+// /proc/<pid>/stat) per 1,000 samples/s of telemetry sent through the NATS cluster, with 1, 2
+// and 3 controllers sharing the load (scripts/bench-cluster.sh; docs/benchmarks.md). The
+// figure must stay flat as controllers are added: a report's work never crosses controllers.
+// EDGEWAN_BENCH_SITES sites (default 300) report once a second with 3 transports each (900
+// samples/s), for EDGEWAN_BENCH_SECONDS (default 30) per step. Run it with -benchtime 1x.
+func BenchmarkClusterCPU(b *testing.B) {
+	sites, seconds := envInt("EDGEWAN_BENCH_SITES", 300), envInt("EDGEWAN_BENCH_SECONDS", 30)
+	so := newScaledOut(b, 3*time.Second)
+	so.env = append(so.env, "EDGEWAN_RATE_LIMIT=0") // the set-up creates and claims sites in a burst
+	ids := []string{"ctl-1", "ctl-2", "ctl-3"}
+	procs := []*serveProc{startServe(b, so.bin, so.env, ids[0])}
+	waitFor(b, 60*time.Second, "ctl-1 holds the 16 partitions", func() bool { return leasesHeld(so.db, ids[0]) == 16 })
+	token := so.apiKey(b, procs[0].dataDir)
+
+	var creds []*claim.Credentials
+	for i := range sites {
+		var site struct {
+			ID    string `json:"id"`
+			Claim string `json:"claim_token"`
+		}
+		var trs []map[string]any
+		for _, n := range []string{"mpls", "inet", "lte"} {
+			trs = append(trs, map[string]any{"name": n, "kind": "broadband", "interface": "eth-" + n, "gateway": "198.18.1.1", "probe_targets": []string{"198.18.100.1"}})
+		}
+		procs[0].api(b, token, "POST", "/sd-wan/v1/sites", map[string]any{"name": fmt.Sprintf("Bench %d", i), "role": "branch", "transports": trs}, &site, 201)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c, err := claim.Claim(ctx, procs[0].hc, procs[0].base, claim.Request{ClaimToken: site.Claim, Hostname: fmt.Sprintf("bench-%d", i)})
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		creds = append(creds, c)
+	}
+
+	// The load: 8 MQTT connections (spread over the nodes) publish every site's report once a
+	// second at QoS 1, as agents would through NATS.
+	var samples atomic.Int64
+	var paused atomic.Bool // the idle part of a step
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	const conns = 8
+	for c := range conns {
+		o := paho.NewClientOptions().AddBroker(so.nc.MQTTURLs[c%3]).SetClientID(fmt.Sprintf("bench-load-%d", c)).
+			SetUsername(natstest.User).SetPassword(natstest.Password).SetCleanSession(true).SetAutoReconnect(true)
+		cl := paho.NewClient(o)
+		if tok := cl.Connect(); !tok.WaitTimeout(20*time.Second) || tok.Error() != nil {
+			b.Fatalf("load connection %d: %v", c, tok.Error())
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Disconnect(100)
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for seq := uint64(1); ; seq++ {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				if paused.Load() {
+					continue
+				}
+				var toks []paho.Token
+				for i := c; i < len(creds); i += conns {
+					r := telemetry.Report{V: telemetry.SchemaVersion, Site: creds[i].Site, Device: creds[i].Device, Seq: seq, Time: time.Now().UTC(), WindowMs: 1000}
+					for _, n := range []string{"mpls", "inet", "lte"} {
+						r.Transport = append(r.Transport, telemetry.TransportWindow{Name: n, Method: "icmp", Sent: 5, LatencyMs: 20, P50Ms: 20, P95Ms: 25, MinMs: 18, MaxMs: 30, JitterMs: 1, StdDevMs: 1})
+					}
+					p, _ := json.Marshal(r)
+					toks = append(toks, cl.Publish(telemetry.Topic(r.Site, telemetry.KindTelemetry), 1, false, p))
+				}
+				for _, tok := range toks {
+					if tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
+						samples.Add(3)
+					}
+				}
+			}
+		}()
+	}
+
+	b.ResetTimer()
+	for n := 1; n <= 3; n++ {
+		if n > 1 {
+			procs = append(procs, startServe(b, so.bin, so.env, ids[n-1]))
+		}
+		waitFor(b, 60*time.Second, fmt.Sprintf("%d controllers share the partitions", n), func() bool { return shared(so.db, ids[:n]) })
+		time.Sleep(5 * time.Second) // settle: takeovers, the backlog of the move (pacing a benchmark)
+		// Idle first (what the controllers cost with no telemetry: leases, timers, consumers),
+		// then under load.
+		paused.Store(true)
+		time.Sleep(2 * time.Second) // the last round in flight
+		idle0, ti := cpuSeconds(b, procs), time.Now()
+		time.Sleep(time.Duration(seconds) * time.Second / 2)
+		idle1, iel := cpuSeconds(b, procs), time.Since(ti)
+		paused.Store(false)
+		time.Sleep(2 * time.Second)
+		cpu0, s0, t0 := cpuSeconds(b, procs), samples.Load(), time.Now()
+		time.Sleep(time.Duration(seconds) * time.Second)
+		cpu1, s1, el := cpuSeconds(b, procs), samples.Load(), time.Since(t0)
+		rate := float64(s1-s0) / el.Seconds()
+		var total, idle float64
+		var each []string
+		for i := range procs {
+			total += cpu1[i] - cpu0[i]
+			idle += idle1[i] - idle0[i]
+			each = append(each, fmt.Sprintf("%s %.1f%%", procs[i].id, 100*(cpu1[i]-cpu0[i])/el.Seconds()))
+		}
+		perK := 1000 * total / el.Seconds() / (rate / 1000)                      // CPU ms per second, per 1,000 samples/s
+		netK := 1000 * (total/el.Seconds() - idle/iel.Seconds()) / (rate / 1000) // the same above the idle cost
+		backlog := pending(b, so.nc)
+		b.Logf("%d controller(s): %.0f samples/s offered, controllers' CPU %.1f%% of a core (%s), idle %.1f%%; %.1f CPU-ms per s per 1,000 samples/s, %.1f above idle; stream backlog at the end %d messages",
+			n, rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog)
+		b.ReportMetric(netK, fmt.Sprintf("net-cpu-ms/s/1k-samples/s@%dctl", n))
+		b.ReportMetric(perK, fmt.Sprintf("cpu-ms/s/1k-samples/s@%dctl", n))
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// cpuSeconds returns each process's user + system CPU time so far (/proc/<pid>/stat).
+func cpuSeconds(tb testing.TB, procs []*serveProc) []float64 {
+	tb.Helper()
+	tck := 100.0
+	if out, err := exec.Command("getconf", "CLK_TCK").Output(); err == nil {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && v > 0 {
+			tck = v
+		}
+	}
+	out := make([]float64, len(procs))
+	for i, p := range procs {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		// Fields after the command (in parentheses, which may hold spaces): state is field 3,
+		// utime 14 and stime 15.
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		out[i] = (ut + st) / tck
+	}
+	return out
+}
+
+// pending sums the messages the partitions' durable consumers have not been delivered yet.
+func pending(tb testing.TB, c *natstest.Cluster) uint64 {
+	conn, err := nats.Connect(strings.Join(c.URLs, ","), nats.UserInfo(natstest.User, natstest.Password))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	js, _ := jetstream.New(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, mqtt.DefaultNATSStream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n uint64
+	for p := range 16 {
+		if cons, err := st.Consumer(ctx, fmt.Sprintf("p%d", p)); err == nil {
+			if ci, err := cons.Info(ctx); err == nil {
+				n += ci.NumPending + uint64(ci.NumAckPending)
+			}
+		}
+	}
+	return n
+}

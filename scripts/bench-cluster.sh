@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Controller CPU per 1,000 samples/s with 1, 2 and 3 `controller serve` processes sharing the
+# load in the scaled-out mode (3 NATS nodes from scripts/nats.sh, PostgreSQL, InfluxDB): the
+# figures of "Scaled-out cluster" in docs/benchmarks.md. The figure must stay flat as
+# controllers are added (no per-report chatter between them).
+#
+#   scripts/bench-cluster.sh                       300 sites, 1 report/s, 3 transports (900 samples/s), 30 s per step
+#   SITES=1000 STEP_SECONDS=60 scripts/bench-cluster.sh   more load, longer steps
+#
+# PostgreSQL and InfluxDB: EDGEWAN_TEST_POSTGRES_URL and EDGEWAN_TEST_INFLUX_URL if set, else
+# the test helpers start their own (scripts/postgres.sh, scripts/influxdb.sh).
+# CPU is utime + stime from /proc/<pid>/stat of the controller processes only.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+EDGEWAN_BENCH_SITES="${SITES:-300}" EDGEWAN_BENCH_SECONDS="${STEP_SECONDS:-30}" \
+	go test -run '^$' -bench '^BenchmarkClusterCPU$' -benchtime 1x -count=1 -timeout 60m ./controller/cluster/ 2>&1 |
+	grep -E 'controller\(s\):|^Benchmark|^(ok|FAIL|PASS)'
