@@ -348,34 +348,63 @@ func (r *SimulationRun) replay(ctx context.Context, emit func(*SimulationSite, b
 	ctx, cancel = context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
+	// The database rows of the sites, a batch at a time, read one batch ahead of the dispatch
+	// so that the workers do not wait for them.
+	type siteRows struct {
+		sites map[string]*Site
+		as    map[string][]*Assignment
+		err   error
+	}
+	batches := make(chan siteRows, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(batches)
+		for i := 0; i < len(r.sites); i += r.s.simOpts.Batch {
+			ids := r.sites[i:min(i+r.s.simOpts.Batch, len(r.sites))]
+			var b siteRows
+			if b.sites, b.err = r.s.store.SitesByID(ctx, ids); b.err == nil {
+				b.as, b.err = r.s.store.AssignmentsOf(ctx, ids)
+			}
+			select {
+			case batches <- b:
+			case <-ctx.Done():
+				return
+			}
+			if b.err != nil {
+				return
+			}
+		}
+	}()
 	next := make(chan siteJob)
 	wg.Add(1)
 	go func() { // dispatches site i once site i-window has been emitted, so ring[i%window] is empty
 		defer wg.Done()
 		defer close(next)
-		var (
-			sites map[string]*Site
-			as    map[string][]*Assignment
-			err   error
-		)
+		var b siteRows
 		for i, id := range r.sites {
 			select {
 			case <-free:
 			case <-ctx.Done():
 				return
 			}
-			if n := r.s.simOpts.Batch; i%n == 0 { // the database rows of the next batch of sites
-				batch := r.sites[i:min(i+n, len(r.sites))]
-				if sites, err = r.s.store.SitesByID(ctx, batch); err == nil {
-					as, err = r.s.store.AssignmentsOf(ctx, batch)
+			if i%r.s.simOpts.Batch == 0 {
+				var ok bool
+				select {
+				case b, ok = <-batches:
+				case <-ctx.Done():
+					return
 				}
-				if err != nil {
-					ring[i%window] <- result{nil, err}
+				if !ok { // the reader stopped: ctx is done
+					return
+				}
+				if b.err != nil {
+					ring[i%window] <- result{nil, b.err}
 					return
 				}
 			}
 			select {
-			case next <- siteJob{i, sites[id], as[id]}:
+			case next <- siteJob{i, b.sites[id], b.as[id]}:
 			case <-ctx.Done():
 				return
 			}
