@@ -71,6 +71,10 @@ type Store interface {
 	PublishPolicy(ctx context.Context, policyID string, version int, sites []string, typ string, c *Change) error
 	ListChanges(ctx context.Context, p page.Params, target string) ([]*Change, error)
 	Assignments(ctx context.Context, siteID string) ([]*Assignment, error)
+	// SitesByID and AssignmentsOf are GetSite and Assignments for a batch of sites at once
+	// (a few hundred IDs), keyed by site; missing sites are absent. The simulation reads by them.
+	SitesByID(ctx context.Context, ids []string) (map[string]*Site, error)
+	AssignmentsOf(ctx context.Context, ids []string) (map[string][]*Assignment, error)
 	SetRollout(ctx context.Context, siteID, policyID string, version int, state, reason string, at time.Time) (bool, error)
 	InsertEvent(ctx context.Context, ev *event.Envelope) (int, error)
 	ListEvents(ctx context.Context, p page.Params, f EventFilter) ([]*event.Envelope, error)

@@ -29,9 +29,23 @@ func (h failingHistory) Minutes(ctx context.Context, site string, from, to time.
 	return h.EmbeddedSink.Minutes(ctx, site, from, to, buf)
 }
 
+// failingStore is the database, but reading the batch of sites holding one site fails.
+type failingStore struct {
+	sdwan.Store
+	site string
+}
+
+func (f failingStore) AssignmentsOf(ctx context.Context, ids []string) (map[string][]*sdwan.Assignment, error) {
+	if slices.Contains(ids, f.site) {
+		return nil, errors.New("database on fire")
+	}
+	return f.Store.AssignmentsOf(ctx, ids)
+}
+
 // TestSimulateStreamsInOrder: with more sites than the workers' window, every site is
 // replayed once and the answer lists them in order (the workers finish out of order); a site
-// whose history cannot be read ends the answer there with complete false and the error.
+// whose history cannot be read ends the answer there with complete false and the error. The
+// sites' database rows are read in batches smaller than the fleet.
 func TestSimulateStreamsInOrder(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite(t)
@@ -64,14 +78,20 @@ func TestSimulateStreamsInOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		history sdwan.History
-		want    int // sites listed
+		store   sdwan.Store // nil: st
+		want    int         // sites listed
 		errText string
 	}{
-		{"all sites", es, len(ids), ""},
-		{"a site's history fails", failingHistory{es, sorted[20]}, 20, "disk on fire"},
+		{"all sites", es, nil, len(ids), ""},
+		{"a site's history fails", failingHistory{es, sorted[20]}, nil, 20, "disk on fire"},
+		{"a batch's database read fails", es, failingStore{st, sorted[22]}, 20, "database on fire"}, // the batch of sites 20-24
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc.SetHistory(tc.history, sdwan.SimulationOptions{Workers: 3})
+			svc := svc
+			if tc.store != nil {
+				svc = sdwan.NewService(tc.store, sdwan.Options{}, nil)
+			}
+			svc.SetHistory(tc.history, sdwan.SimulationOptions{Workers: 3, Batch: 5}) // 8 batches, the last short
 			run, err := svc.Simulate(ctx, policyID, 1, sdwan.SimulateRequest{Window: "1h", Sites: ids}, "")
 			if err != nil {
 				t.Fatal(err)

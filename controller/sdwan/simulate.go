@@ -37,6 +37,9 @@ type SimulationOptions struct {
 	LiveWindow time.Duration    // the agents' window length the live options count in; default 1s
 	MaxWindow  time.Duration    // the longest window, the retention of minute history; default 7 days
 	Workers    int              // sites replayed at once; default GOMAXPROCS
+	// Batch is how many sites' database rows (site, transports, assignments) are read at once,
+	// in three queries; default 256.
+	Batch int
 	// Concurrent bounds the simulations running at once (each uses Workers goroutines); past
 	// it a simulation is refused with 429. Default 2.
 	Concurrent int
@@ -158,6 +161,9 @@ func (s *Service) SetHistory(h History, o SimulationOptions) {
 	}
 	if o.Concurrent <= 0 {
 		o.Concurrent = 2
+	}
+	if o.Batch <= 0 {
+		o.Batch = 256
 	}
 	if o.FlushTimeout <= 0 {
 		o.FlushTimeout = 10 * time.Second
@@ -342,19 +348,63 @@ func (r *SimulationRun) replay(ctx context.Context, emit func(*SimulationSite, b
 	ctx, cancel = context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	next := make(chan int)
+	// The database rows of the sites, a batch at a time, read one batch ahead of the dispatch
+	// so that the workers do not wait for them.
+	type siteRows struct {
+		sites map[string]*Site
+		as    map[string][]*Assignment
+		err   error
+	}
+	batches := make(chan siteRows, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(batches)
+		for i := 0; i < len(r.sites); i += r.s.simOpts.Batch {
+			ids := r.sites[i:min(i+r.s.simOpts.Batch, len(r.sites))]
+			var b siteRows
+			if b.sites, b.err = r.s.store.SitesByID(ctx, ids); b.err == nil {
+				b.as, b.err = r.s.store.AssignmentsOf(ctx, ids)
+			}
+			select {
+			case batches <- b:
+			case <-ctx.Done():
+				return
+			}
+			if b.err != nil {
+				return
+			}
+		}
+	}()
+	next := make(chan siteJob)
 	wg.Add(1)
 	go func() { // dispatches site i once site i-window has been emitted, so ring[i%window] is empty
 		defer wg.Done()
 		defer close(next)
-		for i := range r.sites {
+		var b siteRows
+		for i, id := range r.sites {
 			select {
 			case <-free:
 			case <-ctx.Done():
 				return
 			}
+			if i%r.s.simOpts.Batch == 0 {
+				var ok bool
+				select {
+				case b, ok = <-batches:
+				case <-ctx.Done():
+					return
+				}
+				if !ok { // the reader stopped: ctx is done
+					return
+				}
+				if b.err != nil {
+					ring[i%window] <- result{nil, b.err}
+					return
+				}
+			}
 			select {
-			case next <- i:
+			case next <- siteJob{i, b.sites[id], b.as[id]}:
 			case <-ctx.Done():
 				return
 			}
@@ -364,9 +414,9 @@ func (r *SimulationRun) replay(ctx context.Context, emit func(*SimulationSite, b
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				res, err := r.site(ctx, r.sites[i])
-				ring[i%window] <- result{res, err}
+			for j := range next {
+				res, err := r.site(ctx, r.sites[j.i], j.site, j.as)
+				ring[j.i%window] <- result{res, err}
 			}
 		}()
 	}
@@ -398,19 +448,18 @@ func (r *SimulationRun) replay(ctx context.Context, emit func(*SimulationSite, b
 	return sum, nil
 }
 
-// site replays one site: its transports and current steering policy from the database, its
-// minutes from the history.
-func (r *SimulationRun) site(ctx context.Context, id string) (*SimulationSite, error) {
-	site, err := r.s.store.GetSite(ctx, id)
-	if err != nil {
-		if errors.Is(err, apierr.ErrNotFound) {
-			return &SimulationSite{Site: id, Error: "no such site", Classes: []SimulationClass{}}, nil
-		}
-		return nil, err
-	}
-	as, err := r.s.store.Assignments(ctx, id)
-	if err != nil {
-		return nil, err
+// siteJob is site i of a run with its database rows (site nil: there is no such site).
+type siteJob struct {
+	i    int
+	site *Site
+	as   []*Assignment
+}
+
+// site replays one site: its transports and current steering policy (read from the database
+// by the batch), its minutes from the history.
+func (r *SimulationRun) site(ctx context.Context, id string, site *Site, as []*Assignment) (*SimulationSite, error) {
+	if site == nil {
+		return &SimulationSite{Site: id, Error: "no such site", Classes: []SimulationClass{}}, nil
 	}
 	res := &SimulationSite{Site: id, Name: site.Name, Classes: []SimulationClass{}}
 	for _, a := range as {

@@ -118,6 +118,61 @@ func (s *Store) GetSite(ctx context.Context, id string) (*sdwan.Site, error) {
 	return site, err
 }
 
+// SitesByID returns the sites of ids that exist, keyed by ID, each with its transports by name
+// order, in two queries whatever the number of IDs: a replay over thousands of sites reads
+// them a batch at a time rather than two queries per site (see GetSite). A row that does not
+// decode quarantines its site, as GetSite does. Keep ids to a few hundred (one placeholder
+// each).
+func (s *Store) SitesByID(ctx context.Context, ids []string) (map[string]*sdwan.Site, error) {
+	out := make(map[string]*sdwan.Site, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in, args := inList(ids)
+	err := s.queryRows(ctx, "SELECT "+siteCols+" FROM sites WHERE id IN "+in, args, func(r *sql.Rows) error {
+		site, err := scanSite(r)
+		if err != nil && site != nil {
+			quarantine(site, err)
+			err = nil
+		}
+		if err == nil {
+			out[site.ID] = site
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.SitesByID: %w", err)
+	}
+	err = s.queryRows(ctx, "SELECT "+transportCols+" FROM transports WHERE site_id IN "+in+" ORDER BY site_id, name", args, func(r *sql.Rows) error {
+		t, err := scanTransport(r)
+		if t == nil {
+			return err
+		}
+		site := out[t.SiteID]
+		if site == nil { // created between the two queries
+			return nil
+		}
+		if err != nil {
+			quarantine(site, fmt.Errorf("store.SiteTransports: %w", err))
+		}
+		site.Transports = append(site.Transports, t)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.SitesByID: transports: %w", err)
+	}
+	return out, nil
+}
+
+// inList is "(?, ?, ...)" with a placeholder for each of ids, and ids as arguments.
+func inList(ids []string) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return "(?" + strings.Repeat(", ?", len(ids)-1) + ")", args
+}
+
 // quarantine marks a site whose stored row did not decode, as LiveSites does.
 func quarantine(site *sdwan.Site, err error) {
 	if site.Quarantine == nil {
@@ -662,21 +717,52 @@ func (s *Store) ListChanges(ctx context.Context, p page.Params, target string) (
 // Assignments returns the policy versions a site runs, with their content.
 func (s *Store) Assignments(ctx context.Context, siteID string) ([]*sdwan.Assignment, error) {
 	var out []*sdwan.Assignment
-	err := s.queryRows(ctx, `SELECT sp.site_id, sp.policy_id, sp.type, sp.version, sp.state, sp.reason, sp.change_id, sp.updated_at, v.content
-FROM site_policies sp JOIN policy_versions v ON v.policy_id = sp.policy_id AND v.version = sp.version
-WHERE sp.site_id = ? ORDER BY sp.type`, []any{siteID}, func(r *sql.Rows) error {
-		var a sdwan.Assignment
-		var u int64
-		var content string
-		if err := r.Scan(&a.SiteID, &a.PolicyID, &a.Type, &a.Version, &a.State, &a.Reason, &a.ChangeID, &u, &content); err != nil {
-			return err
+	err := s.queryRows(ctx, assignmentsSQL+"sp.site_id = ? ORDER BY sp.type", []any{siteID}, func(r *sql.Rows) error {
+		a, err := scanAssignment(r)
+		if err == nil {
+			out = append(out, a)
 		}
-		a.UpdatedAt, a.Content = fromMicros(u), json.RawMessage(content)
-		out = append(out, &a)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.Assignments: %w", err)
+	}
+	return out, nil
+}
+
+// assignmentsSQL is Assignments' query up to its WHERE condition.
+const assignmentsSQL = `SELECT sp.site_id, sp.policy_id, sp.type, sp.version, sp.state, sp.reason, sp.change_id, sp.updated_at, v.content
+FROM site_policies sp JOIN policy_versions v ON v.policy_id = sp.policy_id AND v.version = sp.version
+WHERE `
+
+func scanAssignment(r *sql.Rows) (*sdwan.Assignment, error) {
+	var a sdwan.Assignment
+	var u int64
+	var content string
+	if err := r.Scan(&a.SiteID, &a.PolicyID, &a.Type, &a.Version, &a.State, &a.Reason, &a.ChangeID, &u, &content); err != nil {
+		return nil, err
+	}
+	a.UpdatedAt, a.Content = fromMicros(u), json.RawMessage(content)
+	return &a, nil
+}
+
+// AssignmentsOf returns what Assignments does for each of ids, keyed by site (a site running
+// nothing is absent), in one query: the replay's batch read (see SitesByID).
+func (s *Store) AssignmentsOf(ctx context.Context, ids []string) (map[string][]*sdwan.Assignment, error) {
+	out := make(map[string][]*sdwan.Assignment, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in, args := inList(ids)
+	err := s.queryRows(ctx, assignmentsSQL+"sp.site_id IN "+in+" ORDER BY sp.site_id, sp.type", args, func(r *sql.Rows) error {
+		a, err := scanAssignment(r)
+		if err == nil {
+			out[a.SiteID] = append(out[a.SiteID], a)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.AssignmentsOf: %w", err)
 	}
 	return out, nil
 }

@@ -192,9 +192,17 @@ func asInt(v any) int64 {
 // allocates no string per row (transport names are shared).
 func (s *EmbeddedSink) Minutes(ctx context.Context, site string, from, to time.Time, buf []Rollup) ([]Rollup, error) {
 	err := s.scanMinutes(ctx, site, "", from.Unix(), to.Unix(), func(tr string, a *agg) {
-		r := a.rollup("", tr, time.Minute)
-		r.MinMs, r.MaxMs, r.StdDevMs = 0, 0, 0
-		buf = append(buf, r)
+		// Filled in place: a Rollup is 152 bytes, 4320 of them a site-day.
+		buf = append(buf, Rollup{})
+		r := &buf[len(buf)-1]
+		r.Transport, r.Time, r.Resolution = tr, time.Unix(a.ts, 0).UTC(), time.Minute
+		r.Windows, r.Sent, r.Lost, r.DownWindows = a.windows, a.sent, a.lost, a.down
+		if a.sent > 0 {
+			r.LossPct = 100 * float64(a.lost) / float64(a.sent)
+		}
+		if n := float64(a.sent - a.lost); n > 0 {
+			r.LatencyMs, r.P95Ms, r.JitterMs = a.latSum/n, a.p95Sum/n, a.jitSum/n
+		}
 	})
 	if err != nil {
 		return buf, fmt.Errorf("sink.EmbeddedSink.Minutes: %w", err)
