@@ -224,3 +224,67 @@ func TestUplinkResendIsBounded(t *testing.T) {
 		t.Errorf("a controller storing nothing, over %v: %v records sent again; want 1 to 3 probes of %d", 8*hole, got, publishBatch)
 	}
 }
+
+// silentBus is lossyBus whose controller publishes no watermark while it has nothing
+// contiguous to confirm (0): a controller that took a site over and waits for reports its
+// previous owner stored is one.
+type silentBus struct{ *lossyBus }
+
+func (b silentBus) Publish(topic string, payload []byte, retain bool) error {
+	var m telemetry.Stored
+	if _, kind, _ := telemetry.ParseTopic(topic); kind == telemetry.KindStored && json.Unmarshal(payload, &m) == nil && m.Seq == 0 {
+		return nil
+	}
+	return b.lossyBus.Publish(topic, payload, retain)
+}
+
+// TestUplinkWaitingSendsHoleAgain: an agent that has never heard a watermark (mode waiting)
+// whose first reports the broker acknowledged and lost, to a controller that therefore has
+// nothing contiguous and publishes nothing, sends the oldest again when nothing moves for
+// holeAfter; the controller then stores them and publishes its watermark, and the spool
+// empties by it. Before, the agent only waited (for the grace, then deleted at PUBACK).
+func TestUplinkWaitingSendsHoleAgain(t *testing.T) {
+	dir, creds, c := setupWithSite(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	claimSite(t, st, creds.Site, creds.Device)
+	emb, err := sink.NewEmbedded(sink.EmbeddedOptions{DataDir: t.TempDir(), FlushInterval: time.Hour, PruneInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emb.Close() })
+	hist := &historySink{EmbeddedSink: emb, seqs: map[uint64]int{}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lossy := &lossyBus{Bus: mqtt.NewInlineBus(c.broker, mqtt.BusOptions{Workers: 1, Logger: quiet}), lose: map[uint64]bool{1: true, 2: true}}
+	t.Cleanup(lossy.Close)
+	eng := ingest.New(st, silentBus{lossy}, hist, ingest.Options{FlushEvery: 50 * time.Millisecond, Logger: quiet})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, stopEngine := context.WithCancel(ctx)
+	engineDone := make(chan struct{})
+	go func() { defer close(engineDone); _ = eng.Run(rctx) }()
+	t.Cleanup(func() { stopEngine(); <-engineDone })
+
+	sp := openSpool(t, dir)
+	defer sp.Close()
+	r := startUplink(t, c, sp, time.Hour) // no PUBACK fallback within the test
+	r.u.holeAfter.Store(int64(time.Second))
+	window := []telemetry.TransportWindow{{Name: "wan1", Method: "icmp", Sent: 10, LatencyMs: 20, P50Ms: 20, P95Ms: 22, MinMs: 19, MaxMs: 25, JitterMs: 1, StdDevMs: 1}}
+	for range 5 {
+		r.e.spoolReport(time.Now(), time.Second, window)
+	}
+	if m := r.mode(); m != modeWaiting {
+		t.Fatalf("delete mode %q; want %q (the premise: no watermark heard)", m, modeWaiting)
+	}
+	waitUntil(t, "every report stored and covered by the watermark", func() bool { return sp.Stats().Acked == 5 && sp.Stats().Records == 0 })
+	for q := uint64(1); q <= 5; q++ {
+		if n := hist.has(q); n != 1 {
+			t.Errorf("report %d written to the history %d times; want once", q, n)
+		}
+	}
+}

@@ -410,7 +410,11 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
-		if mode == modeWatermark && probe.due(u, pending, acked) {
+		// In modeWaiting too: a controller that took over a site and waits for a hole its
+		// previous owner stored (unheard by this agent) publishes no watermark at all; without
+		// the probe the agent waited out the grace and fell back to PUBACK, and lost what the
+		// broker acknowledged and dropped meanwhile (TestScaleOut, around a NATS node's kill).
+		if mode != modePuback && probe.due(u, pending, acked) {
 			if err := u.sendHole(ctx, &probe, len(pending)); err != nil {
 				u.e.log.Warn("agent: sending uncovered records again; retrying", "err", err)
 				if !u.waitWake(ctx, retry) {
