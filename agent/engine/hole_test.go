@@ -88,30 +88,7 @@ func (s *historySink) has(seq uint64) int {
 // nothing is stored twice.
 func TestUplinkSendsLostReportAgain(t *testing.T) {
 	dir, creds, c := setupWithSite(t)
-	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	claimSite(t, st, creds.Site, creds.Device)
-	emb, err := sink.NewEmbedded(sink.EmbeddedOptions{DataDir: t.TempDir(), FlushInterval: time.Hour, PruneInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emb.Close() })
-	hist := &historySink{EmbeddedSink: emb, seqs: map[uint64]int{}}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	bus := &lossyBus{Bus: mqtt.NewInlineBus(c.broker, mqtt.BusOptions{Workers: 1, Logger: quiet}), lose: map[uint64]bool{7: true, 12: true, 13: true}}
-	t.Cleanup(bus.Close)
-	eng := ingest.New(st, bus, hist, ingest.Options{FlushEvery: 50 * time.Millisecond, Logger: quiet})
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rctx, stopEngine := context.WithCancel(ctx)
-	engineDone := make(chan struct{})
-	go func() { defer close(engineDone); _ = eng.Run(rctx) }()
-	t.Cleanup(func() { stopEngine(); <-engineDone })
+	bus, hist := runLossyController(t, c, creds, map[uint64]bool{7: true, 12: true, 13: true}, nil)
 
 	sp := openSpool(t, dir)
 	defer sp.Close()
@@ -245,30 +222,7 @@ func (b silentBus) Publish(topic string, payload []byte, retain bool) error {
 // empties by it. Before, the agent only waited (for the grace, then deleted at PUBACK).
 func TestUplinkWaitingSendsHoleAgain(t *testing.T) {
 	dir, creds, c := setupWithSite(t)
-	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	claimSite(t, st, creds.Site, creds.Device)
-	emb, err := sink.NewEmbedded(sink.EmbeddedOptions{DataDir: t.TempDir(), FlushInterval: time.Hour, PruneInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emb.Close() })
-	hist := &historySink{EmbeddedSink: emb, seqs: map[uint64]int{}}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lossy := &lossyBus{Bus: mqtt.NewInlineBus(c.broker, mqtt.BusOptions{Workers: 1, Logger: quiet}), lose: map[uint64]bool{1: true, 2: true}}
-	t.Cleanup(lossy.Close)
-	eng := ingest.New(st, silentBus{lossy}, hist, ingest.Options{FlushEvery: 50 * time.Millisecond, Logger: quiet})
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rctx, stopEngine := context.WithCancel(ctx)
-	engineDone := make(chan struct{})
-	go func() { defer close(engineDone); _ = eng.Run(rctx) }()
-	t.Cleanup(func() { stopEngine(); <-engineDone })
+	_, hist := runLossyController(t, c, creds, map[uint64]bool{1: true, 2: true}, func(b *lossyBus) mqtt.Bus { return silentBus{b} })
 
 	sp := openSpool(t, dir)
 	defer sp.Close()
@@ -287,4 +241,40 @@ func TestUplinkWaitingSendsHoleAgain(t *testing.T) {
 			t.Errorf("report %d written to the history %d times; want once", q, n)
 		}
 	}
+}
+
+// runLossyController runs the controller's real ingest engine (SQLite store, embedded time
+// series) for creds' site on c's embedded broker, through a lossyBus losing the reports in
+// lose (wrapped by wrap, if not nil), until the test ends.
+func runLossyController(t *testing.T, c *controllerSide, creds *claim.Credentials, lose map[uint64]bool, wrap func(*lossyBus) mqtt.Bus) (*lossyBus, *historySink) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	claimSite(t, st, creds.Site, creds.Device)
+	emb, err := sink.NewEmbedded(sink.EmbeddedOptions{DataDir: t.TempDir(), FlushInterval: time.Hour, PruneInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emb.Close() })
+	hist := &historySink{EmbeddedSink: emb, seqs: map[uint64]int{}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lossy := &lossyBus{Bus: mqtt.NewInlineBus(c.broker, mqtt.BusOptions{Workers: 1, Logger: quiet}), lose: lose}
+	t.Cleanup(lossy.Close)
+	var bus mqtt.Bus = lossy
+	if wrap != nil {
+		bus = wrap(lossy)
+	}
+	eng := ingest.New(st, bus, hist, ingest.Options{FlushEvery: 50 * time.Millisecond, Logger: quiet})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, stopEngine := context.WithCancel(ctx)
+	engineDone := make(chan struct{})
+	go func() { defer close(engineDone); _ = eng.Run(rctx) }()
+	t.Cleanup(func() { stopEngine(); <-engineDone })
+	return lossy, hist
 }
