@@ -28,7 +28,7 @@ func (e *Engine) owns(st *site) bool {
 	}
 	// Read before the site counts as owned: a report handled meanwhile (on another goroutine)
 	// would otherwise have its status overwritten by the older stored one.
-	status := e.stored(st.id)
+	status, mark, device := e.stored(st.id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.owned { // another goroutine took it over meanwhile
@@ -48,25 +48,36 @@ func (e *Engine) owns(st *site) bool {
 	st.synced, st.syncBy = false, now.Add(e.o.SyncWithin)
 	st.fenced = false
 	st.resyncTill = now.Add(time.Minute) // what the agent no longer holds, the previous owner stored (takeSeq)
+	// The previous owner's watermark: what it stored is not waited for here (it will not
+	// come: the agent deletes what a watermark covers), or this engine's contiguous mark stays
+	// below it and it publishes no watermark at all, while an agent that did not hear the
+	// previous owner's has nothing to skip. The next checkpoint publishes it.
+	if device == st.device && mark > st.win.mark {
+		st.win.skipTo(mark + 1)
+		if st.busy == 0 {
+			st.safe = st.win.mark
+		}
+	}
 	st.owned = true
 	return true
 }
 
-// stored returns the status the database holds for a site ("" if it cannot be read): a site
+// stored returns the status the database holds for a site ("" if it cannot be read), with its
+// watermark (StoredSeq) and device: a site
 // taken over from another controller has what the previous owner last stored, and the one
 // this engine loaded may be long past (a device was announced online again by each new owner).
-func (e *Engine) stored(id string) string {
+func (e *Engine) stored(id string) (status string, mark uint64, device string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := e.store.GetSite(ctx, id)
 	if err != nil || s == nil {
 		e.o.Logger.Warn("ingest: reading a site taken over; keeping what was loaded", "site", id, "err", err)
-		return ""
+		return "", 0, ""
 	}
 	if s.Status == sdwan.SiteDecommissioned {
-		return ""
+		return "", 0, ""
 	}
-	return s.Status
+	return s.Status, s.StoredSeq, s.DeviceID
 }
 
 // adopt loads a site this engine does not follow yet, with several controllers: it was

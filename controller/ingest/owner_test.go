@@ -206,3 +206,29 @@ func TestNewDeviceStartsAgain(t *testing.T) {
 		t.Errorf("the new device's first report: %v reports, %v duplicates; want 6 and 0", got, dup)
 	}
 }
+
+// TestOwnerTakesPreviousWatermark: a site taken over starts from the watermark its previous
+// owner stored (the database's StoredSeq), not from this engine's older window: the reports
+// it covers will not come again (the agent deleted them), and waiting for them kept the new
+// owner's contiguous mark, and so its watermark, where it was (TestScaleOut: no watermark at all
+// from the new owner; its agent fell back to PUBACK and lost reports).
+func TestOwnerTakesPreviousWatermark(t *testing.T) {
+	be := newBenchEngine(t, 1, &nopBus{})
+	id := be.st.order[0]
+	own := &setOwner{mine: map[string]bool{}}
+	be.e.o.Owner = own
+	be.st.sites[id].StoredSeq = 40 // stored and published by the previous owner
+	own.set(id, true)
+	be.gen.next(t) // seq 1: before the takeover's watermark, a duplicate
+	be.e.onTelemetry(be.gen.topics[0], be.gen.payloads[0])
+	st := be.e.site(id)
+	st.mu.Lock()
+	mark, safe := st.win.mark, st.safe
+	st.mu.Unlock()
+	if mark != 40 || safe != 40 {
+		t.Fatalf("after the takeover: mark %d, safe %d; want 40 (the previous owner's watermark)", mark, safe)
+	}
+	if d := counter(be.e.m.rejected.WithLabelValues("duplicate")); d != 1 {
+		t.Errorf("report 1, covered by the previous owner: %v duplicates; want 1", d)
+	}
+}
