@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -190,7 +189,7 @@ func failureKind(err error) string {
 
 // reconnectScenario kills the controller with o.KillSignal, starts it again after o.Outage and
 // waits until every agent is back (at most o.ReconnectTimeout after the controller is ready).
-func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *http.Client, agents []*agent, addr string, tc *tls.Config) (*reconnectResults, error) {
+func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *http.Client, agents []*agent, addr string) (*reconnectResults, error) {
 	sig := syscall.SIGKILL
 	if o.KillSignal == "TERM" {
 		sig = syscall.SIGTERM
@@ -250,7 +249,7 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 				attempts.add(now)
 				nAttempts.Add(1)
 				cctx, cancel := context.WithTimeout(rctx, 10*time.Second) // the agent's ConnectTimeout
-				err := ag.connect(cctx, addr, tc, o.CleanSession)
+				err := ag.connect(cctx, addr, o.CleanSession)
 				cancel()
 				if err == nil {
 					backAt[i] = time.Now()
@@ -280,9 +279,28 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	if err := ctl.start(); err != nil {
 		return nil, err
 	}
+	var prof *profiler
+	var profWG sync.WaitGroup
+	defer profWG.Wait()
+	if o.ProfileDir != "" {
+		var err error
+		if prof, err = newProfiler(o.Metrics, o.ProfileDir); err != nil {
+			return nil, err
+		}
+		profWG.Add(1)
+		go func() { defer profWG.Done(); prof.cpu(ctx, o.ProfileFor) }()
+	}
 	ready, err := ctl.waitReady(ctx, hc, strings.TrimRight(o.API, "/"), 3*time.Minute)
 	if err != nil {
 		return nil, err
+	}
+	if prof != nil {
+		profWG.Add(1)
+		go func() { // in the thick of the reconnect
+			defer profWG.Done()
+			sleep(ctx, 2*time.Second)
+			prof.snapshot(ctx, "ready+2s")
+		}()
 	}
 	readyAt.Store(ready.UnixNano())
 	r.startup = ready.Sub(restartAt)
