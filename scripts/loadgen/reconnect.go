@@ -128,6 +128,7 @@ type reconnectResults struct {
 	earlyBack                int           // back before /readyz answered 200 (counted as 0 s)
 	back                     []time.Duration
 	attempts, attemptsAfter  int64
+	resumed                  int64 // reconnects that resumed their TLS session
 	failedDown, failedAfter  int64
 	failedKinds              map[string]int64
 	firstFailure             string
@@ -204,6 +205,7 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 		readyAt   atomic.Int64 // UnixNano; 0 until /readyz answered
 		failMu    sync.Mutex
 		nAttempts atomic.Int64
+		resumed   atomic.Int64 // reconnects that resumed their TLS session
 	)
 	fail := func(err error, at time.Time) {
 		failMu.Lock()
@@ -254,6 +256,9 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 				if err == nil {
 					backAt[i] = time.Now()
 					success.add(backAt[i])
+					if ag.c.conn.ConnectionState().DidResume {
+						resumed.Add(1)
+					}
 					return
 				}
 				if rctx.Err() != nil {
@@ -370,6 +375,7 @@ wait:
 	r.lostSpread = lastLost.Sub(firstLost)
 	slices.Sort(r.back)
 	r.attempts = nAttempts.Load()
+	r.resumed = resumed.Load()
 	after := attempts.counts(ready, end)
 	for _, c := range after {
 		r.attemptsAfter += c
@@ -408,6 +414,7 @@ func reconnectRows(r *reconnectResults) [][2]string {
 			r.ctlCores, r.genCores, r.machineCores, runtime.NumCPU(), s(r.window)))
 	}
 	add("reconnected / not back in time / connection not lost", fmt.Sprintf("%d / %d / %d", len(r.back), r.notBack, r.notLost))
+	add("reconnects that resumed their TLS session", fmt.Sprintf("%d of %d", r.resumed, len(r.back)))
 	kinds := make([]string, 0, len(r.failedKinds))
 	for k, v := range r.failedKinds {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
