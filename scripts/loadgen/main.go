@@ -251,7 +251,7 @@ func run(ctx context.Context, o options) (*results, error) {
 	a := &api{base: strings.TrimRight(o.API, "/"), token: o.Token, hc: hc}
 	res := &results{o: o, rssBase: o.RSSBase}
 	if ctl != nil {
-		if _, err := ctl.waitReady(ctx, hc, a.base, 3*time.Minute); err != nil {
+		if _, err := ctl.waitReady(ctx, hc, a.base, readyTimeout); err != nil {
 			return nil, err
 		}
 	}

@@ -33,15 +33,24 @@ func newProfiler(metricsURL, dir string) (*profiler, error) {
 }
 
 // cpu records a CPU profile of d from as soon as the listener answers (the controller has just
-// been started). Errors are logged: a missing profile must not fail the measurement.
-func (p *profiler) cpu(ctx context.Context, d time.Duration) {
-	for ctx.Err() == nil {
+// been started), trying until the controller exits or for as long as loadgen waits for it to
+// be ready. Errors are logged: a missing profile must not fail the measurement.
+func (p *profiler) cpu(ctx context.Context, d time.Duration, exited <-chan struct{}) {
+	giveUp := time.After(readyTimeout)
+	for {
 		err := p.fetch(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(int(d/time.Second)), "cpu.pprof", d+30*time.Second)
 		if err == nil {
 			return
 		}
 		select { // not listening yet: the controller is still opening its store
 		case <-ctx.Done():
+			return
+		case <-exited:
+			log.Printf("profile: cpu: the controller exited: %v", err)
+			return
+		case <-giveUp:
+			log.Printf("profile: cpu: %v", err)
+			return
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -29,6 +29,9 @@ import (
 // bucketWidth is the resolution of the reconnect rate.
 const bucketWidth = 100 * time.Millisecond
 
+// readyTimeout is how long the controller, started or restarted, may take to answer /readyz.
+const readyTimeout = 3 * time.Minute
+
 // controllerProc is the controller loadgen runs, as a child, for the reconnect scenario.
 type controllerProc struct {
 	args    []string
@@ -197,8 +200,8 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	}
 	r := &reconnectResults{agents: len(agents), signal: "SIG" + o.KillSignal, failedKinds: map[string]int64{}}
 	killAt := time.Now()
-	attempts := newTimeline(killAt, o.Outage+3*time.Minute+o.ReconnectTimeout)
-	success := newTimeline(killAt, o.Outage+3*time.Minute+o.ReconnectTimeout)
+	attempts := newTimeline(killAt, o.Outage+readyTimeout+o.ReconnectTimeout)
+	success := newTimeline(killAt, o.Outage+readyTimeout+o.ReconnectTimeout)
 	lostAt := make([]time.Time, len(agents))
 	backAt := make([]time.Time, len(agents))
 	var (
@@ -293,9 +296,9 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 			return nil, err
 		}
 		profWG.Add(1)
-		go func() { defer profWG.Done(); prof.cpu(ctx, o.ProfileFor) }()
+		go func() { defer profWG.Done(); prof.cpu(ctx, o.ProfileFor, ctl.exited) }()
 	}
-	ready, err := ctl.waitReady(ctx, hc, strings.TrimRight(o.API, "/"), 3*time.Minute)
+	ready, err := ctl.waitReady(ctx, hc, strings.TrimRight(o.API, "/"), readyTimeout)
 	if err != nil {
 		return nil, err
 	}
