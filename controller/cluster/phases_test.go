@@ -108,9 +108,15 @@ func (l *timeline) failover(since time.Time) map[string][]time.Duration {
 		if conn.IsZero() {
 			continue
 		}
+		dials := 0
 		for _, e := range evs {
-			if e.msg == msgWait && e.at.After(lost) && e.at.Before(conn) {
-				attempts++
+			if e.at.After(lost) && e.at.Before(conn) {
+				switch {
+				case e.msg == msgWait:
+					attempts++
+				case e.msg == msgDial && !e.err:
+					dials++
+				}
 			}
 		}
 		add := func(phase string, from, to time.Time) {
@@ -126,12 +132,13 @@ func (l *timeline) failover(since time.Time) map[string][]time.Duration {
 		add("6 CONNACK to first watermark", conn, first(msgWatermark, conn))
 		add("7 kill to first PUBACK", since, first(msgPuback, conn))
 		out["attempts"] = append(out["attempts"], time.Duration(attempts))
+		out["dials"] = append(out["dials"], time.Duration(dials))
 	}
 	return out
 }
 
-// logFailover logs the phases of failover (median and maximum over the agents).
-func logFailover(t *testing.T, ph map[string][]time.Duration) {
+// logFailover logs the phases of failover under title (median and maximum over the agents).
+func logFailover(t *testing.T, title string, ph map[string][]time.Duration) {
 	t.Helper()
 	names := make([]string, 0, len(ph))
 	for k := range ph {
@@ -142,13 +149,14 @@ func logFailover(t *testing.T, ph map[string][]time.Duration) {
 	for _, k := range names {
 		d := ph[k]
 		slices.Sort(d)
-		if k == "attempts" {
-			fmt.Fprintf(&b, "\n  connection attempts: median %d, max %d (%d agents)", d[len(d)/2], d[len(d)-1], len(d))
+		if k == "attempts" || k == "dials" {
+			what := map[string]string{"attempts": "connection attempts (paho Connect calls)", "dials": "nodes dialed"}[k]
+			fmt.Fprintf(&b, "\n  %s: median %d, max %d (%d agents)", what, d[len(d)/2], d[len(d)-1], len(d))
 			continue
 		}
 		fmt.Fprintf(&b, "\n  %-32s median %7v  max %7v  (%d agents)", k, d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond), len(d))
 	}
-	t.Logf("failover phases of the agents whose node died:%s", b.String())
+	t.Logf("%s:%s", title, b.String())
 }
 
 // jsWatch polls, from a node that stays up, the leaders of the JetStream assets a node's death

@@ -220,7 +220,7 @@ func TestClusterProcesses(t *testing.T) {
 		return true
 	})
 	t.Logf("kill -9 of NATS node 2: every agent had reports acknowledged again %v after the kill (goal 5 s)", took.Round(time.Millisecond))
-	logFailover(t, agentLog.failover(nodeKilledAt))
+	logFailover(t, "failover phases of the agents whose node died", agentLog.failover(nodeKilledAt))
 	jw.log(t)
 	so.nc.Restart(t, 2)
 

@@ -313,7 +313,7 @@ func TestScaleOut(t *testing.T) {
 	evaluatedAgain := time.Since(nodeKilledAt)
 	t.Logf("kill -9 of a NATS node: every agent had a report acknowledged (PUBACK) again after %v, evaluated by a controller again after %v (goal 5 s)",
 		ackedAgain, evaluatedAgain)
-	logFailover(t, fl.log.failover(nodeKilledAt))
+	logFailover(t, "failover phases of the agents whose node died", fl.log.failover(nodeKilledAt))
 	h.mu.Lock()
 	var firstEval []time.Duration
 	for _, id := range ids {
@@ -325,7 +325,7 @@ func TestScaleOut(t *testing.T) {
 		}
 	}
 	h.mu.Unlock()
-	logFailover(t, map[string][]time.Duration{"kill to a site's first report evaluated": firstEval})
+	logFailover(t, "all agents", map[string][]time.Duration{"kill to a site's first report evaluated": firstEval})
 	jw.log(t)
 	time.Sleep(2 * time.Second) // keep reporting on the two nodes left (pacing)
 
