@@ -28,9 +28,10 @@ type timeline struct {
 }
 
 type logEvent struct {
-	at  time.Time
-	msg string
-	err bool // an "err" attribute: a failed attempt
+	at     time.Time
+	msg    string
+	err    bool   // an "err" attribute: a failed attempt
+	reason string // its text
 }
 
 func newTimeline(next slog.Handler) *timeline {
@@ -43,7 +44,7 @@ func (l *timeline) Handle(ctx context.Context, r slog.Record) error {
 	e := logEvent{at: r.Time, msg: r.Message}
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "err" {
-			e.err = true
+			e.err, e.reason = true, a.Value.String()
 		}
 		return true
 	})
@@ -133,6 +134,22 @@ func (l *timeline) failover(since time.Time) map[string][]time.Duration {
 		add("7 kill to first PUBACK", since, first(msgPuback, conn))
 		out["attempts"] = append(out["attempts"], time.Duration(attempts))
 		out["dials"] = append(out["dials"], time.Duration(dials))
+	}
+	return out
+}
+
+// drops counts, by error, the connections the agents lost after since (their first loss each).
+func (l *timeline) drops(since time.Time) map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]int{}
+	for _, evs := range l.ev {
+		for _, e := range evs {
+			if e.msg == msgLost && !e.at.Before(since) {
+				out[e.reason]++
+				break
+			}
+		}
 	}
 	return out
 }

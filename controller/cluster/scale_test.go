@@ -314,6 +314,7 @@ func TestScaleOut(t *testing.T) {
 	t.Logf("kill -9 of a NATS node: every agent had a report acknowledged (PUBACK) again after %v, evaluated by a controller again after %v (goal 5 s)",
 		ackedAgain, evaluatedAgain)
 	logFailover(t, "failover phases of the agents whose node died", fl.log.failover(nodeKilledAt))
+	t.Logf("connections the agents lost, by error: %v", fl.log.drops(nodeKilledAt))
 	h.mu.Lock()
 	var firstEval []time.Duration
 	for _, id := range ids {
