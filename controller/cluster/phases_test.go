@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -254,4 +255,27 @@ func (w *jsWatch) log(t *testing.T) {
 	close(w.stop)
 	<-w.done
 	t.Logf("JetStream after the node's death (since the kill):\n  %s", strings.Join(w.lines, "\n  "))
+}
+
+// natsErrors counts, in the logs of the nodes that stayed up, the MQTT errors NATS logs while a
+// JetStream asset has no leader (a client's CONNECT or retained publish waiting 4 s for it), and
+// the clients it closed.
+func natsErrors(dir string, nodes ...int) map[string]int {
+	out := map[string]int{}
+	for _, n := range nodes {
+		b, err := os.ReadFile(fmt.Sprintf("%s/node%d.log", dir, n))
+		if err != nil {
+			out["unreadable log: "+err.Error()]++
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, what := range []string{"unable to connect: loading session record", "unable to store retained message",
+				"Readloop processing time", "timeout for request type", "Client connection closed"} {
+				if strings.Contains(line, what) {
+					out[what]++
+				}
+			}
+		}
+	}
+	return out
 }

@@ -222,6 +222,7 @@ func TestClusterProcesses(t *testing.T) {
 	t.Logf("kill -9 of NATS node 2: every agent had reports acknowledged again %v after the kill (goal 5 s)", took.Round(time.Millisecond))
 	logFailover(t, "failover phases of the agents whose node died", agentLog.failover(nodeKilledAt))
 	t.Logf("connections the agents lost, by error: %v", agentLog.drops(nodeKilledAt))
+	t.Logf("the live NATS nodes' logs: %v", natsErrors(so.nc.Dir, 1, 3))
 	jw.log(t)
 	so.nc.Restart(t, 2)
 

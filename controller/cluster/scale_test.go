@@ -315,6 +315,7 @@ func TestScaleOut(t *testing.T) {
 		ackedAgain, evaluatedAgain)
 	logFailover(t, "failover phases of the agents whose node died", fl.log.failover(nodeKilledAt))
 	t.Logf("connections the agents lost, by error: %v", fl.log.drops(nodeKilledAt))
+	t.Logf("the live NATS nodes' logs: %v", natsErrors(nc.Dir, 2, 3))
 	h.mu.Lock()
 	var firstEval []time.Duration
 	for _, id := range ids {
