@@ -233,9 +233,11 @@ func watchJetStream(t *testing.T, url, dead string, since time.Time) *jsWatch {
 					note("all 16 partition consumers have a live leader")
 				}
 			}
-			if st, err := js.Stream(ctx, "$MQTT_sess"); err == nil {
-				if si, err := st.Info(ctx); err == nil && si.Cluster != nil && si.Cluster.Leader != "" && si.Cluster.Leader != dead {
-					note("stream $MQTT_sess has a live leader")
+			for _, name := range []string{"$MQTT_sess", "$MQTT_msgs", "$MQTT_rmsgs"} { // NATS's MQTT sessions, QoS 1 messages, retained
+				if st, err := js.Stream(ctx, name); err == nil {
+					if si, err := st.Info(ctx); err == nil && si.Cluster != nil && si.Cluster.Leader != "" && si.Cluster.Leader != dead {
+						note("stream " + name + " has a live leader")
+					}
 				}
 			}
 			cancel()
