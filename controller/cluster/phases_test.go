@@ -281,3 +281,9 @@ func natsErrors(dir string, nodes ...int) map[string]int {
 	}
 	return out
 }
+
+// sameNodes reports whether a and b list the same broker nodes, in any order (a claim rotates
+// the list per device).
+func sameNodes(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
