@@ -207,38 +207,44 @@ func watchJetStream(t *testing.T, url, dead string, since time.Time) *jsWatch {
 			}
 		}
 		var seq0 uint64
+		live := func(name string) (*jetstream.StreamInfo, bool) { // one request each: a slow one must not starve the others
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			st, err := js.Stream(ctx, name)
+			if err != nil {
+				return nil, false
+			}
+			si := st.CachedInfo()
+			return si, si.Cluster != nil && si.Cluster.Leader != "" && si.Cluster.Leader != dead
+		}
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			if st, err := js.Stream(ctx, mqtt.DefaultNATSStream); err == nil {
-				if si, err := st.Info(ctx); err == nil && si.Cluster != nil {
-					if seq0 == 0 {
-						seq0 = si.State.LastSeq
-					}
-					if si.Cluster.Leader != "" && si.Cluster.Leader != dead {
-						note("stream " + mqtt.DefaultNATSStream + " has a live leader")
-					}
-					if si.State.LastSeq > seq0 {
-						note("stream " + mqtt.DefaultNATSStream + " stores again")
-					}
+			if si, ok := live(mqtt.DefaultNATSStream); si != nil {
+				if seq0 == 0 {
+					seq0 = si.State.LastSeq
 				}
-				led := 0
-				for p := range 16 {
-					if c, err := st.Consumer(ctx, fmt.Sprintf("p%d", p)); err == nil {
-						if ci, err := c.Info(ctx); err == nil && ci.Cluster != nil && ci.Cluster.Leader != "" && ci.Cluster.Leader != dead {
-							led++
-						}
-					}
+				if ok {
+					note("stream " + mqtt.DefaultNATSStream + " has a live leader")
 				}
-				if led == 16 {
-					note("all 16 partition consumers have a live leader")
+				if si.State.LastSeq > seq0 {
+					note("stream " + mqtt.DefaultNATSStream + " stores again")
 				}
 			}
 			for _, name := range []string{"$MQTT_sess", "$MQTT_msgs", "$MQTT_rmsgs"} { // NATS's MQTT sessions, QoS 1 messages, retained
-				if st, err := js.Stream(ctx, name); err == nil {
-					if si, err := st.Info(ctx); err == nil && si.Cluster != nil && si.Cluster.Leader != "" && si.Cluster.Leader != dead {
-						note("stream " + name + " has a live leader")
+				if _, ok := live(name); ok {
+					note("stream " + name + " has a live leader")
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			led := 0
+			for p := range 16 {
+				if c, err := js.Consumer(ctx, mqtt.DefaultNATSStream, fmt.Sprintf("p%d", p)); err == nil {
+					if ci := c.CachedInfo(); ci.Cluster != nil && ci.Cluster.Leader != "" && ci.Cluster.Leader != dead {
+						led++
 					}
 				}
+			}
+			if led == 16 {
+				note("all 16 partition consumers have a live leader")
 			}
 			cancel()
 			select {
