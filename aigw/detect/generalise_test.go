@@ -59,11 +59,13 @@ func TestGeneralisation(t *testing.T) {
 	}
 }
 
-// TestRealistic scores the shipped engine on four hand-written sets, each written and committed
+// TestRealistic scores the shipped engine on five hand-written sets, each written and committed
 // before the detector was first run on it: set 1 before issue 11's work, sets 2, 3 and 4 on
 // 2026-11-24 after successive rounds of fixes. The causes of sets 1-3's errors were then fixed
 // by general rules, so only set 4's figure is an untouched estimate for the final code. Each
 // set's floors guard against regressions just under its measured figures (docs/benchmarks.md).
+// Set 5 was written before the learned name component and is the blind set: its errors are not
+// printed or read (-quality.errors is ignored for it), so its first-run figure stays honest.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
 	for _, tc := range []struct {
@@ -75,8 +77,14 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout2.txt", realistic2MinF2, realistic2MinPrecision, 1},
 		{"testdata/realistic_holdout3.txt", realistic3MinF2, realistic3MinPrecision, 1},
 		{"testdata/realistic_holdout4.txt", realistic4MinF2, realistic4MinPrecision, 1},
+		{"testdata/realistic_holdout5.txt", realistic5MinF2, realistic5MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
+			if strings.Contains(tc.file, "holdout5") {
+				old := *showErrors
+				*showErrors = 0
+				defer func() { *showErrors = old }()
+			}
 			samples := loadAnnotated(t, tc.file)
 			if len(samples) < 40 {
 				t.Fatalf("got %d samples; want at least 40", len(samples))
@@ -121,6 +129,8 @@ const (
 	realistic3MinPrecision = 0.82 // first and only run 0.840
 	realistic4MinF2        = 0.82 // first run 0.837, 0.847 after an invalid IBAN in the gold was corrected
 	realistic4MinPrecision = 0.87 // first run 0.887, then 0.889
+	realistic5MinF2        = 0.76 // first run 0.778 (P 0.934, R 0.747), before the learned name component
+	realistic5MinPrecision = 0.92 // first run 0.934
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
