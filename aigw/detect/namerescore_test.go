@@ -6,7 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
@@ -50,10 +52,30 @@ type rescorerExample struct {
 // rescorerExamples runs the name rules (without the rescorer) over the corpora and labels each
 // candidate by whether a gold person span has exactly its bounds.
 func rescorerExamples(t testing.TB, sources []rescorerSource) []rescorerExample {
+	var out []rescorerExample
+	for _, src := range sources {
+		out = append(out, sourceExamples(t, src)...)
+	}
+	return out
+}
+
+var (
+	sourceExamplesMu    sync.Mutex
+	sourceExamplesCache = map[string][]rescorerExample{}
+)
+
+// sourceExamples returns one source's examples, computed once per test binary (building a name
+// model without some origins takes seconds). Documents are numbered by file and sample.
+func sourceExamples(t testing.TB, src rescorerSource) []rescorerExample {
+	sourceExamplesMu.Lock()
+	defer sourceExamplesMu.Unlock()
+	if ex, ok := sourceExamplesCache[src.file]; ok {
+		return ex
+	}
 	loadGazetteer()
 	var out []rescorerExample
-	doc := 0
-	for _, src := range sources {
+	doc := slices.IndexFunc(rescorerTrainFiles, func(s rescorerSource) bool { return s.file == src.file }) << 16
+	{
 		model := defaultNameModel()
 		if len(src.without) > 0 {
 			c, err := namemodel.Load()
@@ -90,6 +112,7 @@ func rescorerExamples(t testing.TB, sources []rescorerSource) []rescorerExample 
 			d.Detect(s.Text, nil)
 		}
 	}
+	sourceExamplesCache[src.file] = out
 	return out
 }
 
@@ -204,5 +227,66 @@ func TestNameRescorerReproducible(t *testing.T) {
 	}
 	if !bytes.Equal(b, nameRescorerBin) {
 		t.Fatal("namerescorer.bin is not the model that training gives; rerun with -rescorer.write")
+	}
+}
+
+// withRescorer returns e with its name detectors using r (nil: the rules alone).
+func withRescorer(e *Engine, r *nameRescorer) *Engine {
+	for i := range e.dets {
+		if nd, ok := e.dets[i].det.(nameDetector); ok {
+			nd.rescorer = r
+			e.dets[i].det = nd
+		}
+	}
+	e.names.rescorer = r
+	return e
+}
+
+// TestNameRescorerLeaveOneSetOut checks that the rescorer carries over to text it has not
+// learned from: for each of hand-written sets 2-4 it trains on everything else and requires
+// precision and F2 on the left-out set at least as high as the rules' alone.
+func TestNameRescorerLeaveOneSetOut(t *testing.T) {
+	for _, file := range []string{"testdata/realistic_holdout2.txt", "testdata/realistic_holdout3.txt", "testdata/realistic_holdout4.txt"} {
+		t.Run(strings.TrimPrefix(file, "testdata/"), func(t *testing.T) {
+			var src []rescorerSource
+			for _, s := range rescorerTrainFiles {
+				if s.file != file {
+					src = append(src, s)
+				}
+			}
+			if len(src) != len(rescorerTrainFiles)-1 {
+				t.Fatalf("%s is not among the training files", file)
+			}
+			r, _ := trainNameRescorer(rescorerExamples(t, src))
+			r.veto, r.accept = rescoreVeto, rescoreAccept
+			samples := loadAnnotated(t, file)
+			_, rules := evaluate(t, withRescorer(newEngine(t, Options{}), nil), samples)
+			_, learned := evaluate(t, withRescorer(newEngine(t, Options{}), r), samples)
+			t.Logf("rules alone P %.3f R %.3f F2 %.3f; with the rescorer trained without it P %.3f R %.3f F2 %.3f",
+				rules.precision(), rules.recall(), rules.f2(), learned.precision(), learned.recall(), learned.f2())
+			if learned.precision() < rules.precision() || learned.f2() < rules.f2() {
+				t.Errorf("the rescorer lowers precision or F2 on text it did not learn from")
+			}
+		})
+	}
+}
+
+// TestNameRescorerCombine pins how the model's probability moves a rule score.
+func TestNameRescorerCombine(t *testing.T) {
+	r := &nameRescorer{veto: rescoreVeto, accept: rescoreAccept}
+	for _, tc := range []struct {
+		rule, p float64
+		above   bool
+	}{
+		{0.85, 0.5, true},                     // the model unsure: the rule stands
+		{0.85, rescoreVeto / 2, false},        // confident it is no name: vetoed
+		{0.35, 0.5, false},                    // weak rule evidence stays weak
+		{0.35, (1 + rescoreAccept) / 2, true}, // confident it is a name: accepted
+		{0.1, 0.999, true},
+	} {
+		got := r.combine(tc.rule, tc.p)
+		if (got >= DefaultMinScore) != tc.above || got < 0 || got > 1 {
+			t.Errorf("combine(%v, %v) = %v; want above the threshold %v", tc.rule, tc.p, got, tc.above)
+		}
 	}
 }
