@@ -283,6 +283,7 @@ func TestNameRescorerCombine(t *testing.T) {
 		{0.35, 0.5, false},                    // weak rule evidence stays weak
 		{0.35, (1 + rescoreAccept) / 2, true}, // confident it is a name: accepted
 		{0.1, 0.999, true},
+		{nameMaxScore, 0.001, true}, // a cue-confirmed run is never vetoed
 	} {
 		got := r.combine(tc.rule, tc.p)
 		if (got >= DefaultMinScore) != tc.above || got < 0 || got > 1 {
