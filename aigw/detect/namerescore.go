@@ -158,11 +158,11 @@ func (r *nameRescorer) prob(f *nameFeats) float64 {
 }
 
 // combine moves the rule score across DefaultMinScore only when the model is confident. A run
-// that a cue confirmed (a title, "my name is", a field label, an e-mail after it: the rules'
-// maximum score) is never vetoed: those cues are the rules' evidence that carries over best.
-func (r *nameRescorer) combine(rule, p float64) float64 {
+// that a cue confirmed (a title before it; "my name is", a field label, an e-mail after it: the
+// rules' maximum score) is never vetoed: those cues are the rules' evidence that carries over best.
+func (r *nameRescorer) combine(rule, p float64, titled bool) float64 {
 	switch {
-	case rule >= DefaultMinScore && rule < nameMaxScore && p < r.veto:
+	case rule >= DefaultMinScore && rule < nameMaxScore && !titled && p < r.veto:
 		return DefaultMinScore - 0.05
 	case rule < DefaultMinScore && p > r.accept:
 		return DefaultMinScore + 0.05 + 0.25*(p-r.accept)/(1-r.accept)
@@ -363,5 +363,5 @@ func (d nameDetector) rescore(text string, ws []nameWord, rule float64, titled b
 	if d.rescorer == nil {
 		return rule
 	}
-	return d.rescorer.combine(rule, d.rescorer.prob(&f))
+	return d.rescorer.combine(rule, d.rescorer.prob(&f), titled)
 }

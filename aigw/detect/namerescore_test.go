@@ -276,16 +276,18 @@ func TestNameRescorerCombine(t *testing.T) {
 	r := &nameRescorer{veto: rescoreVeto, accept: rescoreAccept}
 	for _, tc := range []struct {
 		rule, p float64
+		titled  bool
 		above   bool
 	}{
-		{0.85, 0.5, true},                     // the model unsure: the rule stands
-		{0.85, rescoreVeto / 2, false},        // confident it is no name: vetoed
-		{0.35, 0.5, false},                    // weak rule evidence stays weak
-		{0.35, (1 + rescoreAccept) / 2, true}, // confident it is a name: accepted
-		{0.1, 0.999, true},
-		{nameMaxScore, 0.001, true}, // a cue-confirmed run is never vetoed
+		{0.85, 0.5, false, true},                     // the model unsure: the rule stands
+		{0.85, rescoreVeto / 2, false, false},        // confident it is no name: vetoed
+		{0.35, 0.5, false, false},                    // weak rule evidence stays weak
+		{0.35, (1 + rescoreAccept) / 2, false, true}, // confident it is a name: accepted
+		{0.1, 0.999, false, true},
+		{nameMaxScore, 0.001, false, true}, // a cue-confirmed run is never vetoed
+		{0.85, 0.001, true, true},          // nor one after a title
 	} {
-		got := r.combine(tc.rule, tc.p)
+		got := r.combine(tc.rule, tc.p, tc.titled)
 		if (got >= DefaultMinScore) != tc.above || got < 0 || got > 1 {
 			t.Errorf("combine(%v, %v) = %v; want above the threshold %v", tc.rule, tc.p, got, tc.above)
 		}
