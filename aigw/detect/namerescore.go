@@ -11,15 +11,15 @@ import (
 )
 
 // The learned part of name detection: an averaged perceptron over features of each run of
-// capitalised words that the name rules score (the rules' score, the words' gazetteer classes,
-// the name model's log-odds, word shapes, the words and punctuation around the run and its
-// place in a CSV or TSV row), trained on the generated corpora (TestNameRescorerReproducible
-// in namerescore_test.go writes namerescorer.bin). The words of the run themselves are not
-// features: their identity and affixes would memorise the training names, where the name
-// model's log-odds carry over to names it has not seen. It does not replace the rules: it moves their score across the threshold
-// only when it is confident the other way (combine), so a rule's clear evidence stands and
-// weak evidence in a context that names people in the training text (a CSV cell, "spoke to
-// X", a greeting without a comma) can reach the threshold.
+// capitalised words that the name rules score (the rules' verdict, the words' gazetteer
+// classes, the name model's log-odds, word shapes, the words and punctuation around the run and
+// its place in a CSV or TSV row), trained on the generated corpora and hand-written sets 1-4
+// (TestNameRescorerReproducible in namerescore_test.go writes namerescorer.bin). The words of
+// the run themselves are not features: their identity and affixes would memorise the training
+// names, where the name model's log-odds carry over to names it has not seen. It does not
+// replace the rules: it moves their score across the threshold only when it is confident the
+// other way (combine), so a rule's clear evidence stands and weak evidence in a context that
+// names people in the training text can reach the threshold.
 //
 // Streaming: the features look only at the rules' verdict (not their score, which text that
 // follows can still raise), the run, everything before it, and after it at most the next byte,
