@@ -73,7 +73,7 @@ type Engine struct {
 type transportSpec struct {
 	Name, Interface, Gateway, Gateway6, Source, Method string
 	Targets                                            []string
-	Interval, Timeout                                  time.Duration
+	Interval, Timeout, DelayStep                       time.Duration
 }
 
 // Run runs the agent until ctx ends, then shuts down cleanly: it stops probing, sends what it
@@ -182,7 +182,7 @@ func (e *Engine) mergeTransports(p *telemetry.Policy) []transportSpec {
 			if len(l.ProbeTargets) > 0 {
 				t.Targets = l.ProbeTargets
 			}
-			t.Source, t.Method, t.Interval, t.Timeout = l.Source, l.Method, l.Interval, l.Timeout
+			t.Source, t.Method, t.Interval, t.Timeout, t.DelayStep = l.Source, l.Method, l.Interval, l.Timeout, l.DelayStep
 			delete(local, t.Name)
 		}
 		if t.Method == "" {
@@ -193,6 +193,9 @@ func (e *Engine) mergeTransports(p *telemetry.Policy) []transportSpec {
 		}
 		if t.Timeout <= 0 {
 			t.Timeout = e.cfg.Probe.Timeout
+		}
+		if t.DelayStep <= 0 {
+			t.DelayStep = e.cfg.Probe.DelayStep
 		}
 		if len(t.Targets) == 0 && t.Gateway != "" {
 			t.Targets = []string{t.Gateway}
@@ -226,7 +229,7 @@ func (e *Engine) setTransportsLocked(ts []transportSpec) {
 	for i, t := range ts {
 		keep[t.Name] = true
 		pc := probe.Config{Method: t.Method, Targets: t.Targets, Interval: t.Interval, Timeout: t.Timeout,
-			Interface: t.Interface, Source: t.Source}
+			DelayStep: t.DelayStep, Interface: t.Interface, Source: t.Source}
 		if e.dp != nil {
 			pc.Mark = e.dp.Mark(i)
 		}
