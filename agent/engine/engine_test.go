@@ -3,6 +3,7 @@ package engine
 import (
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,8 @@ func TestSpooledMessage(t *testing.T) {
 // before that is not a dead link (even when its probe was already counted lost), a probe older
 // than the last answer does not count, and any answer, a late one too, brings it back up.
 func TestMonitorDown(t *testing.T) {
-	at := func(ms int) time.Time { return time.Unix(1000, 0).Add(time.Duration(ms) * time.Millisecond) }
+	base := time.Now()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	suspect := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Suspect: true} }
 	lost := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Lost: true} }
 	overdue := func(ms int) probe.Result { return probe.Result{Sent: at(ms), Overdue: true} }
@@ -71,26 +73,36 @@ func TestMonitorDown(t *testing.T) {
 		name string
 		rs   []probe.Result
 		down []bool // after each result
+		// after the first unanswered probe's timeout: the events raised (a verdict is revoked, with
+		// none, or confirmed) and whether the next report says Down
+		events     string
+		reportDown bool
 	}{
 		{"blackhole: down when the first is overdue", []probe.Result{suspect(0), suspect(100), suspect(125), overdue(0)},
-			[]bool{false, false, false, true}},
+			[]bool{false, false, false, true}, "transport.down", true},
 		{"a loss alone is not a dead link", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), suspect(150)},
-			[]bool{false, false, false, false, false}},
+			[]bool{false, false, false, false, false}, "", false},
 		{"+250 ms step: answered before the down deadline", []probe.Result{suspect(0), suspect(100), suspect(125), answer(0), suspect(150), answer(100)},
-			[]bool{false, false, false, false, false, false}},
+			[]bool{false, false, false, false, false, false}, "", false},
 		{"a probe older than the last answer does not count", []probe.Result{suspect(0), answer(200), overdue(0), suspect(400), suspect(425), suspect(450), overdue(400)},
-			[]bool{false, false, false, false, false, false, true}},
-		{"up again at the next answer", []probe.Result{suspect(0), suspect(25), overdue(0), suspect(50), answer(75)},
-			[]bool{false, false, false, true, false}},
-		{"+500 ms step: down, then up at the late answer", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), overdue(0), late(0)},
-			[]bool{false, false, false, false, true, false}},
+			[]bool{false, false, false, false, false, false, true}, "transport.down", true},
+		{"up again at the next answer: a short outage, confirmed", []probe.Result{suspect(0), suspect(25), overdue(0), suspect(50), answer(75)},
+			[]bool{false, false, false, true, false}, "transport.down transport.up", false},
+		{"+500 ms step: revoked by the late answer of its first probe", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), overdue(0), late(0)},
+			[]bool{false, false, false, false, true, false}, "", false},
+		{"+500 ms step, the late answer after more suspects", []probe.Result{suspect(0), suspect(100), suspect(125), overdue(0), suspect(150), lost(0), late(0), late(100)},
+			[]bool{false, false, false, true, true, true, false, false}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Engine{cfg: &config.Config{DownAfter: 3}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler),
 				o: Options{Creds: &claim.Credentials{Site: "s1", Device: "d1"}}, events: make(chan telemetry.AgentEvent, 16),
 				kick: make(chan struct{}, 1)}
-			m := startMonitor(e, "wan1", probe.Config{}, nil)
+			const timeout = 300 * time.Millisecond
+			m := startMonitor(e, "wan1", probe.Config{Timeout: timeout}, nil)
+			// the probes were sent now, so the timeouts (and the confirmation) are still ahead
+			shift := time.Since(base)
 			for i, r := range tc.rs {
+				r.Sent = r.Sent.Add(shift)
 				m.handle(r)
 				if m.down != tc.down[i] {
 					t.Fatalf("after result %d (%+v): down %v, want %v", i, r, m.down, tc.down[i])
@@ -105,8 +117,43 @@ func TestMonitorDown(t *testing.T) {
 					lost++
 				}
 			}
-			if tw := m.flush(); tw.Lost != lost || tw.Sent != lost+countAnswers(tc.rs) {
+			// the confirmation's timer takes e.mu at the first probe's timeout
+			e.mu.Lock()
+			tw, localDown := m.flush()
+			e.mu.Unlock()
+			if tw.Lost != lost || tw.Sent != lost+countAnswers(tc.rs) {
 				t.Errorf("window sent %d lost %d: a late answer is not a sample, its loss is counted", tw.Sent, tw.Lost)
+			}
+			if tw.Down || localDown != m.down {
+				t.Errorf("window before the confirmation: Down %v (want false: unconfirmed), local %v (want %v)", tw.Down, localDown, m.down)
+			}
+			var events []string
+			if tc.events != "" {
+				for range strings.Fields(tc.events) {
+					select {
+					case ev := <-e.events:
+						events = append(events, ev.Type)
+					case <-time.After(10 * time.Second):
+						t.Fatalf("events %q; want %q", events, tc.events)
+					}
+				}
+			} else {
+				// a revoked or absent verdict raises nothing, also once its probe's timeout has passed
+				time.Sleep(time.Until(base.Add(shift + timeout + confirmSlack + 50*time.Millisecond)))
+			}
+			select {
+			case ev := <-e.events:
+				events = append(events, ev.Type)
+			default:
+			}
+			if got := strings.Join(events, " "); got != tc.events {
+				t.Errorf("events %q; want %q", got, tc.events)
+			}
+			e.mu.Lock()
+			tw, _ = m.flush()
+			e.mu.Unlock()
+			if tw.Down != tc.reportDown {
+				t.Errorf("report after the timeout: Down %v, want %v", tw.Down, tc.reportDown)
 			}
 		})
 	}

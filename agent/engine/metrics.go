@@ -18,6 +18,7 @@ type metrics struct {
 	stored                 prometheus.Counter
 	resent                 prometheus.Counter
 	connected              prometheus.Gauge
+	verdictsRevoked        prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -34,9 +35,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		resent: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_resent_total",
 			Help: "Spooled messages sent again because the controller's watermark stalled below them long after the broker acknowledged them (lost between broker and controller)."}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_connected", Help: "1 while connected to the broker."}),
+		verdictsRevoked: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_dead_link_verdicts_revoked_total",
+			Help: "Dead-link verdicts withdrawn because their first unanswered probe was answered late (a delay step, not a dead link)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.connected)
+		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.connected, m.verdictsRevoked)
 	}
 	return m
 }
