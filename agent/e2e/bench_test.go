@@ -145,10 +145,14 @@ func BenchmarkImpairments(b *testing.B) {
 							time.Sleep(10 * time.Millisecond)
 						}
 						b.ReportMetric(float64(len(events(b, e.c, e.s, "transport.down").Data)), "ctl_downs")
+						b.ReportMetric(float64(back), "voice_back")
+					}
+					if im.imp.Loss == 1 {
+						// a blackhole's verdict is confirmed at its first probe's timeout (1 s)
+						waitFor(b, 10*time.Second, "the dead link confirmed", func() bool { return e.a.downsSince(logFrom) > 0 })
 					}
 					b.ReportMetric(float64(e.a.downsSince(logFrom)), "downs")
 					b.ReportMetric(float64(e.a.revokedSince(logFrom)), "revoked")
-					b.ReportMetric(float64(back), "voice_back")
 				})
 			}
 		})

@@ -77,21 +77,25 @@ func TestMonitorDown(t *testing.T) {
 		// none, or confirmed) and whether the next report says Down
 		events     string
 		reportDown bool
+		ago        int // ms before now that the first probe was sent (so that all were sent before the revocation)
 	}{
 		{"blackhole: down when the first is overdue", []probe.Result{suspect(0), suspect(100), suspect(125), overdue(0)},
-			[]bool{false, false, false, true}, "transport.down", true},
+			[]bool{false, false, false, true}, "transport.down", true, 0},
 		{"a loss alone is not a dead link", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), suspect(150)},
-			[]bool{false, false, false, false, false}, "", false},
+			[]bool{false, false, false, false, false}, "", false, 0},
 		{"+250 ms step: answered before the down deadline", []probe.Result{suspect(0), suspect(100), suspect(125), answer(0), suspect(150), answer(100)},
-			[]bool{false, false, false, false, false, false}, "", false},
+			[]bool{false, false, false, false, false, false}, "", false, 0},
 		{"a probe older than the last answer does not count", []probe.Result{suspect(0), answer(200), overdue(0), suspect(400), suspect(425), suspect(450), overdue(400)},
-			[]bool{false, false, false, false, false, false, true}, "transport.down", true},
+			[]bool{false, false, false, false, false, false, true}, "transport.down", true, 0},
 		{"up again at the next answer: a short outage, confirmed", []probe.Result{suspect(0), suspect(25), overdue(0), suspect(50), answer(75)},
-			[]bool{false, false, false, true, false}, "transport.down transport.up", false},
+			[]bool{false, false, false, true, false}, "transport.down transport.up", false, 0},
 		{"+500 ms step: revoked by the late answer of its first probe", []probe.Result{suspect(0), suspect(100), suspect(125), lost(0), overdue(0), late(0)},
-			[]bool{false, false, false, false, true, false}, "", false},
+			[]bool{false, false, false, false, true, false}, "", false, 0},
 		{"+500 ms step, the late answer after more suspects", []probe.Result{suspect(0), suspect(100), suspect(125), overdue(0), suspect(150), lost(0), late(0), late(100)},
-			[]bool{false, false, false, true, true, true, false, false}, "", false},
+			[]bool{false, false, false, true, true, true, false, false}, "", false, 0},
+		{"+500 ms step: probes sent before the revocation start no new verdict", []probe.Result{suspect(0), suspect(100), suspect(125), overdue(0), late(0),
+			suspect(150), suspect(175), suspect(200), overdue(150)},
+			[]bool{false, false, false, true, false, false, false, false, false}, "", false, 250},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Engine{cfg: &config.Config{DownAfter: 3}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler),
@@ -100,7 +104,7 @@ func TestMonitorDown(t *testing.T) {
 			const timeout = 300 * time.Millisecond
 			m := startMonitor(e, "wan1", probe.Config{Timeout: timeout}, nil)
 			// the probes were sent now, so the timeouts (and the confirmation) are still ahead
-			shift := time.Since(base)
+			shift := time.Since(base) - time.Duration(tc.ago)*time.Millisecond
 			for i, r := range tc.rs {
 				r.Sent = r.Sent.Add(shift)
 				m.handle(r)

@@ -27,6 +27,7 @@ type monitor struct {
 	answered time.Time   // when the last answered probe was sent
 	down     bool        // hard down: DownAfter suspects in a row, the first overdue, until the next answer
 	verdict  verdict     // the last dead-link verdict, until confirmed or revoked
+	revoked  time.Time   // when a verdict was last revoked
 	stopped  bool
 	cancel   context.CancelFunc
 	sent     prometheus.Counter // this transport's, looked up once
@@ -111,7 +112,9 @@ func (m *monitor) handle(r probe.Result) {
 		// loss counts sooner); the window's verdict (setPace) decides how long.
 		m.pace.SetFast(true)
 		m.suspect = time.Now()
-		if r.Sent.After(m.answered) {
+		// a probe sent before a revocation had its deadlines from the RTTs before the delay step
+		// that the late answer showed: it is no evidence of a dead link
+		if r.Sent.After(m.answered) && r.Sent.After(m.revoked) {
 			if m.suspects == 0 {
 				m.first = r.Sent
 			}
@@ -119,7 +122,7 @@ func (m *monitor) handle(r probe.Result) {
 			m.checkDownLocked()
 		}
 	case r.Overdue:
-		if r.Sent.After(m.answered) && m.suspects > 0 {
+		if r.Sent.After(m.answered) && r.Sent.After(m.revoked) && m.suspects > 0 {
 			m.overdue = true
 			m.checkDownLocked()
 		}
@@ -141,7 +144,7 @@ func (m *monitor) handle(r probe.Result) {
 		m.suspects, m.overdue = 0, false
 		if v := m.verdict; !v.first.IsZero() && !v.confirmed && !r.Sent.After(v.first) {
 			// the probe the verdict counted as the first unanswered one was answered after all
-			m.verdict, m.down = verdict{}, false
+			m.verdict, m.down, m.revoked = verdict{}, false, time.Now()
 			e.m.verdictsRevoked.Inc()
 			e.log.Info("agent: dead-link verdict revoked: its first probe was answered late (a delay step)",
 				"transport", m.name, "rtt", r.RTT)
