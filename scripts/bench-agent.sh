@@ -15,8 +15,9 @@
 #                               delay500, delay100jitter60, blackhole; "downs" counts the trial's confirmed
 #                               dead-link verdicts (a delay step must give none), "revoked" the verdicts a
 #                               late answer withdrew, and for the delay steps "ctl_downs" the controller's
-#                               transport.down events and "voice_back" voice's returns to wan1 within 5 s
-#                               of its switch (a flap)
+#                               transport.down events, "voice_back" voice's returns to wan1 within 5 s
+#                               of its switch (a flap) and "default_on_wan1" whether the class without a
+#                               latency bound is on wan1 after those 5 s
 # Every trial sets its fault at a random phase of the probes and windows.
 #
 #   BENCH=Impairments scripts/bench-agent.sh   only those (any -bench regexp)

@@ -146,6 +146,12 @@ func BenchmarkImpairments(b *testing.B) {
 						}
 						b.ReportMetric(float64(len(events(b, e.c, e.s, "transport.down").Data)), "ctl_downs")
 						b.ReportMetric(float64(back), "voice_back")
+						// the classes without a latency bound stay on (or go back to) the slow path
+						onWAN1 := 0.0
+						if defaultTable(b, e.dp) == tWAN1 {
+							onWAN1 = 1
+						}
+						b.ReportMetric(onWAN1, "default_on_wan1")
 					}
 					if im.imp.Loss == 1 {
 						// a blackhole's verdict is confirmed at its first probe's timeout (1 s)
