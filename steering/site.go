@@ -54,7 +54,9 @@ type Site struct {
 type transport struct {
 	name            string
 	last            Metrics
-	downNs, degNs   int64  // UnixNano when it went Down, became Degraded
+	downNs, degNs   int64 // UnixNano when it went Down, became Degraded
+	revokedNs       int64 // UnixNano of the last Revoke, if revoked
+	revoked         bool
 	upRun           uint16 // consecutive non-Down windows while Down
 	degBad, degGood uint16 // consecutive windows missing / meeting Options.Degraded
 	degEv           evidence
@@ -552,15 +554,21 @@ func (s *Site) Adopt(now time.Time, class, transport string) bool {
 // are (a return is a voluntary switch, after HoldDown: no flapping). The late answer is
 // latency evidence: a class whose latency bound the answer exceeds by the Detector's margin (or
 // at all, with the Detector off) is breached on the transport at once, so that it does not go
-// back to a path that misses its SLA by that much. It reports false, and does nothing, if the
-// transport is not in the site or not Down.
+// back to a path that misses its SLA by that much. A transport is revoked at most once per
+// HoldDown: a second verdict within it stays Down with the usual recovery, so that verdicts and
+// revocations in turn cannot move a class back and forth without limit. It reports false, and
+// does nothing, if the transport is not in the site, not Down, or was revoked within HoldDown.
 func (s *Site) Revoke(now time.Time, transport string, rttMs float64) bool {
 	ti := s.transportIndex(transport)
+	ns := now.UnixNano()
 	if ti < 0 || !s.transports[ti].down {
 		return false
 	}
-	ns, t, T := now.UnixNano(), &s.transports[ti], len(s.transports)
-	t.down, t.upRun = false, 0
+	t, T := &s.transports[ti], len(s.transports)
+	if t.revoked && elapsed(ns, t.revokedNs) < s.opts.HoldDown {
+		return false
+	}
+	t.down, t.upRun, t.revoked, t.revokedNs = false, 0, true, ns
 	d := &s.opts.Damping
 	for ci := range s.classes {
 		c, sla := &s.cells[ci*T+ti], &s.classes[ci].sla

@@ -880,15 +880,42 @@ func TestRevokeGivesChargeBack(t *testing.T) {
 	s := newTestSite(t, DefaultOptions())
 	window(s, at(1), nil)
 	for i := range 3 {
-		now := at(2 + i)
+		now := at(2 + 31*i) // a revocation per hold-down at most
 		s.Observe(now, "mpls", down)
 		s.Evaluate(now, nil)
 		s.Revoke(now.Add(200*time.Millisecond), "mpls", 100)
 	}
 	ti, T := s.transportIndex("mpls"), len(s.transports)
+	if st, _ := s.Status("mpls"); st == Down {
+		t.Fatal("mpls Down after revocations")
+	}
 	for ci := range s.classes {
-		if c := &s.cells[ci*T+ti]; c.suppressed || s.penalty(c, at(5).UnixNano()) >= s.opts.Damping.Penalty {
+		if c := &s.cells[ci*T+ti]; c.suppressed || s.penalty(c, at(70).UnixNano()) >= s.opts.Damping.Penalty/2 {
 			t.Errorf("class %s on mpls: penalty %.0f, suppressed %v after three revoked verdicts", s.classes[ci].name, c.pen, c.suppressed)
 		}
+	}
+}
+
+// TestRevokeOncePerHoldDown: a second verdict within the hold-down of a revocation is not
+// revoked: it stays Down, and returns as any Down does.
+func TestRevokeOncePerHoldDown(t *testing.T) {
+	s := newTestSite(t, DefaultOptions())
+	window(s, at(1), nil)
+	s.Observe(at(2), "mpls", down)
+	s.Evaluate(at(2), nil)
+	if !s.Revoke(at(2).Add(300*time.Millisecond), "mpls", 100) {
+		t.Fatal("first revocation refused")
+	}
+	s.Observe(at(10), "mpls", down)
+	s.Evaluate(at(10), nil)
+	if s.Revoke(at(10).Add(300*time.Millisecond), "mpls", 100) {
+		t.Fatal("second revocation within the hold-down accepted")
+	}
+	if st, _ := s.Status("mpls"); st != Down {
+		t.Fatalf("mpls %v after a refused revocation; want down", st)
+	}
+	s.Observe(at(40), "mpls", down)
+	if !s.Revoke(at(40).Add(300*time.Millisecond), "mpls", 100) {
+		t.Fatal("revocation a hold-down after the last one refused")
 	}
 }

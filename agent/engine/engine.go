@@ -335,7 +335,12 @@ func (e *Engine) onRevokedLocked(name string, rtt time.Duration, now time.Time) 
 	if e.steer == nil {
 		return
 	}
-	e.steer.Revoke(now, name, float64(rtt)/float64(time.Millisecond))
+	if !e.steer.Revoke(now, name, float64(rtt)/float64(time.Millisecond)) {
+		// a second verdict within the hold-down of a revocation: flap damping, the local
+		// steering holds the transport down until it recovers as from any Down
+		e.log.Info("agent: revoked again within the hold-down: the transport stays down for local steering", "transport", name)
+		return
+	}
 	e.scratch = e.steer.Evaluate(now, e.scratch[:0])
 	e.logDecisions()
 	e.kickReconcile()
