@@ -213,3 +213,55 @@ func TestEarlyWindow(t *testing.T) {
 		})
 	}
 }
+
+// A dead-link verdict that a late answer revokes: the classes move off at the verdict; at the
+// revocation voice (whose 150 ms bound the 520 ms answer misses) stays off the slow path, while
+// the class without a latency bound follows the controller back; a second verdict within the
+// hold-down is not revoked for the local steering (flap damping), and none raised an event.
+func TestRevokedVerdictPaths(t *testing.T) {
+	site, err := steering.NewSite([]string{"wan1", "wan2"}, []steering.Class{
+		{Name: "voice", SLA: steering.Thresholds{MaxLatencyMs: 150, MaxLossPct: 1, MaxJitterMs: 30}, Preferred: []string{"wan1", "wan2"}},
+		{Name: "default", Preferred: []string{"wan1", "wan2"}}}, steering.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{cfg: &config.Config{DownAfter: 3, Window: time.Second}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler),
+		o: Options{Creds: &claim.Credentials{Site: "s1", Device: "d1"}}, events: make(chan telemetry.AgentEvent, 16),
+		kick: make(chan struct{}, 1), early: make(chan struct{}, 1), steer: site,
+		transports: []transportSpec{{Name: "wan1"}, {Name: "wan2"}}, decisions: map[string]string{"voice": "wan1", "default": "wan1"},
+		up: &uplink{}}
+	e.up.up.Store(true)
+	m := startMonitor(e, "wan1", probe.Config{Timeout: time.Hour}, nil) // no confirmation within the test
+	paths := func() string {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		v, _ := e.effectivePathLocked("voice")
+		d, _ := e.effectivePathLocked("default")
+		return "voice:" + v + " default:" + d
+	}
+	// a +500 ms step: three suspects, the first overdue, then its late answer
+	step := func(sent time.Time) {
+		for i := range 3 {
+			m.handle(probe.Result{Sent: sent.Add(time.Duration(i) * 10 * time.Millisecond), Suspect: true})
+		}
+		m.handle(probe.Result{Sent: sent, Overdue: true})
+	}
+	sent := time.Now().Add(-time.Second)
+	step(sent)
+	if got := paths(); got != "voice:wan2 default:wan2" {
+		t.Fatalf("after the verdict: %s; want both on wan2", got)
+	}
+	m.handle(probe.Result{Sent: sent, RTT: 520 * time.Millisecond, Late: true})
+	if got := paths(); got != "voice:wan2 default:wan1" {
+		t.Fatalf("after the revocation: %s; want voice kept on wan2, default back on the controller's wan1", got)
+	}
+	sent = time.Now().Add(100 * time.Millisecond) // probes sent after the revocation
+	step(sent)
+	m.handle(probe.Result{Sent: sent, RTT: 520 * time.Millisecond, Late: true})
+	if got := paths(); got != "voice:wan2 default:wan2" {
+		t.Fatalf("a second revocation within the hold-down: %s; want wan1 held down locally", got)
+	}
+	if len(e.events) != 0 {
+		t.Errorf("%d events raised by revoked verdicts; want none", len(e.events))
+	}
+}
