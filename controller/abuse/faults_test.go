@@ -464,6 +464,21 @@ func testMosquittoRestart(t *testing.T) {
 	run.print(t, c)
 }
 
+// faultSite is a site of one transport, inet, to be claimed with Claim.
+type faultSite struct {
+	ID    string
+	Claim string `json:"claim_token"`
+}
+
+func newSite(c *ctl) faultSite {
+	c.t.Helper()
+	_, tok := c.Key("", "sdwan:read", "sdwan:write")
+	var site faultSite
+	c.JSON("POST", "/sd-wan/v1/sites", tok, map[string]any{"name": "fault-site", "transports": []map[string]any{
+		{"name": "inet", "kind": "broadband", "interface": "eth0", "probe_targets": []string{"198.18.100.1"}}}}, &site)
+	return site
+}
+
 // reporter is a simulated agent reporting one transport window per tick, keeping count of the
 // reports the broker acknowledged.
 type reporter struct {
@@ -475,13 +490,7 @@ type reporter struct {
 
 func (r *reporter) start(t *testing.T, c *ctl, every time.Duration) string {
 	t.Helper()
-	_, tok := c.Key("", "sdwan:read", "sdwan:write")
-	var site struct {
-		ID    string
-		Claim string `json:"claim_token"`
-	}
-	c.JSON("POST", "/sd-wan/v1/sites", tok, map[string]any{"name": "fault-site", "transports": []map[string]any{
-		{"name": "inet", "kind": "broadband", "interface": "eth0", "probe_targets": []string{"198.18.100.1"}}}}, &site)
+	site := newSite(c)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	acc, err := sim.Claim(ctx, c.client(), c.URL, site.Claim, "fault-router")

@@ -33,13 +33,7 @@ type spooler struct {
 // startSpooler claims a new site on c and spools a report of one window every period.
 func startSpooler(t *testing.T, c *ctl, every time.Duration) *spooler {
 	t.Helper()
-	_, tok := c.Key("", "sdwan:read", "sdwan:write")
-	var site struct {
-		ID    string
-		Claim string `json:"claim_token"`
-	}
-	c.JSON("POST", "/sd-wan/v1/sites", tok, map[string]any{"name": "fault-site", "transports": []map[string]any{
-		{"name": "inet", "kind": "broadband", "interface": "eth0", "probe_targets": []string{"198.18.100.1"}}}}, &site)
+	site := newSite(c)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	creds, err := claim.Claim(ctx, c.client(), c.URL, claim.Request{ClaimToken: site.Claim, Hostname: "fault-router", Version: "abuse"})
