@@ -150,14 +150,9 @@ func (a *spoolAgent) Stop() {
 	a.done.Wait()
 }
 
-// testClockStep steps the controller's clock (the test clock of controller/clock, never the
-// machine's) an hour forward and back while three agents report 5 times a second. Forward,
-// the agents' times are an hour old: inside the accepted past, nothing refused, but /readyz
-// reports it. Back, every agent looks an hour ahead: the controller blames itself (one
-// controller.clock case, no agent.clock_skew case), refuses the reports without covering them
-// with its watermark, and takes them once the clock is right: nothing lost.
-func testClockStep(t *testing.T) {
-	t.Parallel()
+// newClockCtl prepares a controller on the test clock (controller/clock); step writes its
+// offset (a Go duration, "" for none), which the controller reads within 100 ms.
+func newClockCtl(t *testing.T) (*ctl, func(offset string)) {
 	offset := filepath.Join(t.TempDir(), "clock-offset")
 	step := func(d string) {
 		if err := os.WriteFile(offset, []byte(d), 0o600); err != nil {
@@ -167,6 +162,18 @@ func testClockStep(t *testing.T) {
 	step("")
 	c := newCtl(t, "")
 	c.Env = []string{clock.EnvFile + "=" + offset, clock.EnvEnable + "=" + clock.EnableKey}
+	return c, step
+}
+
+// testClockStep steps the controller's clock (the test clock of controller/clock, never the
+// machine's) an hour forward and back while three agents report 5 times a second. Forward,
+// the agents' times are an hour old: inside the accepted past, nothing refused, but /readyz
+// reports it. Back, every agent looks an hour ahead: the controller blames itself (one
+// controller.clock case, no agent.clock_skew case), refuses the reports without covering them
+// with its watermark, and takes them once the clock is right: nothing lost.
+func testClockStep(t *testing.T) {
+	t.Parallel()
+	c, step := newClockCtl(t)
 	_, tok := c.Key("", "sdwan:read", "sdwan:write", "soc:read")
 	c.Start()
 	var agents []*spoolAgent

@@ -3,15 +3,12 @@ package abuse
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/edgewan/edgewan/agent/claim"
-	"github.com/edgewan/edgewan/controller/clock"
 	"github.com/edgewan/edgewan/coreapi/soc"
 )
 
@@ -23,15 +20,7 @@ import (
 // (the brute-force case is raised).
 func TestClockWallTime(t *testing.T) {
 	t.Parallel()
-	offset := filepath.Join(t.TempDir(), "clock-offset")
-	step := func(d string) {
-		if err := os.WriteFile(offset, []byte(d), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	step("")
-	c := newCtl(t, "")
-	c.Env = []string{clock.EnvFile + "=" + offset, clock.EnvEnable + "=" + clock.EnableKey}
+	c, step := newClockCtl(t)
 	_, tok := c.Key("", "sdwan:read", "sdwan:write", "soc:read", "soc:write")
 	c.Start()
 	var site struct {
