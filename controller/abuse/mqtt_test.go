@@ -333,6 +333,10 @@ func TestMQTTAbuse(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling the queue depth gauge
 	}
+	// Reports dated 1970 or 9999 once pushed the lag histogram's sum to -9.7e9 (issue 12).
+	if lag := metricSum(after, "edgewan_ingest_lag_seconds_sum"); lag < 0 || lag > 3600 {
+		fail("edgewan_ingest_lag_seconds_sum is %g after out-of-window dates: they reached the lag figures", lag)
+	}
 	sBefore, sAfter := seriesCount(before, "edgewan_"), seriesCount(after, "edgewan_")
 	switches := seriesCount(after, "edgewan_path_switches_total")
 	if sAfter > sBefore+40 || switches > 20 {
