@@ -108,6 +108,9 @@ func New(ctx context.Context, st Store, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := rotateAuditKey(ctx, st, o.AuditKeyFile, seal); err != nil {
+		return nil, err
+	}
 	last, err := st.MaxAuditSeq(ctx)
 	if err != nil {
 		return nil, err
