@@ -52,8 +52,8 @@ func TestREADMEGoVersion(t *testing.T) {
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
 // TestMarkdownLinks: every relative link of every tracked Markdown file resolves to a tracked
-// file or directory of the repository (a clone has nothing else: issue 12's README linked
-// ../shared/spec/platform-api.md), and no tracked file names the build machine's /work/shared.
+// file or directory of the repository (a clone has nothing else: issue 12's README linked the
+// spec in the build machine's shared directory), and no tracked file names that directory.
 func TestMarkdownLinks(t *testing.T) {
 	root := repoRoot(t)
 	out, err := exec.Command("git", "-C", root, "ls-files").Output()
