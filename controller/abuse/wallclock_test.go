@@ -2,6 +2,7 @@ package abuse
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"strings"
@@ -15,8 +16,8 @@ import (
 // TestClockWallTime steps the controller's test clock an hour forward and checks that every
 // controller-side decision on wall time follows it, and that windows measured as durations do
 // not: a claim token of 30 minutes has expired and is valid again once the clock is back, an
-// API key's last use, a case's and its event's times and the server time of /v1/ping are the
-// controller's; failed authentications before and after the step still count in one window
+// API key's last use, a case's, an AI gateway audit record's and the server time of /v1/ping
+// are the controller's; failed authentications before and after the step still count in one window
 // (the brute-force case is raised).
 func TestClockWallTime(t *testing.T) {
 	t.Parallel()
@@ -77,6 +78,25 @@ func TestClockWallTime(t *testing.T) {
 	c.JSON("POST", "/v1/soc/cases", fresh, map[string]any{"title": "made an hour ahead"}, &kase)
 	near("a case's created_at", kase.CreatedAt)
 	near("the key's last use", keyLastUsed(t, c, keyID))
+	// The AI gateway's audit record (and its events) are dated by the controller's clock too.
+	_, pk := c.Key("clockproj")
+	r := c.Do("POST", "/ai-gateway/v1/sanitize", pk, []byte(`{"project":"clockproj","text":"mail zebra.quokka@example.org"}`))
+	if r.Err != nil || r.Status != 200 {
+		t.Fatalf("sanitize: %v %d %s", r.Err, r.Status, r.Body)
+	}
+	var rec struct {
+		CreatedAt time.Time `json:"created_at"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) { // the audit writer commits in batches
+		lr := c.Do("GET", "/ai-gateway/v1/logs/"+r.Header.Get("X-Request-Id"), pk, nil)
+		if lr.Status == 200 && json.Unmarshal(lr.Body, &rec) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sanitize's audit record: %d %s", lr.Status, lr.Body)
+		}
+	}
+	near("an AI gateway audit record's created_at", rec.CreatedAt)
 	fail(10)
 
 	step("")
