@@ -162,7 +162,7 @@ func (s *Service) checkProject(c Caller, project string) error {
 
 // guardFor returns the project's compiled active policy (cached for ProjectTTL).
 func (s *Service) guardFor(ctx context.Context, project string) (*cachedGuard, error) {
-	now := s.o.Now()
+	now := time.Now() // a duration (the cache's age): never o.Now, which a clock step moves
 	s.mu.Lock()
 	cg := s.guards[project]
 	s.mu.Unlock()
