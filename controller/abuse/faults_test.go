@@ -470,11 +470,14 @@ type faultSite struct {
 	Claim string `json:"claim_token"`
 }
 
+var sitesMade atomic.Int64 // site names are unique per controller
+
 func newSite(c *ctl) faultSite {
 	c.t.Helper()
 	_, tok := c.Key("", "sdwan:read", "sdwan:write")
 	var site faultSite
-	c.JSON("POST", "/sd-wan/v1/sites", tok, map[string]any{"name": "fault-site", "transports": []map[string]any{
+	name := fmt.Sprintf("fault-site-%d", sitesMade.Add(1))
+	c.JSON("POST", "/sd-wan/v1/sites", tok, map[string]any{"name": name, "transports": []map[string]any{
 		{"name": "inet", "kind": "broadband", "interface": "eth0", "probe_targets": []string{"198.18.100.1"}}}}, &site)
 	return site
 }
