@@ -130,7 +130,7 @@ func TestClockWallTime(t *testing.T) {
 	if !brute {
 		t.Errorf("20 failed authentications in a few seconds, half of them after a step of the clock: no %s case (cases: %+v)", soc.RuleAuthBruteForce, cases.Data)
 	}
-	figures.add(t, "clock wall time", "a 30 min claim token expired an hour ahead and valid again after; key last use, case and ping times on the controller's clock; brute-force window across the step: case raised %v", brute)
+	figures.add(t, "clock wall time", "a 30 min claim token expired an hour ahead and valid again after; key last use, case, AI gateway audit record and ping times on the controller's clock; brute-force window across the step: case raised %v", brute)
 }
 
 // keyLastUsed reads a key's last use with `controller keys list` (written in the background,
