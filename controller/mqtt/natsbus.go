@@ -258,8 +258,8 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 }
 
 // iterate binds partition p's durable consumer (creating it the first time) and starts
-// pulling. Short pull expiries with heartbeats make a pull lost with a dead node noticed
-// within seconds.
+// pulling. Short pull expiries with 500 ms heartbeats make a pull lost with a dead node (or
+// leader) noticed within a second, and pulled again (consume).
 func (b *NATSBus) iterate(ctx context.Context, p int) (jetstream.MessagesContext, error) {
 	c, err := b.js.CreateOrUpdateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
 		Durable: "p" + strconv.Itoa(p), FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".>",
@@ -274,7 +274,7 @@ func (b *NATSBus) iterate(ctx context.Context, p int) (jetstream.MessagesContext
 	if err != nil {
 		return nil, err
 	}
-	return c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(time.Second))
+	return c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
 }
 
 // StopPartition stops consuming p and returns once its handler is done: messages not
@@ -293,6 +293,7 @@ func (b *NATSBus) StopPartition(p int) {
 func (b *NATSBus) consume(p int, np *natsPart) {
 	defer close(np.done)
 	b.replayStatus(p, np)
+	var resumed time.Time // the first error of a run without messages; zero once one came
 	for {
 		np.mu.Lock()
 		it := np.it
@@ -305,12 +306,26 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			if stopped {
 				return
 			}
-			// A node died or the consumer's leader moved: start pulling afresh (the durable
-			// consumer keeps the position; what was delivered and not acked comes again).
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				// The consumer's leader died with its node (or the connection's node did): the
+				// iterator has forgotten its pull and pulls again on the next Next, every two
+				// heartbeats, so it is served as soon as a new leader is elected (NATS raft:
+				// 4-9 s). Creating the consumer again instead waited for the API's answer, which
+				// a leaderless consumer never gives: 10 s lost after every election.
+				if resumed.IsZero() {
+					resumed = time.Now()
+				}
+				b.log.Debug("NATS partition consumer: no heartbeat; pulling again", "partition", p)
+				continue
+			}
+			// The iterator ended (its consumer deleted, the connection closed): start pulling
+			// afresh (the durable consumer keeps the position; what was delivered and not acked
+			// comes again).
 			b.log.Warn("NATS partition consumer; resubscribing", "partition", p, "err", err)
 			it.Stop()
 			time.Sleep(250 * time.Millisecond) // back off between attempts
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			// Short: a consumer without a leader never answers; trying again soon is better.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			nit, err := b.iterate(ctx, p)
 			cancel()
 			if err != nil {
@@ -324,7 +339,14 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			}
 			np.it = nit
 			np.mu.Unlock()
+			if resumed.IsZero() {
+				resumed = time.Now()
+			}
 			continue
+		}
+		if !resumed.IsZero() {
+			b.log.Info("NATS partition consumer: delivering again", "partition", p, "since the first error", time.Since(resumed))
+			resumed = time.Time{}
 		}
 		// edgewan.in.{p}.{site}.{kind} -> edgewan/v1/sites/{site}/{kind}
 		parts := strings.SplitN(m.Subject(), ".", 5)
