@@ -391,6 +391,12 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 // before the partition's own messages: a new owner learns which paths every agent is on (an
 // agent says so when it connects and when its paths change, not again for a new owner).
 // Errors are logged: the engine then decides from the evidence after its sync delay.
+//
+// It reads through an ephemeral consumer (in memory, one replica, removed by the server
+// after a minute unused) that the partition's context cancels: nats.go's ordered consumer
+// recreated itself at every Fetch with its own 10 s timeouts and retries, which a stop could
+// not cut short (StopPartition, on the member's lease goroutine, waited 8.5 s once after a
+// NATS node's restart), and left a consumer behind per fetch.
 func (b *NATSBus) replayStatus(p int, np *natsPart) {
 	b.mu.Lock()
 	h := b.routes[telemetry.KindStatus]
@@ -400,42 +406,43 @@ func (b *NATSBus) replayStatus(p int, np *natsPart) {
 	}
 	ctx, cancel := context.WithTimeout(np.ctx, 30*time.Second)
 	defer cancel()
-	c, err := b.js.OrderedConsumer(ctx, b.o.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"edgewan.in." + strconv.Itoa(p) + ".*." + telemetry.KindStatus},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	c, err := b.js.CreateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
+		FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".*." + telemetry.KindStatus,
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, AckPolicy: jetstream.AckNonePolicy,
+		MemoryStorage: true, Replicas: 1, InactiveThreshold: time.Minute,
 	})
 	if err == nil {
-		var info *jetstream.ConsumerInfo
-		if info, err = c.Info(ctx); err == nil {
-			for left := info.NumPending; left > 0 && err == nil; {
-				np.mu.Lock()
-				stopped := np.stopped
-				np.mu.Unlock()
-				if stopped {
-					return
+		defer func() {
+			if np.ctx.Err() == nil { // else it goes by itself (InactiveThreshold)
+				dctx, dcancel := context.WithTimeout(np.ctx, 2*time.Second)
+				if err := b.js.DeleteConsumer(dctx, b.o.Stream, c.CachedInfo().Name); err != nil {
+					b.log.Debug("NATS partition: removing the status replay's consumer", "partition", p, "err", err)
 				}
-				// A short wait: StopPartition (a lease handed over, on the member's goroutine)
-				// waits for this, and a batch short of what was asked is all there is.
-				var batch jetstream.MessageBatch
-				want := int(min(left, 256))
-				if batch, err = c.Fetch(want, jetstream.FetchMaxWait(time.Second)); err != nil {
-					break
-				}
-				n := 0
-				for m := range batch.Messages() {
-					n++
-					if parts := strings.SplitN(m.Subject(), ".", 5); len(parts) == 5 {
-						b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
-					}
-				}
-				if n < want { // all there is (the batch's error is then its wait's end)
-					break
-				}
-				if err = batch.Error(); err != nil {
-					break
-				}
-				left -= uint64(n)
+				dcancel()
 			}
+		}()
+		for left := c.CachedInfo().NumPending; left > 0 && err == nil && ctx.Err() == nil; {
+			// A short wait: StopPartition waits for this, and a batch short of what was asked
+			// is all there is.
+			var batch jetstream.MessageBatch
+			want := int(min(left, 256))
+			if batch, err = c.Fetch(want, jetstream.FetchMaxWait(time.Second)); err != nil {
+				break
+			}
+			n := 0
+			for m := range batch.Messages() {
+				n++
+				if parts := strings.SplitN(m.Subject(), ".", 5); len(parts) == 5 {
+					b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
+				}
+			}
+			if n < want { // all there is (the batch's error is then its wait's end)
+				break
+			}
+			if err = batch.Error(); err != nil {
+				break
+			}
+			left -= uint64(n)
 		}
 	}
 	if err != nil && np.ctx.Err() == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,86 @@ func TestNATSBusStartWithoutJetStream(t *testing.T) {
 	if got := rec.bySite[other[0]]; len(got) > 0 {
 		t.Errorf("site %s of the stopped partition %d was handled (%v); want nothing", other[0], stopped, got)
 	}
+}
+
+// TestNATSBusReplaysLastStatus: a partition's new consumer first hands the status handler
+// the last status each agent of the partition sent (what paths it is on: it does not say so
+// again for a new owner), then the partition's messages in order; the replay leaves no
+// consumer behind in the stream.
+func TestNATSBusReplaysLastStatus(t *testing.T) {
+	c := natstest.Start(t)
+	sites := []string{"site-a", "site-b", "site-c", "site-d"}
+	agent := agentClient(t, "agent-status", c.MQTTURLs)
+	bus := newNATSBus(t, c, "ctl-status") // creates the stream
+	for q := 1; q <= 3; q++ {
+		for _, s := range sites {
+			tok := agent.Publish(telemetry.Topic(s, telemetry.KindStatus), 1, false, strconv.Itoa(q))
+			if !tok.WaitTimeout(wait) || tok.Error() != nil {
+				t.Fatalf("publish %s status %d: %v", s, q, tok.Error())
+			}
+		}
+	}
+	rec := newReceived()
+	if err := bus.Subscribe(telemetry.TopicRoot+"+/"+telemetry.KindStatus, rec.handler("a")); err != nil {
+		t.Fatal(err)
+	}
+	for p := range 16 {
+		if err := bus.StartPartition(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The replay (3), then the stream (1, 2, 3).
+	deadline := time.After(wait)
+	for {
+		rec.mu.Lock()
+		all := !slices.ContainsFunc(sites, func(s string) bool { return len(rec.bySite[s]) < 4 })
+		rec.mu.Unlock()
+		if all {
+			break
+		}
+		select {
+		case <-rec.more:
+		case <-deadline:
+			t.Fatalf("not 4 statuses per site within %v: %v", wait, rec.bySite)
+		}
+	}
+	rec.mu.Lock()
+	for _, s := range sites {
+		if got := rec.bySite[s]; len(got) < 4 || got[0] != 3 || !slices.Equal(got[len(got)-3:], []int{1, 2, 3}) {
+			t.Errorf("site %s: statuses handled %v; want the last (3) replayed first, then 1, 2, 3", s, got)
+		}
+	}
+	rec.mu.Unlock()
+
+	nc, err := nats.Connect(strings.Join(c.URLs, ","), nats.UserInfo(natstest.User, natstest.Password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	st, err := js.Stream(ctx, mqtt.DefaultNATSStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A consumer's removal goes through the cluster's meta leader: polled until it shows.
+	var extra []string
+	for range 100 {
+		extra = extra[:0]
+		names := st.ConsumerNames(ctx)
+		for n := range names.Name() {
+			if !strings.HasPrefix(n, "p") {
+				extra = append(extra, n)
+			}
+		}
+		if err := names.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(extra) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("consumers left in the stream 10 s after the replay: %v; want only the partitions' durable ones", extra)
 }
