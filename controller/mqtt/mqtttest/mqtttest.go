@@ -8,23 +8,20 @@
 package mqtttest
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/scripts/scriptpath"
+	"github.com/edgewan/edgewan/scripts/testserver"
 )
 
 // Config says what a test Mosquitto holds.
@@ -56,7 +53,6 @@ func Mosquitto(t testing.TB, agents []mqtt.MosquittoUser, controller mqtt.Mosqui
 
 const (
 	dirPrefix = "edgewan-mosquitto-"
-	ownerFile = "owner.pid"
 )
 
 var (
@@ -75,17 +71,13 @@ func Start(t testing.TB, cfg Config) *Server {
 	if installErr != nil {
 		t.Fatalf("mqtttest: cannot install Mosquitto: %v", installErr)
 	}
-	dir, err := os.MkdirTemp("", dirPrefix)
+	dir, err := testserver.OwnedDir(dirPrefix)
 	if err != nil {
-		t.Fatalf("mqtttest: %v", err)
-	}
-	// Mark the dir as ours so a later run can stop the broker if this process dies unclean.
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		t.Fatalf("mqtttest: %v", err)
 	}
 	s := &Server{Dir: dir, script: script}
 	t.Cleanup(func() {
-		if _, err := runScript(script, time.Minute, "stop", dir); err != nil {
+		if _, err := testserver.Run(nil, script, time.Minute, "stop", dir); err != nil {
 			t.Errorf("mqtttest: stop Mosquitto in %s: %v", dir, err)
 			return
 		}
@@ -101,12 +93,12 @@ func Start(t testing.TB, cfg Config) *Server {
 	}
 	var errs []error
 	for attempt := 0; attempt < 3; attempt++ { // another process may take a free port first
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = testserver.FreePort(); err != nil {
 			t.Fatalf("mqtttest: %v", err)
 		}
 		s.extra = ""
 		if cfg.TLSCert != "" {
-			if s.tlsPort, err = freePort(); err != nil {
+			if s.tlsPort, err = testserver.FreePort(); err != nil {
 				t.Fatalf("mqtttest: %v", err)
 			}
 			s.extra = fmt.Sprintf("listener %d 127.0.0.1\ncertfile %s\nkeyfile %s\n", s.tlsPort, cfg.TLSCert, cfg.TLSKey)
@@ -124,7 +116,7 @@ func Start(t testing.TB, cfg Config) *Server {
 }
 
 func (s *Server) start() error {
-	u, err := runScript(s.script, 2*time.Minute, "start", s.Dir, strconv.Itoa(s.port), s.extra)
+	u, err := testserver.Run(nil, s.script, 2*time.Minute, "start", s.Dir, strconv.Itoa(s.port), s.extra)
 	if err != nil {
 		return err
 	}
@@ -148,7 +140,7 @@ func (s *Server) Restart(t testing.TB) {
 // Stop stops the broker (Restart starts it again).
 func (s *Server) Stop(t testing.TB) {
 	t.Helper()
-	if _, err := runScript(s.script, time.Minute, "stop", s.Dir); err != nil {
+	if _, err := testserver.Run(nil, s.script, time.Minute, "stop", s.Dir); err != nil {
 		t.Fatalf("mqtttest: stop Mosquitto: %v", err)
 	}
 }
@@ -157,7 +149,7 @@ func (s *Server) Stop(t testing.TB) {
 // in Dir were rewritten). Mosquitto does it asynchronously, after this returns.
 func (s *Server) Reload(t testing.TB) {
 	t.Helper()
-	if _, err := runScript(s.script, time.Minute, "reload", s.Dir); err != nil {
+	if _, err := testserver.Run(nil, s.script, time.Minute, "reload", s.Dir); err != nil {
 		t.Fatalf("mqtttest: reload Mosquitto: %v", err)
 	}
 }
@@ -198,57 +190,10 @@ func PasswdHash(t testing.TB, password string) string {
 
 func install(script string) {
 	installOnce.Do(func() {
-		reapStale(script)
-		_, installErr = runScript(script, 15*time.Minute, "install") // once, not by every parallel test
+		testserver.ReapStale(dirPrefix, func(dir string) error {
+			_, err := testserver.Run(nil, script, time.Minute, "stop", dir)
+			return err
+		})
+		_, installErr = testserver.Run(nil, script, 15*time.Minute, "install") // once, not by every parallel test
 	})
-}
-
-// runScript runs scripts/mosquitto.sh and returns the last line of its stdout.
-func runScript(script string, timeout time.Duration, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second // never hang on a pipe the daemon kept open
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	out := strings.TrimSpace(stdout.String())
-	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
-		out = out[i+1:]
-	}
-	return out, nil
-}
-
-// reapStale stops brokers left by test processes that died without cleaning up.
-func reapStale(script string) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, ownerFile))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || processAlive(pid) {
-			continue
-		}
-		if _, err := runScript(script, time.Minute, "stop", d); err == nil {
-			os.RemoveAll(d)
-		}
-	}
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

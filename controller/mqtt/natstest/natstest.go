@@ -4,7 +4,6 @@ package natstest
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -12,11 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/edgewan/edgewan/scripts/scriptpath"
+	"github.com/edgewan/edgewan/scripts/testserver"
 )
 
 // User and Password are the test cluster's one account.
@@ -54,7 +53,7 @@ func start(t testing.TB, env ...string) *Cluster {
 	if err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
-	if _, err := run(script, 10*time.Minute, "install"); err != nil {
+	if _, err := testserver.Run(nil, script, 10*time.Minute, "install"); err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
 	dir := t.TempDir()
@@ -64,8 +63,8 @@ func start(t testing.TB, env ...string) *Cluster {
 		if err != nil {
 			t.Fatalf("natstest: %v", err)
 		}
-		if _, lastErr = runEnv(env, script, 2*time.Minute, "start", dir, strconv.Itoa(base), User, Password); lastErr != nil {
-			_, _ = run(script, time.Minute, "stop", dir)
+		if _, lastErr = testserver.Run(env, script, 2*time.Minute, "start", dir, strconv.Itoa(base), User, Password); lastErr != nil {
+			_, _ = testserver.Run(nil, script, time.Minute, "stop", dir)
 			continue
 		}
 		c := &Cluster{Dir: dir, script: script}
@@ -75,7 +74,7 @@ func start(t testing.TB, env ...string) *Cluster {
 			c.MQTTURLs = append(c.MQTTURLs, fmt.Sprintf("tcp://127.0.0.1:%d", p+2))
 		}
 		t.Cleanup(func() {
-			if _, err := run(script, time.Minute, "stop", dir); err != nil {
+			if _, err := testserver.Run(nil, script, time.Minute, "stop", dir); err != nil {
 				t.Errorf("natstest: %v", err)
 			}
 		})
@@ -98,7 +97,7 @@ func (c *Cluster) Kill(t testing.TB, n int) {
 // Restart starts node n again with its data and waits until it is healthy.
 func (c *Cluster) Restart(t testing.TB, n int) {
 	t.Helper()
-	if _, err := run(c.script, 2*time.Minute, "restart", c.Dir, strconv.Itoa(n)); err != nil {
+	if _, err := testserver.Run(nil, c.script, 2*time.Minute, "restart", c.Dir, strconv.Itoa(n)); err != nil {
 		t.Fatalf("natstest: %v", err)
 	}
 }
@@ -136,22 +135,4 @@ func freeRange(n int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no range of %d free ports", n)
-}
-
-func run(script string, timeout time.Duration, args ...string) (string, error) {
-	return runEnv(nil, script, timeout, args...)
-}
-
-func runEnv(env []string, script string, timeout time.Duration, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(stdout.String()), nil
 }

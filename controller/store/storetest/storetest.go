@@ -21,24 +21,18 @@
 package storetest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,6 +40,7 @@ import (
 
 	"github.com/edgewan/edgewan/controller/store"
 	"github.com/edgewan/edgewan/scripts/scriptpath"
+	"github.com/edgewan/edgewan/scripts/testserver"
 )
 
 // EnvPostgresURL names the environment variable with the admin URL of a running PostgreSQL
@@ -143,25 +138,7 @@ func Main(m *testing.M) { os.Exit(Wrap(m.Run)) }
 //	func TestMain(m *testing.M) { os.Exit(influxtest.Wrap(func() int { return storetest.Wrap(m.Run) })) }
 func Wrap(run func() int) int {
 	mainCalled.Store(true)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		sig, ok := <-sigs
-		if !ok {
-			return
-		}
-		// Interrupted: stop our server, then take the signal's default action (death), unless
-		// someone else in the process (say, the fuzzing engine) also asked for it.
-		shutdown()
-		signal.Stop(sigs)
-		if s, ok := sig.(syscall.Signal); ok {
-			_ = syscall.Kill(os.Getpid(), s)
-		}
-	}()
-	code := run()
-	signal.Stop(sigs)
-	shutdown()
-	return code
+	return testserver.Wrap(run, shutdown)
 }
 
 // pgServer is the shared PostgreSQL server of this test binary.
@@ -215,24 +192,22 @@ func startServer() (*pgServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (or set %s to a running server's admin URL)", err, EnvPostgresURL)
 	}
-	reapStale(script)
-	dir, err := os.MkdirTemp("", stalePrefix)
+	testserver.ReapStale(stalePrefix, func(dir string) error {
+		_, err := testserver.Run(nil, script, time.Minute, "stop", dir)
+		return err
+	})
+	dir, err := testserver.OwnedDir(stalePrefix)
 	if err != nil {
-		return nil, err
-	}
-	// Mark the dir as ours so a later run can stop the server if this process dies unclean.
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	var errs []error
 	for attempt := 0; attempt < 3; attempt++ { // another process may grab the free port first
-		port, err := freePort()
+		port, err := testserver.FreePort()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		u, err := runScript(script, 15*time.Minute, "start", dir, strconv.Itoa(port))
+		u, err := testserver.Run(nil, script, 15*time.Minute, "start", dir, strconv.Itoa(port))
 		if err != nil {
 			errs = append(errs, err)
 			if m := err.Error(); strings.Contains(m, "already in use") || strings.Contains(m, "could not start PostgreSQL") {
@@ -243,13 +218,13 @@ func startServer() (*pgServer, error) {
 		s, err := connect(u)
 		if err != nil {
 			errs = append(errs, err)
-			_, _ = runScript(script, time.Minute, "stop", dir)
+			_, _ = testserver.Run(nil, script, time.Minute, "stop", dir)
 			continue
 		}
 		s.dir, s.script = dir, script
 		return s, nil
 	}
-	_, _ = runScript(script, time.Minute, "stop", dir)
+	_, _ = testserver.Run(nil, script, time.Minute, "stop", dir)
 	os.RemoveAll(dir)
 	return nil, fmt.Errorf("could not start one with %s (or set %s to a running server's admin URL):\n%w", script, EnvPostgresURL, errors.Join(errs...))
 }
@@ -267,7 +242,7 @@ func shutdown() {
 	if s.dir == "" {
 		return
 	}
-	if _, err := runScript(s.script, 2*time.Minute, "stop", s.dir); err != nil {
+	if _, err := testserver.Run(nil, s.script, 2*time.Minute, "stop", s.dir); err != nil {
 		fmt.Fprintf(os.Stderr, "storetest: stopping the test PostgreSQL server: %v\n", err)
 		return // keep the dir: the next run's reapStale tries again
 	}
@@ -300,52 +275,9 @@ func connect(u string) (*pgServer, error) {
 	return nil, fmt.Errorf("cannot reach PostgreSQL at %s: %w", redact(u), lastErr)
 }
 
-// runScript runs scripts/postgres.sh and returns the last line of its stdout.
-func runScript(script string, timeout time.Duration, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second // never hang on a pipe a daemon kept open
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	return strings.TrimSpace(lines[len(lines)-1]), nil
-}
-
 const (
 	stalePrefix = "edgewan-storetest-pg-"
-	ownerFile   = "owner.pid"
 )
-
-// reapStale stops and removes servers left by earlier test binaries that died without
-// running Main's cleanup (killed, or timed out).
-func reapStale(script string) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), stalePrefix+"*"))
-	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue // owner still alive (or unknown): not ours to touch
-		}
-		_, _ = runScript(script, time.Minute, "stop", dir)
-		os.RemoveAll(dir)
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 func randHex(n int) string {
 	b := make([]byte, n)

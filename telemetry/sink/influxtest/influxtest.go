@@ -25,12 +25,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,6 +38,7 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/scripts/scriptpath"
+	"github.com/edgewan/edgewan/scripts/testserver"
 )
 
 // EnvURL names the environment variable with the URL of a running InfluxDB 1.8 server for
@@ -136,15 +134,15 @@ func Start(t testing.TB) *Server {
 	}
 	s := &Server{dir: t.TempDir(), script: script}
 	t.Cleanup(func() {
-		if _, err := runScript(s.script, 2*time.Minute, "stop", s.dir); err != nil {
+		if _, err := testserver.Run(nil, s.script, 2*time.Minute, "stop", s.dir); err != nil {
 			t.Errorf("influxtest: %v", err)
 		}
 	})
 	var errs []error
 	for attempt := 0; attempt < 3; attempt++ { // another process may grab the free port first
-		s.port, err = freePort()
+		s.port, err = testserver.FreePort()
 		if err == nil {
-			s.URL, err = runScript(script, 15*time.Minute, "start", s.dir, strconv.Itoa(s.port))
+			s.URL, err = testserver.Run(nil, script, 15*time.Minute, "start", s.dir, strconv.Itoa(s.port))
 		}
 		if err == nil {
 			return s
@@ -158,7 +156,7 @@ func Start(t testing.TB) *Server {
 // Stop stops the server; its data stays for Restart.
 func (s *Server) Stop(t testing.TB) {
 	t.Helper()
-	if _, err := runScript(s.script, 2*time.Minute, "stop", s.dir); err != nil {
+	if _, err := testserver.Run(nil, s.script, 2*time.Minute, "stop", s.dir); err != nil {
 		t.Fatalf("influxtest: %v", err)
 	}
 }
@@ -166,7 +164,7 @@ func (s *Server) Stop(t testing.TB) {
 // Restart starts the stopped server again, on the same port with the same data.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	if _, err := runScript(s.script, 15*time.Minute, "start", s.dir, strconv.Itoa(s.port)); err != nil {
+	if _, err := testserver.Run(nil, s.script, 15*time.Minute, "start", s.dir, strconv.Itoa(s.port)); err != nil {
 		t.Fatalf("influxtest: %v", err)
 	}
 }
@@ -181,23 +179,7 @@ func Main(m *testing.M) { os.Exit(Wrap(m.Run)) }
 //	func TestMain(m *testing.M) { os.Exit(influxtest.Wrap(func() int { return storetest.Wrap(m.Run) })) }
 func Wrap(run func() int) int {
 	mainCalled.Store(true)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		sig, ok := <-sigs
-		if !ok {
-			return
-		}
-		shutdown()
-		signal.Stop(sigs)
-		if s, ok := sig.(syscall.Signal); ok {
-			_ = syscall.Kill(os.Getpid(), s)
-		}
-	}()
-	code := run()
-	signal.Stop(sigs)
-	shutdown()
-	return code
+	return testserver.Wrap(run, shutdown)
 }
 
 type sharedServer struct {
@@ -217,7 +199,6 @@ var (
 
 const (
 	stalePrefix = "edgewan-influxtest-"
-	ownerFile   = "owner.pid"
 )
 
 // startShared uses EDGEWAN_TEST_INFLUX_URL or starts a server. Called with srvMu held.
@@ -233,31 +214,29 @@ func startShared() (*sharedServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (or set %s to a running server's URL)", err, EnvURL)
 	}
-	reapStale(script)
-	dir, err := os.MkdirTemp("", stalePrefix)
+	testserver.ReapStale(stalePrefix, func(dir string) error {
+		_, err := testserver.Run(nil, script, time.Minute, "stop", filepath.Join(dir, "influxdb"))
+		return err
+	})
+	dir, err := testserver.OwnedDir(stalePrefix)
 	if err != nil {
-		return nil, err
-	}
-	// Mark the dir as ours so a later run can stop the server if this process dies unclean.
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	var errs []error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		port, err := testserver.FreePort()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		u, err := runScript(script, 15*time.Minute, "start", filepath.Join(dir, "influxdb"), strconv.Itoa(port))
+		u, err := testserver.Run(nil, script, 15*time.Minute, "start", filepath.Join(dir, "influxdb"), strconv.Itoa(port))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		return &sharedServer{URL: u, dir: dir, script: script}, nil
 	}
-	_, _ = runScript(script, time.Minute, "stop", filepath.Join(dir, "influxdb"))
+	_, _ = testserver.Run(nil, script, time.Minute, "stop", filepath.Join(dir, "influxdb"))
 	os.RemoveAll(dir)
 	return nil, fmt.Errorf("could not start one with %s (or set %s to a running server's URL):\n%w", script, EnvURL, errors.Join(errs...))
 }
@@ -273,30 +252,11 @@ func shutdown() {
 	if s.dir == "" {
 		return
 	}
-	if _, err := runScript(s.script, 2*time.Minute, "stop", filepath.Join(s.dir, "influxdb")); err != nil {
+	if _, err := testserver.Run(nil, s.script, 2*time.Minute, "stop", filepath.Join(s.dir, "influxdb")); err != nil {
 		fmt.Fprintf(os.Stderr, "influxtest: stopping the test InfluxDB server: %v\n", err)
 		return // keep the dir: the next run's reapStale tries again
 	}
 	os.RemoveAll(s.dir)
-}
-
-// reapStale stops and removes servers left by earlier test binaries that died without
-// running Main's cleanup.
-func reapStale(script string) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), stalePrefix+"*"))
-	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue // owner still alive (or unknown): not ours to touch
-		}
-		if _, err := runScript(script, time.Minute, "stop", filepath.Join(dir, "influxdb")); err == nil {
-			os.RemoveAll(dir)
-		}
-	}
 }
 
 func ping(base string) error {
@@ -315,30 +275,6 @@ func ping(base string) error {
 		return fmt.Errorf("GET %s/ping: %s; want 204 No Content", base, resp.Status)
 	}
 	return nil
-}
-
-// runScript runs scripts/influxdb.sh and returns the last line of its stdout.
-func runScript(script string, timeout time.Duration, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second // never hang on a pipe a daemon kept open
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	return strings.TrimSpace(lines[len(lines)-1]), nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randHex(n int) string {
