@@ -17,6 +17,7 @@ type metrics struct {
 	published              prometheus.Counter
 	stored                 prometheus.Counter
 	resent                 prometheus.Counter
+	pubackFallbacks        prometheus.Counter
 	connected              prometheus.Gauge
 }
 
@@ -33,10 +34,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		stored:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_reports_stored_total", Help: "Telemetry windows the controller confirmed stored (covered by its watermark) and the spool deleted."}),
 		resent: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_resent_total",
 			Help: "Spooled messages sent again because the controller's watermark stalled below them long after the broker acknowledged them (lost between broker and controller)."}),
+		pubackFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_puback_fallbacks_total",
+			Help: "Times the agent began deleting spooled records at the broker's PUBACK (no watermark from the controller within the grace: an older controller)."}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_connected", Help: "1 while connected to the broker."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.connected)
+		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.pubackFallbacks, m.connected)
 	}
 	return m
 }

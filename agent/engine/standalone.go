@@ -80,6 +80,10 @@ func counterOf(c interface{ Write(*dto.Metric) error }) float64 {
 // Published is how many spooled messages the broker acknowledged (PUBACK), resends included.
 func (x *Uplink) Published() float64 { return counterOf(x.e.m.published) }
 
+// PubackFallbacks is how many times the uplink began deleting at PUBACK (modePuback): tests
+// of a controller that publishes the watermark require 0, not merely a final "watermark".
+func (x *Uplink) PubackFallbacks() float64 { return counterOf(x.e.m.pubackFallbacks) }
+
 // DeleteMode says how the spool deletes records now: "watermark", "waiting" (for a first
 // watermark, within the grace) or "puback" (no watermark seen: an older controller).
 func (x *Uplink) DeleteMode() string { return x.u.deleteMode() }

@@ -42,6 +42,7 @@ type uplink struct {
 	// shorter in tests.
 	holeAfter atomic.Int64
 	lostAt    atomic.Int64 // UnixNano when the connection last dropped
+	servers   *servers     // the order in which the nodes are dialed; nil: paho's (one node)
 
 	// speaks: the controller publishes the watermark (a stored message was seen, now or by an
 	// earlier run: the spool's flagWatermark). Until then, each connection waits grace for one,
@@ -50,6 +51,8 @@ type uplink struct {
 	grace  atomic.Int64 // time.Duration; watermarkGrace, shorter in tests
 	connAt atomic.Int64 // UnixNano of the current connection
 	subAt  atomic.Int64 // UnixNano of its confirmed subscriptions; 0 until then
+	// ackedOn: the connAt of the last PUBACK (the first on each connection is logged)
+	ackedOn, markedOn atomic.Int64 // and of the last watermark heard
 	// storedOnly: the uplink alone (Uplink), with no engine to take policies and decisions
 	storedOnly bool
 }
@@ -124,6 +127,12 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 			opts.AddBroker(b)
 		}
 	}
+	if s, err := newServers(opts.Servers, creds.Device, e.log); err != nil {
+		return nil, err
+	} else if s != nil {
+		u.servers = s
+		opts.SetCustomOpenConnectionFn(u.servers.dial)
+	}
 	opts.SetOnConnectHandler(u.onConnect)
 	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		u.lostAt.Store(time.Now().UnixNano())
@@ -151,6 +160,9 @@ func (u *uplink) connectLoop(ctx context.Context) {
 		case <-u.lost: // a loss of a previous connection
 		default:
 		}
+		if u.servers != nil {
+			u.servers.reset()
+		}
 		tok := u.c.Connect()
 		select {
 		case <-tok.Done():
@@ -167,7 +179,9 @@ func (u *uplink) connectLoop(ctx context.Context) {
 				return
 			}
 		}
-		t := time.NewTimer(b.Next())
+		wait := b.Next()
+		u.e.log.Debug("agent: reconnecting to the broker", "in", wait)
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -207,7 +221,11 @@ func (u *uplink) onConnect(c paho.Client) {
 	}
 	u.up.Store(true)
 	e.m.connected.Set(1)
-	e.log.Info("agent: connected to the broker", "url", u.creds.MQTTURL)
+	url := u.creds.MQTTURL
+	if u.servers != nil {
+		url = u.servers.connected()
+	}
+	e.log.Info("agent: connected to the broker", "url", url)
 	u.wake()
 	e.kickReconcile()
 }
@@ -235,6 +253,7 @@ func (u *uplink) subscribe(c paho.Client, filters map[string]byte, on paho.Messa
 		if err == nil {
 			if u.subAt.Load() == 0 {
 				u.subAt.Store(time.Now().UnixNano())
+				u.e.log.Debug("agent: subscribed to the controller's topics", "after", time.Since(time.Unix(0, connAt)))
 				u.wake() // the grace starts now
 			}
 			// A subscription the broker confirmed and never serves (seen with NATS 2.9 now
@@ -322,6 +341,9 @@ func (u *uplink) onStored(payload []byte) {
 	if m.Device != u.creds.Device {
 		return
 	}
+	if c := u.connAt.Load(); u.markedOn.Swap(c) != c {
+		u.e.log.Debug("agent: first watermark on this connection", "after", time.Since(time.Unix(0, c)), "seq", m.Seq)
+	}
 	if old, _ := u.boot.Load().(string); old != m.Boot {
 		u.boot.Store(m.Boot)
 		u.resend.Store(true) // a restarted controller lost what it had not stored
@@ -378,6 +400,9 @@ func (u *uplink) sendLoop(ctx context.Context) {
 	for {
 		if m := u.deleteMode(); m != mode {
 			u.logMode(m, mode)
+			if m == modePuback {
+				u.e.m.pubackFallbacks.Inc()
+			}
 			mode = m
 		}
 		if mode == modePuback && last > acked { // sent while waiting for a watermark
@@ -591,6 +616,9 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record) error {
 		}
 	}
 	u.e.m.published.Add(float64(len(toks)))
+	if c := u.connAt.Load(); u.ackedOn.Swap(c) != c { // the phases of a reconnect, for diagnosis
+		u.e.log.Debug("agent: first PUBACK on this connection", "after", time.Since(time.Unix(0, c)))
+	}
 	return nil
 }
 

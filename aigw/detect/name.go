@@ -21,7 +21,10 @@ import (
 // introducing phrase or a label, lower-case names are found too ("my name is keoni quispe").
 // Titles are not part of the span.
 type nameDetector struct {
-	model *namemodel.Model
+	model    *namemodel.Model
+	rescorer *nameRescorer // the learned part (namerescore.go); nil: the rules alone
+	// record, when set, receives every scored candidate's features (training).
+	record func(start, end int, feats []uint32)
 }
 
 func newNameDetector(m *namemodel.Model) nameDetector {
@@ -29,7 +32,7 @@ func newNameDetector(m *namemodel.Model) nameDetector {
 	if m == nil {
 		m = defaultNameModel()
 	}
-	return nameDetector{model: m}
+	return nameDetector{model: m, rescorer: defaultNameRescorer()}
 }
 
 const (
@@ -441,7 +444,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			score += nameWeakBoost
 		}
 	}
-	return start, end, min(score, nameMaxScore)
+	return start, end, min(d.rescore(text, words[:n], min(score, nameMaxScore), titled), nameMaxScore)
 }
 
 // flags returns the gazetteer flags of w, or for a word the gazetteer does not know, gzWord

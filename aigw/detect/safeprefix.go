@@ -145,9 +145,13 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		return false
 	}
 	titled := titleBefore(text, cs)
+	rules := e.names
+	rules.rescorer = nil // the rules' verdict must be under the threshold too (namerescore.go)
 	for _, tt := range [2]bool{false, titled} {
-		if _, end, score := e.names.nameSpan(text, cs, ce, tt); end > 0 && score >= e.minScore {
-			return false
+		for _, d := range [2]nameDetector{e.names, rules} {
+			if _, end, score := d.nameSpan(text, cs, ce, tt); end > 0 && score >= e.minScore {
+				return false
+			}
 		}
 	}
 	return true

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -126,6 +125,7 @@ func TestClusterProcesses(t *testing.T) {
 	// The agents probe a TCP listener on loopback (always answering: no transport events).
 	target := tcpTarget(t)
 	agents := make([]*runAgent, 0, sites)
+	agentLog := newTimeline(nil) // the agents' log, for the phases of their failover
 	for i := range sites {
 		ctl := procs[ids[i%3]] // create and claim through every controller's API
 		var site struct {
@@ -141,13 +141,13 @@ func TestClusterProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("claim of %s: %v", site.ID, err)
 		}
-		if !slices.Equal(creds.MQTTURLs, so.nc.MQTTURLs) {
+		if !sameNodes(creds.MQTTURLs, so.nc.MQTTURLs) {
 			t.Fatalf("claim gave broker list %q; want the NATS nodes %q", creds.MQTTURLs, so.nc.MQTTURLs)
 		}
 		// One NATS account for everyone (per-device NATS users are not done: docs/scale-out.md);
 		// the agents start on the nodes in turn and have all three.
 		creds.MQTTURL, creds.Username, creds.Password = so.nc.MQTTURLs[i%3], natstest.User, natstest.Password
-		agents = append(agents, startAgent(t, creds, target))
+		agents = append(agents, startAgent(t, creds, target, agentLog))
 	}
 	t.Logf("setup (build, 3 NATS nodes, 3 controllers, %d sites claimed, agents started): %v", sites, time.Since(start).Round(time.Millisecond))
 	waitFor(t, 60*time.Second, "every agent's reports covered by a watermark", func() bool {
@@ -217,7 +217,9 @@ func TestClusterProcesses(t *testing.T) {
 	for _, a := range agents {
 		published[a.site] = a.metric("edgewan_agent_mqtt_published_total")
 	}
-	phases = append(phases, phase{time.Now(), "kill -9 of NATS node 2"})
+	nodeKilledAt := time.Now()
+	phases = append(phases, phase{nodeKilledAt, "kill -9 of NATS node 2"})
+	jw := watchJetStream(t, so.nc.URLs[0], "n2", nodeKilledAt)
 	so.nc.Kill(t, 2)
 	took = waitFor(t, 60*time.Second, "every agent's reports acknowledged again after a NATS node died", func() bool {
 		for _, a := range agents {
@@ -229,6 +231,10 @@ func TestClusterProcesses(t *testing.T) {
 		return true
 	})
 	t.Logf("kill -9 of NATS node 2: every agent had reports acknowledged again %v after the kill (goal 5 s)", took.Round(time.Millisecond))
+	logFailover(t, "failover phases of the agents whose node died", agentLog.failover(nodeKilledAt))
+	t.Logf("connections the agents lost, by error: %v", agentLog.drops(nodeKilledAt))
+	t.Logf("the live NATS nodes' logs: %v", natsErrors(so.nc.Dir, 1, 3))
+	jw.log(t)
 	so.nc.Restart(t, 2)
 
 	// Rolling restart: SIGTERM one controller at a time, start it again, wait until the three
@@ -360,7 +366,7 @@ type runAgent struct {
 	reports   float64 // edgewan_agent_reports_total when stopped
 }
 
-func startAgent(t *testing.T, creds *claim.Credentials, target string) *runAgent {
+func startAgent(t *testing.T, creds *claim.Credentials, target string, log *timeline) *runAgent {
 	t.Helper()
 	off := false
 	a := &runAgent{site: creds.Site, dir: t.TempDir(), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
@@ -379,7 +385,7 @@ func startAgent(t *testing.T, creds *claim.Credentials, target string) *runAgent
 	a.cancel = cancel
 	go func() {
 		a.done <- engine.Run(ctx, engine.Options{Config: cfg, Creds: creds, Version: "test", Registry: a.reg,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Logger: slog.New(log).With("site", creds.Site)})
 	}()
 	t.Cleanup(func() {
 		if a.cancel != nil {

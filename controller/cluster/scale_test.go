@@ -142,7 +142,7 @@ func startController(t *testing.T, id string, db *sql.DB, nc *natstest.Cluster, 
 		t.Fatal(err)
 	}
 	c.bus, err = mqtt.NewNATSBus(ctx, mqtt.NATSOptions{URLs: nc.URLs, MQTTURLs: nc.MQTTURLs, User: natstest.User,
-		Password: natstest.Password, ClientID: "ctl-" + id, AckWait: 2 * time.Second, Logger: quiet,
+		Password: natstest.Password, ClientID: "ctl-" + id, AckWait: 2 * time.Second, Logger: buslog(id),
 		Owns: func(p int) bool { _, ok := c.m.Epoch(p); return ok }})
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +160,15 @@ func startController(t *testing.T, id string, db *sql.DB, nc *natstest.Cluster, 
 	go func() { defer c.done.Done(); _ = e.Run(ctx) }()
 	go func() { defer c.done.Done(); _ = c.m.Run(ctx) }()
 	return c
+}
+
+// buslog is the NATS bus's log: its warnings (a consumer resubscribing after a node's death) and
+// its notes (delivering again) help read the failover's figures; discarded unless verbose.
+func buslog(ctl string) *slog.Logger {
+	if !testing.Verbose() {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("ctl", ctl)
 }
 
 // kill stops c as kill -9 would: its leases are not released (they expire), its bus stops
@@ -278,6 +287,7 @@ func TestScaleOut(t *testing.T) {
 	// kill -9 of a broker node: every agent reports again (a report evaluated by a controller)
 	// within 5 s (the time is logged).
 	nodeKilledAt := time.Now()
+	jw := watchJetStream(t, nc.URLs[1], "n1", nodeKilledAt)
 	nc.Kill(t, 1)
 	acked := fl.published()
 	ackedAgain := waitFor(t, 30*time.Second, "every agent has a report acknowledged again after a broker node died", func() bool {
@@ -303,6 +313,22 @@ func TestScaleOut(t *testing.T) {
 	evaluatedAgain := time.Since(nodeKilledAt)
 	t.Logf("kill -9 of a NATS node: every agent had a report acknowledged (PUBACK) again after %v, evaluated by a controller again after %v (goal 5 s)",
 		ackedAgain, evaluatedAgain)
+	logFailover(t, "failover phases of the agents whose node died", fl.log.failover(nodeKilledAt))
+	t.Logf("connections the agents lost, by error: %v", fl.log.drops(nodeKilledAt))
+	t.Logf("the live NATS nodes' logs: %v", natsErrors(nc.Dir, 2, 3))
+	h.mu.Lock()
+	var firstEval []time.Duration
+	for _, id := range ids {
+		for _, x := range h.log[id] {
+			if x.at.After(nodeKilledAt) {
+				firstEval = append(firstEval, x.at.Sub(nodeKilledAt))
+				break
+			}
+		}
+	}
+	h.mu.Unlock()
+	logFailover(t, "all agents", map[string][]time.Duration{"kill to a site's first report evaluated": firstEval})
+	jw.log(t)
 	time.Sleep(2 * time.Second) // keep reporting on the two nodes left (pacing)
 
 	// NATS 2.9 acknowledges an MQTT QoS 1 publish before the stream has stored it, so a few
@@ -314,9 +340,12 @@ func TestScaleOut(t *testing.T) {
 	if !waitCond(90*time.Second, fl.drained) {
 		t.Errorf("agents' spools not emptied by the watermark within 90 s: %v", fl.undelivered())
 	}
-	for id, up := range fl.ups { // deleting at PUBACK (no watermark heard) would hide losses
+	for id, up := range fl.ups { // deleting at PUBACK (no watermark heard), even for a while, would hide losses
 		if m := up.DeleteMode(); m != "watermark" {
 			t.Errorf("agent of %s: delete mode %q; want watermark", id, m)
+		}
+		if n := up.PubackFallbacks(); n != 0 {
+			t.Errorf("agent of %s: fell back to deleting at PUBACK %v times during the run; want never", id, n)
 		}
 	}
 	deleted := fl.deleted()
@@ -412,16 +441,19 @@ type agentFleet struct {
 	tick   sync.WaitGroup // the reporting goroutines
 	run    sync.WaitGroup // the uplinks
 	cancel context.CancelFunc
+	log    *timeline // the uplinks' log, for the phases of their failover
 }
 
 func startAgents(t *testing.T, ctx context.Context, nc *natstest.Cluster, ids []string, perSecond int) *agentFleet {
 	t.Helper()
 	runCtx, cancel := context.WithCancel(context.Background()) // the uplinks outlive the reporting
 	fl := &agentFleet{ups: map[string]*engine.Uplink{}, spools: map[string]*spool.Spool{}, cancel: cancel}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var verbose slog.Handler
 	if testing.Verbose() {
-		quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		verbose = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
 	}
+	fl.log = newTimeline(verbose)
+	quiet := slog.New(fl.log)
 	for i, id := range ids {
 		sp, err := spool.Open(spool.Options{Dir: t.TempDir(), NoSync: true})
 		if err != nil {

@@ -264,12 +264,12 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 	return nil
 }
 
-// bind binds p's consumer, retrying with a growing back-off (up to 2 s) until it succeeds
-// or the partition stops (false).
-func (b *NATSBus) bind(p int, np *natsPart) bool {
+// bind binds p's consumer, each attempt bounded by timeout, retrying with a growing back-off
+// (up to 2 s) until it succeeds or the partition stops (false).
+func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration) bool {
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(np.ctx, bindTimeout)
+		ctx, cancel := context.WithTimeout(np.ctx, timeout)
 		it, err := b.iterate(ctx, p)
 		cancel()
 		if err == nil {
@@ -300,8 +300,8 @@ func (b *NATSBus) bind(p int, np *natsPart) bool {
 }
 
 // iterate binds partition p's durable consumer (creating it the first time) and starts
-// pulling. Short pull expiries with heartbeats make a pull lost with a dead node noticed
-// within seconds.
+// pulling. Short pull expiries with 500 ms heartbeats make a pull lost with a dead node (or
+// leader) noticed within a second, and pulled again (consume).
 func (b *NATSBus) iterate(ctx context.Context, p int) (jetstream.MessagesContext, error) {
 	c, err := b.js.CreateOrUpdateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
 		Durable: "p" + strconv.Itoa(p), FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".>",
@@ -316,7 +316,7 @@ func (b *NATSBus) iterate(ctx context.Context, p int) (jetstream.MessagesContext
 	if err != nil {
 		return nil, err
 	}
-	return c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(time.Second))
+	return c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
 }
 
 // StopPartition stops consuming p and returns once its handler is done: messages not
@@ -335,10 +335,11 @@ func (b *NATSBus) StopPartition(p int) {
 func (b *NATSBus) consume(p int, np *natsPart) {
 	defer close(np.done)
 	defer np.cancel()
-	if !b.bind(p, np) {
+	if !b.bind(p, np, bindTimeout) {
 		return
 	}
 	b.replayStatus(p, np)
+	var resumed time.Time // the first error of a run without messages; zero once one came
 	for {
 		np.mu.Lock()
 		it := np.it
@@ -351,8 +352,21 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			if stopped {
 				return
 			}
-			// A node died or the consumer's leader moved: start pulling afresh (the durable
-			// consumer keeps the position; what was delivered and not acked comes again).
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				// The consumer's leader died with its node (or the connection's node did): the
+				// iterator has forgotten its pull and pulls again on the next Next, every two
+				// heartbeats, so it is served as soon as a new leader is elected (NATS raft:
+				// 4-9 s). Creating the consumer again instead waited for the API's answer, which
+				// a leaderless consumer never gives: 10 s lost after every election.
+				if resumed.IsZero() {
+					resumed = time.Now()
+				}
+				b.log.Debug("NATS partition consumer: no heartbeat; pulling again", "partition", p)
+				continue
+			}
+			// The iterator ended (its consumer deleted, the connection closed): start pulling
+			// afresh (the durable consumer keeps the position; what was delivered and not acked
+			// comes again).
 			b.log.Warn("NATS partition consumer; resubscribing", "partition", p, "err", err)
 			it.Stop()
 			select { // back off between attempts: a new iterator may fail at once again
@@ -360,10 +374,19 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 				return
 			case <-time.After(250 * time.Millisecond):
 			}
-			if !b.bind(p, np) {
+			// Short attempts: a consumer without a leader never answers; trying again soon is
+			// better.
+			if !b.bind(p, np, 2*time.Second) {
 				return
 			}
+			if resumed.IsZero() {
+				resumed = time.Now()
+			}
 			continue
+		}
+		if !resumed.IsZero() {
+			b.log.Info("NATS partition consumer: delivering again", "partition", p, "since the first error", time.Since(resumed))
+			resumed = time.Time{}
 		}
 		// edgewan.in.{p}.{site}.{kind} -> edgewan/v1/sites/{site}/{kind}
 		parts := strings.SplitN(m.Subject(), ".", 5)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -521,6 +522,14 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 		if u = strings.TrimSpace(u); u != "" {
 			access.URLs = append(access.URLs, u)
 		}
+	}
+	if n := len(access.URLs); n > 1 {
+		// Each device starts on a node of its own (the list rotated by a hash of its ID): with
+		// one order for all, a whole fleet connected to the first node.
+		h := fnv.New32a()
+		h.Write([]byte(dev.ID))
+		k := int(h.Sum32() % uint32(n))
+		access.URLs = append(access.URLs[k:], access.URLs[:k]...)
 	}
 	if len(access.URLs) > 0 {
 		access.URL = access.URLs[0]
