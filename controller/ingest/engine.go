@@ -103,8 +103,13 @@ type Engine struct {
 
 	reports pool
 	rec     recorder
-	m       metrics
-	clock   clockGuard
+	// Sites taken over (SitesTaken), for Run's takeover goroutine.
+	takeMu   sync.Mutex
+	taking   []func(string) bool
+	takeWake chan struct{}
+	took     chan struct{} // to Run: sites were taken over, checkpoint soon
+	m        metrics
+	clock    clockGuard
 }
 
 // site is the live state of one claimed site. Its mutex serialises the site's messages
@@ -189,7 +194,7 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 	}
 	boot := make([]byte, 8)
 	_, _ = rand.Read(boot)
-	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}, boot: hex.EncodeToString(boot)}
+	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}, boot: hex.EncodeToString(boot), takeWake: make(chan struct{}, 1), took: make(chan struct{}, 1)}
 	e.rec.init()
 	e.m = newMetrics(o.Registerer, e)
 	return e
@@ -230,6 +235,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	recCtx, stopRec := context.WithCancel(ctx)
 	defer func() { stopRec(); <-recDone }()
 	go e.writeRecords(recCtx, recDone)
+	takeDone := make(chan struct{})
+	takeCtx, stopTake := context.WithCancel(ctx)
+	defer func() { stopTake(); <-takeDone }()
+	go e.takeOvers(takeCtx, takeDone)
 
 	e.mu.RLock()
 	ids := make([]string, 0, len(e.sites))
@@ -255,6 +264,7 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	live := time.NewTicker(time.Second)
 	flush := time.NewTicker(e.o.FlushEvery)
+	var fastUntil time.Time // checkpoints every second until then (took)
 	retry := time.NewTicker(e.o.RetryQuarantinedEvery)
 	defer live.Stop()
 	defer flush.Stop()
@@ -272,6 +282,18 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.checkLiveness()
 		case <-flush.C:
 			e.checkpoint(ctx)
+			if time.Now().Before(fastUntil) {
+				flush.Reset(min(time.Second, e.o.FlushEvery))
+			} else {
+				flush.Reset(e.o.FlushEvery)
+			}
+		case <-e.took:
+			// Sites were taken over: what their agents send again, what the stream delivers
+			// again (a dead owner's message unacknowledged for AckWait) and their next reports
+			// are covered by a watermark within a second rather than at the next FlushEvery,
+			// for two FlushEvery.
+			fastUntil = time.Now().Add(2 * e.o.FlushEvery)
+			flush.Reset(min(time.Second, e.o.FlushEvery))
 		case <-retry.C:
 			e.retryQuarantined(ctx)
 		}
