@@ -1,0 +1,43 @@
+package detect
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestLayoutNames checks names found from layout evidence alone (layout.go): lower-case and
+// all-capitals speakers of transcripts, cells under a name header, and the roles, words,
+// form labels and non-name cells that must stay unmarked in the same layouts.
+func TestLayoutNames(t *testing.T) {
+	e := newEngine(t, Options{})
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"lower-case speakers", "wiremu: who has the van\nkalani: not me, ask the boss\nops-bot: done, ticket closed\nwiremu: ok", []string{"wiremu", "kalani", "wiremu"}},
+		{"all-caps speakers", "TEMBA: can you hear me now\nHOST: yes we can", []string{"TEMBA"}},
+		{"timed speakers", "[10:01] oksana: is the build green\n[10:02] bot: yes it is", []string{"oksana"}},
+		{"video timestamps", "00:01:12 ADEBAYO OKAFOR: thanks all for joining\n00:01:20 Ravi: happy to be here", []string{"ADEBAYO OKAFOR", "Ravi"}},
+		{"one speaker line is no transcript", "zelda: the legend continues", nil},
+		{"form labels are no speakers", "IBAN: see attached\nDOB: on file\nMRN: 4471", nil},
+		{"caps form values", "NATIONALITY: FINNISH\nPASSPORT: PX112233", nil},
+		{"roles", "reception: yes from 8\nsupport: we will call back\ninterviewer: go on please", nil},
+		{"lower-case name column", "name,shirt\nlanakila kahananui,L\nmerewyn tawhiri,M", []string{"lanakila kahananui", "merewyn tawhiri"}},
+		{"padded pipe column", "guest | diet\nsefo pouono | vegan", []string{"sefo pouono"}},
+		{"caps name column", "PASSENGER;SEAT\nVAINIKOLO TUPOU;12A", []string{"VAINIKOLO TUPOU"}},
+		{"other columns", "city,dish\nqueenstown,pavlova\nwanaka,hangi", nil},
+		{"ordinary words in a name column", "assignee;status\nunassigned;open", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, x := range e.Scan(tc.text) {
+				if x.Type == TypePerson {
+					got = append(got, x.Text)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("persons %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
