@@ -39,13 +39,86 @@ func (d nameDetector) layoutSpan(text string, s int) int {
 	if end < 0 || end < len(text) && isLetterAt(text, end) {
 		return -1
 	}
-	if speakerSlot(text, s, end) {
+	if speakerSlot(text, s, end) || n >= 1 && listSlot(text, s, end) {
 		return end
 	}
 	if headerHas(paddedCellHeader(text, s, end), nameHeaders) {
 		return end
 	}
 	return -1
+}
+
+// listSlot reports whether text[s:e] is the whole item of a list ("- marta kowalczyk
+// (brownies)", "2. DEWI ANGGRAINI"), with another item on the line above or below. Only runs
+// of two or more words come here: one lower-case word in a list is more often a thing.
+func listSlot(text string, s, e int) bool {
+	ls := listItemStart(text, s)
+	if ls < 0 {
+		return false
+	}
+	j := e
+	for j < len(text) && text[j] == ' ' {
+		j++
+	}
+	if j < len(text) && text[j] != '\n' && text[j] != '\r' && text[j] != '(' && text[j] != ',' && text[j] != '-' {
+		return false
+	}
+	if ls > 0 {
+		q := ls - 1
+		for q > 0 && text[q-1] != '\n' && ls-q < 240 {
+			q--
+		}
+		if q < ls-1 && listMarker(text, q) > 0 {
+			return true
+		}
+	}
+	for j < len(text) && text[j] != '\n' {
+		j++
+	}
+	return j+1 < len(text) && listMarker(text, j+1) > 0
+}
+
+// listItemStart returns the start of the line when s follows a list marker at its start, or -1.
+func listItemStart(text string, s int) int {
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < 8 {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' {
+		return -1
+	}
+	if m := listMarker(text, ls); m > 0 && m == s {
+		return ls
+	}
+	return -1
+}
+
+// listMarker returns where the item text starts after a list marker at ls ("- ", "* ", "• ",
+// "12. ", "3) "), or -1.
+func listMarker(text string, ls int) int {
+	j := ls
+	for j < len(text) && text[j] == ' ' && j-ls < 4 {
+		j++
+	}
+	switch {
+	case strings.HasPrefix(text[j:], "- "), strings.HasPrefix(text[j:], "* "):
+		j += 2
+	case strings.HasPrefix(text[j:], "• "):
+		j += len("• ")
+	default:
+		k := j
+		for k < len(text) && isDigit(text[k]) && k-j < 3 {
+			k++
+		}
+		if k == j || k+1 >= len(text) || text[k] != '.' && text[k] != ')' || text[k+1] != ' ' {
+			return -1
+		}
+		j = k + 2
+	}
+	for j < len(text) && text[j] == ' ' {
+		j++
+	}
+	return j
 }
 
 // paddedCellHeader is columnHeader for a cell that may be padded with blanks, as in
@@ -95,7 +168,7 @@ func (d nameDetector) layoutPending(text string, s int) bool {
 	for k := 0; k < 2 && end < len(text) && text[end] == ' '; k++ {
 		end++
 	}
-	return end >= len(text) || text[end] == ':' || text[end] == '"' || text[end] == '\n' || text[end] == '\r' || isDelimiter(text[end])
+	return end >= len(text) || text[end] == ':' || text[end] == '"' || text[end] == '(' || text[end] == '-' || text[end] == '\n' || text[end] == '\r' || isDelimiter(text[end])
 }
 
 // speakerSlot reports whether text[s:e] is the speaker of a transcript line: at a line's start
@@ -234,7 +307,7 @@ func layoutPosition(text string, s int) bool {
 	for j > 0 && (text[j-1] == ' ' || text[j-1] == '"') && s-j < 4 {
 		j--
 	}
-	if j == 0 || isDelimiter(text[j-1]) || text[j-1] == '\n' {
+	if j == 0 || isDelimiter(text[j-1]) || text[j-1] == '\n' || listItemStart(text, s) >= 0 {
 		return true
 	}
 	return skipLineTime(text, s) >= 0

@@ -25,6 +25,10 @@ func TestLayoutNames(t *testing.T) {
 		{"lower-case name column", "name,shirt\nlanakila kahananui,L\nmerewyn tawhiri,M", []string{"lanakila kahananui", "merewyn tawhiri"}},
 		{"padded pipe column", "guest | diet\nsefo pouono | vegan", []string{"sefo pouono"}},
 		{"caps name column", "PASSENGER;SEAT\nVAINIKOLO TUPOU;12A", []string{"VAINIKOLO TUPOU"}},
+		{"lower-case list", "who brings what\n- tamati kereama (chips)\n- losa fonoti, drinks\n- paper plates", []string{"tamati kereama", "losa fonoti"}},
+		{"numbered caps list", "1. ALAPATI MULITALO\n2. IOANE SAPOLU\n3. SPARE BALLS", []string{"ALAPATI MULITALO", "IOANE SAPOLU"}},
+		{"one-word items are things", "- kumara\n- taro\n- lemons", nil},
+		{"list of words", "- victoria sponge\n- carrot cake", nil},
 		{"other columns", "city,dish\nqueenstown,pavlova\nwanaka,hangi", nil},
 		{"ordinary words in a name column", "assignee;status\nunassigned;open", nil},
 	} {
