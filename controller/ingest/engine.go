@@ -724,7 +724,7 @@ func statusName(s steering.Status) string {
 }
 
 func (e *Engine) newEvent(typ string, data any) *event.Envelope {
-	ev, err := event.New(typ, data)
+	ev, err := event.NewAt(typ, data, e.o.Now())
 	if err != nil {
 		panic(err) // our own types and maps always marshal
 	}

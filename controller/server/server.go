@@ -239,13 +239,14 @@ func (s *Server) build(ctx context.Context) error {
 		Timeout: cfg.WebhookTimeout, RetryBase: cfg.WebhookRetryBase, RetryMax: cfg.WebhookRetryMax,
 		RetryWindow: cfg.WebhookRetryWindow, Registerer: s.registry, Shared: cfg.Scaled(),
 	})
-	s.Webhooks = webhook.NewService(s.Store, webhook.Options{AllowHTTPLoopback: cfg.AllowHTTPWebhooks}, s.dispatcher.Notify)
+	s.Webhooks = webhook.NewService(s.Store, webhook.Options{AllowHTTPLoopback: cfg.AllowHTTPWebhooks, Now: s.clock.Now}, s.dispatcher.Notify)
 	s.Cases = soc.NewService(s.Store, s.dispatcher.Notify)
 	s.Cases.SetClock(s.clock.Now)
 	s.watcher = soc.NewAuthWatcher(s.Cases, soc.WatchOptions{})
 
 	s.authn = &auth.Authenticator{
 		Keys:    s.Store,
+		Now:     s.clock.Now,
 		Limiter: ratelimit.New(ratelimit.Options{Rate: cfg.RateLimit, Burst: cfg.RateBurst}),
 		OnFail: func(_ context.Context, f auth.Failure) {
 			s.watcher.Failure(f.ClientIP, f.KeyID, f.Reason, f.At)
@@ -273,7 +274,7 @@ func (s *Server) build(ctx context.Context) error {
 
 	authn := s.authn
 	v1 := e.Group("/v1", authn.Middleware())
-	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
+	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version, Now: s.clock.Now})
 
 	s.SDWAN = sdwan.NewService(s.Store, sdwan.Options{
 		Now:            s.clock.Now,
@@ -282,7 +283,7 @@ func (s *Server) build(ctx context.Context) error {
 		OnClaimed:      s.writeMosquittoFiles,
 		NATSCredential: s.natsCredential(),
 		OnClaimUnknown: func(_ context.Context, clientIP string) {
-			s.watcher.Failure(clientIP, "", "unknown claim token", time.Now())
+			s.watcher.Failure(clientIP, "", "unknown claim token", s.clock.Now())
 		},
 		OnClaimReuse: func(ctx context.Context, siteID, clientIP, reason string) {
 			s.raise(ctx, soc.Signal{Rule: soc.RuleClaimReuse, Subject: siteID, Severity: "medium",
