@@ -63,19 +63,25 @@ func listSlot(text string, s, e int) bool {
 	if j < len(text) && text[j] != '\n' && text[j] != '\r' && text[j] != '(' && text[j] != ',' && text[j] != '-' {
 		return false
 	}
-	if ls > 0 {
-		q := ls - 1
-		for q > 0 && text[q-1] != '\n' && ls-q < 240 {
-			q--
-		}
-		if q < ls-1 && listMarker(text, q) > 0 {
-			return true
-		}
+	if ls == 0 || s-ls > layoutLookBack {
+		return false
 	}
-	for j < len(text) && text[j] != '\n' {
-		j++
+	q := ls - 1
+	for q > 0 && text[q-1] != '\n' && s-q <= layoutLookBack {
+		q--
 	}
-	return j+1 < len(text) && listMarker(text, j+1) > 0
+	if q > 0 && text[q-1] != '\n' {
+		return false
+	}
+	if listMarker(text, q) > 0 {
+		return true
+	}
+	// The first item under a heading that ends with ':' ("who's in:").
+	k := ls - 1
+	for k > q && (text[k-1] == ' ' || text[k-1] == '\r') {
+		k--
+	}
+	return k > q && text[k-1] == ':'
 }
 
 // listItemStart returns the start of the line when s follows a list marker at its start, or -1.
@@ -173,44 +179,37 @@ func (d nameDetector) layoutPending(text string, s int) bool {
 
 // speakerSlot reports whether text[s:e] is the speaker of a transcript line: at a line's start
 // (after an optional "[14:02] " or "00:00:03 " time), followed by ": " and a message with a
-// lower-case word, with another speaker line within three lines above or below (transcriptNear).
+// lower-case word, with another speaker line just above (transcriptNear).
 func speakerSlot(text string, s, e int) bool {
 	if e+2 >= len(text) || text[e] != ':' || text[e+1] != ' ' || !proseMessage(text, e+2) {
 		return false
 	}
 	ls := skipLineTime(text, s)
-	return ls >= 0 && transcriptNear(text, ls, e)
+	return ls >= 0 && transcriptNear(text, ls, s)
 }
 
-// transcriptNear reports whether a speaker line (speakerShape) is within three lines above the
-// line starting at ls or below the one holding e.
-func transcriptNear(text string, ls, e int) bool {
+// layoutLookBack bounds how far before a name its layout evidence may start: a stream
+// (aigw/guard) rescans at most 128 bytes of text it has already sent, and must see the same
+// evidence as a scan of the whole text. Evidence after the name's line is never used, since a
+// stream sends a line once it has ended.
+const layoutLookBack = 120
+
+// transcriptNear reports whether a speaker line (speakerShape) starts in the layoutLookBack
+// bytes before s, on one of the lines above the one starting at ls.
+func transcriptNear(text string, ls, s int) bool {
 	p := ls
-	for n := 0; n < 3 && p > 0; n++ {
+	for p > 0 && s-p < layoutLookBack {
 		q := p - 1
-		for q > 0 && text[q-1] != '\n' && p-q < 240 {
+		for q > 0 && text[q-1] != '\n' {
 			q--
 		}
-		if q > 0 && text[q-1] != '\n' {
-			break
+		if s-q > layoutLookBack {
+			return false
 		}
 		if speakerShape(text, q) {
 			return true
 		}
 		p = q
-	}
-	p = e
-	for n := 0; n < 3; n++ {
-		for p < len(text) && text[p] != '\n' && p-e < 480 {
-			p++
-		}
-		if p >= len(text) || text[p] != '\n' {
-			return false
-		}
-		p++
-		if speakerShape(text, p) {
-			return true
-		}
 	}
 	return false
 }

@@ -679,7 +679,7 @@ func speakerLabel(text string, s, e int) bool {
 		return false
 	}
 	if !isLower(text[e+2]) && !(isUpper(text[e+2]) && (dialogueNear(text, lineStart(text, s)) ||
-		proseMessage(text, e+2) && transcriptNear(text, ls, e))) {
+		proseMessage(text, e+2) && transcriptNear(text, ls, s))) {
 		return false // a field and its value, unless the lines around are a chat
 	}
 	return true
