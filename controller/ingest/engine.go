@@ -246,21 +246,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		ids = append(ids, id)
 	}
 	e.mu.RUnlock()
-	for _, id := range ids {
-		if err := e.PushPolicies(ctx, id); err != nil {
-			e.o.Logger.Error("ingest: publishing policies", "site", id, "err", err)
-		}
-		// Decisions are not published now: a fresh steering state is not what the agents run
-		// (see onStatus); the last ones published stay with the agents.
-		if st := e.site(id); st != nil {
-			st.mu.Lock()
-			device, stored := st.device, st.stored
-			st.mu.Unlock()
-			if e.o.Owner == nil || e.o.Owner.Owns(id) { // with several controllers, only the owner speaks
-				e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
-			}
-		}
-	}
+	e.publishAll(ctx, ids)
 
 	live := time.NewTicker(time.Second)
 	flush := time.NewTicker(e.o.FlushEvery)
@@ -502,6 +488,59 @@ type (
 	PolicyVersion   = telemetry.PolicyVersion
 )
 
+// publishAll publishes each site's policy and watermark at start (see Run), reading the sites
+// and their assignments takeOverBatch at a time when the store can: two queries per site
+// were most of a restarted controller's CPU at 10,000 sites, while every agent was
+// reconnecting to it (docs/benchmarks.md, "Reconnect rate at 10,000 agents").
+func (e *Engine) publishAll(ctx context.Context, ids []string) {
+	slices.Sort(ids)
+	sitesOf, _ := e.store.(sitesByID)
+	assignmentsOf, _ := e.store.(assignmentsByID)
+	for chunk := range slices.Chunk(ids, takeOverBatch) {
+		if ctx.Err() != nil {
+			return
+		}
+		var sites map[string]*sdwan.Site
+		var as map[string][]*sdwan.Assignment
+		if sitesOf != nil && assignmentsOf != nil {
+			var err error
+			if sites, err = sitesOf.SitesByID(ctx, chunk); err == nil {
+				as, err = assignmentsOf.AssignmentsOf(ctx, chunk)
+			}
+			if err != nil {
+				e.o.Logger.Warn("ingest: reading sites to publish their policies", "sites", len(chunk), "err", err)
+				sites = nil // each site on its own, below
+			}
+		}
+		for _, id := range chunk {
+			var err error
+			if s := sites[id]; s != nil {
+				err = e.pushPolicy(s, as[id])
+			} else if sites == nil {
+				err = e.PushPolicies(ctx, id)
+			} // else: removed since the engine loaded it
+			if err != nil {
+				e.o.Logger.Error("ingest: publishing policies", "site", id, "err", err)
+			}
+			// Decisions are not published now: a fresh steering state is not what the agents
+			// run (see onStatus); the last ones published stay with the agents.
+			if st := e.site(id); st != nil {
+				st.mu.Lock()
+				device, stored := st.device, st.stored
+				st.mu.Unlock()
+				if e.o.Owner == nil || e.o.Owner.Owns(id) { // with several controllers, only the owner speaks
+					e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
+				}
+			}
+		}
+	}
+}
+
+// assignmentsByID is the batch read of assignments (controller/store has it; see sitesByID).
+type assignmentsByID interface {
+	AssignmentsOf(ctx context.Context, ids []string) (map[string][]*sdwan.Assignment, error)
+}
+
 // PushPolicies implements sdwan.Pusher: publish the site's desired state, retained, and
 // steer by its steering policy from now on.
 func (e *Engine) PushPolicies(ctx context.Context, siteID string) error {
@@ -513,6 +552,12 @@ func (e *Engine) PushPolicies(ctx context.Context, siteID string) error {
 	if err != nil {
 		return err
 	}
+	return e.pushPolicy(s, as)
+}
+
+// pushPolicy is PushPolicies with the site and its assignments read.
+func (e *Engine) pushPolicy(s *sdwan.Site, as []*sdwan.Assignment) error {
+	siteID := s.ID
 	p := Policy{V: telemetry.SchemaVersion, Site: siteID, Time: e.o.Now().UTC(), Transports: []PolicyTransport{}, Policies: []PolicyVersion{}}
 	// Cheapest first: an agent with no steering policy prefers them in this order, as the
 	// controller does (steeringClasses).
