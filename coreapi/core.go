@@ -27,10 +27,14 @@ type Deps struct {
 	Cases    *soc.Service
 	Webhooks *webhook.Service
 	Version  string
+	Now      func() time.Time // the server time ping reports (the controller's clock); nil: time.Now
 }
 
 // Register mounts the /v1 routes on g, which must already authenticate.
 func Register(g *gin.RouterGroup, d Deps) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
 	h := &handlers{d}
 	g.GET("/ping", h.ping)
 	g.GET("/org", auth.Require(auth.ScopeOrgRead), h.org)
@@ -56,7 +60,7 @@ type handlers struct{ Deps }
 func (h *handlers) ping(c *gin.Context) {
 	k := auth.KeyFrom(c)
 	c.JSON(http.StatusOK, gin.H{
-		"pong": true, "time": time.Now().UTC(), "version": h.Version,
+		"pong": true, "time": h.Now().UTC(), "version": h.Version,
 		"key":        gin.H{"id": k.ID, "name": k.Name, "scopes": k.Scopes, "project": k.Project},
 		"request_id": rest.GetRequestID(c),
 	})

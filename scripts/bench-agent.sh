@@ -12,8 +12,12 @@
 #   BenchmarkResources          4 transports x 5 probes/s for 60 s -> agent RSS (MB) and CPU (% of a core)
 #   BenchmarkImpairments/X/trialN  issue 13's table: impairment X on wan1's responder -> voice
 #                               (150 ms / 1 % / 30 ms) on wan2; X = loss20, loss3, jitter60, delay250,
-#                               delay500, delay100jitter60, blackhole; "downs" counts the trial's dead-link
-#                               verdicts (a delay step must give none: reason sla, not down)
+#                               delay500, delay100jitter60, blackhole; "downs" counts the trial's confirmed
+#                               dead-link verdicts (a delay step must give none), "revoked" the verdicts a
+#                               late answer withdrew, and for the delay steps "ctl_downs" the controller's
+#                               transport.down events, "voice_back" voice's returns to wan1 within 5 s
+#                               of its switch (a flap) and "default_on_wan1" whether the class without a
+#                               latency bound is on wan1 after those 5 s
 # Every trial sets its fault at a random phase of the probes and windows.
 #
 #   BENCH=Impairments scripts/bench-agent.sh   only those (any -bench regexp)
@@ -28,8 +32,8 @@ for b in Failover SLASwitch Impairments/loss20 Impairments/loss3 Impairments/jit
 	vals="$(echo "$out" | awk -v b="$b" '$1 ~ "^Benchmark" b "/trial" { printf "%.0f\n", $3 / 1e6 }' | sort -n)"
 	n="$(echo "$vals" | grep -c . || true)"
 	if ((n > 0)); then
-		downs="$(echo "$out" | awk -v b="$b" '$1 ~ "^Benchmark" b "/trial" { for (i = 4; i < NF; i++) if ($(i + 1) == "downs") d += $i } END { print d + 0 }')"
-		echo "$b: $n trials, median $(echo "$vals" | sed -n "$(((n + 1) / 2))p") ms, max $(echo "$vals" | tail -n 1) ms, downs $downs," \
-			"all: $(echo $vals)"
+		sum() { echo "$out" | awk -v b="$b" -v m="$1" '$1 ~ "^Benchmark" b "/trial" { for (i = 4; i < NF; i++) if ($(i + 1) == m) d += $i } END { print d + 0 }'; }
+		echo "$b: $n trials, median $(echo "$vals" | sed -n "$(((n + 1) / 2))p") ms, max $(echo "$vals" | tail -n 1) ms," \
+			"downs $(sum downs), revoked $(sum revoked), controller downs $(sum ctl_downs), voice back $(sum voice_back), all: $(echo $vals)"
 	fi
 done

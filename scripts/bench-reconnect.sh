@@ -4,6 +4,10 @@
 #
 #   scripts/bench-reconnect.sh                    10,000 agents, SIGKILL, 10 s outage
 #   AGENTS=2000 SIGNAL=TERM OUTAGE=3s scripts/bench-reconnect.sh
+#   PROFILE=/tmp/prof GCTRACE=1 scripts/bench-reconnect.sh
+#                                                 also the restarted controller's CPU profile (12 s
+#                                                 from its start), goroutine/block/mutex profiles
+#                                                 2 s after ready, and GODEBUG=gctrace=1 in its log
 #
 # Builds the controller and scripts/loadgen, creates an API key in a fresh data dir, and runs
 # loadgen --reconnect, which starts the controller itself on loopback (embedded broker, SQLite,
@@ -34,10 +38,22 @@ api_port="$(freeport)"
 mqtt_port="$(freeport)"
 metrics_port="$(freeport)"
 token="$("$bin/controller" keys create --data-dir "$data" --scopes sdwan:read,sdwan:write --name bench-reconnect | tail -n 1)"
+ctl=("$bin/controller")
+extra=()
+if [[ -n "${GCTRACE:-}" ]]; then
+	ctl=(env GODEBUG=gctrace=1 "$bin/controller") # the controller's only, not loadgen's
+fi
+if [[ -n "${PROFILE:-}" ]]; then
+	extra=(--profile-dir "$PROFILE")
+fi
 set -x
 "$bin/loadgen" --reconnect --api "https://127.0.0.1:$api_port" --ca "$data/tls/ca.crt" --token "$token" \
-	--controller-cmd "$bin/controller serve --data-dir $data --listen 127.0.0.1:$api_port --mqtt-listen 127.0.0.1:$mqtt_port --metrics-listen 127.0.0.1:$metrics_port --rate-limit 0 --log-level warn" \
+	--controller-cmd "${ctl[*]} serve --data-dir $data --listen 127.0.0.1:$api_port --mqtt-listen 127.0.0.1:$mqtt_port --metrics-listen 127.0.0.1:$metrics_port --rate-limit 0 --log-level warn${PROFILE:+ --pprof}" \
 	--controller-log "$data/controller.log" --metrics "http://127.0.0.1:$metrics_port/metrics" --mqtt "127.0.0.1:$mqtt_port" --state "$data/loadgen-state.json" \
-	--sites "$AGENTS" --kill-signal "$SIGNAL" --outage "$OUTAGE" --out "$OUT" ${LOADGEN_FLAGS:-}
+	--sites "$AGENTS" --kill-signal "$SIGNAL" --outage "$OUTAGE" --out "$OUT" "${extra[@]}" ${LOADGEN_FLAGS:-}
 { set +x; } 2>/dev/null
+if [[ -n "${GCTRACE:-}" ]]; then
+	cp "$data/controller.log" "${OUT%.md}-controller.log" # the gc trace lines
+	echo "controller log (gc trace) in ${OUT%.md}-controller.log" >&2
+fi
 echo "results also in $OUT" >&2

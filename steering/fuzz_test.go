@@ -123,6 +123,8 @@ func FuzzSite(f *testing.F) {
 				transports = next
 			case 7:
 				now = now.Add(time.Duration(in.byte()) * time.Second)
+			case 4: // a dead-link verdict revoked by a late answer (refused unless Down)
+				c.s.Revoke(now, fuzzNames[(op>>3)%len(fuzzNames)], float64(in.byte())*4)
 			default: // a window, sometimes of a transport not in the site
 				c.observe(now, fuzzNames[(op>>3)%len(fuzzNames)], in.metrics())
 			}

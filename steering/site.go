@@ -54,7 +54,9 @@ type Site struct {
 type transport struct {
 	name            string
 	last            Metrics
-	downNs, degNs   int64  // UnixNano when it went Down, became Degraded
+	downNs, degNs   int64 // UnixNano when it went Down, became Degraded
+	revokedNs       int64 // UnixNano of the last Revoke, if revoked
+	revoked         bool
 	upRun           uint16 // consecutive non-Down windows while Down
 	degBad, degGood uint16 // consecutive windows missing / meeting Options.Degraded
 	degEv           evidence
@@ -543,6 +545,53 @@ func (s *Site) Adopt(now time.Time, class, transport string) bool {
 		c.path, c.switched, c.switchedNs = uint8(ti), true, now.UnixNano()
 	}
 	return true
+}
+
+// Revoke withdraws a dead-link verdict (a Down window observed on transport) that the probes
+// then disproved: the probe that made it was answered after all, late, rttMs after it was sent,
+// so the path was slow, not dead. The transport is no longer Down as of now and the flap
+// penalty that going Down charged is given back; the classes that moved off it stay where they
+// are (a return is a voluntary switch, after HoldDown: no flapping). The late answer is
+// latency evidence: a class whose latency bound the answer exceeds by the Detector's margin (or
+// at all, with the Detector off) is breached on the transport at once, so that it does not go
+// back to a path that misses its SLA by that much. A transport is revoked at most once per
+// HoldDown: a second verdict within it stays Down with the usual recovery, so that verdicts and
+// revocations in turn cannot move a class back and forth without limit. It reports false, and
+// does nothing, if the transport is not in the site, not Down, or was revoked within HoldDown.
+func (s *Site) Revoke(now time.Time, transport string, rttMs float64) bool {
+	ti := s.transportIndex(transport)
+	ns := now.UnixNano()
+	if ti < 0 || !s.transports[ti].down {
+		return false
+	}
+	t, T := &s.transports[ti], len(s.transports)
+	if t.revoked && elapsed(ns, t.revokedNs) < s.opts.HoldDown {
+		return false
+	}
+	t.down, t.upRun, t.revoked, t.revokedNs = false, 0, true, ns
+	d := &s.opts.Damping
+	for ci := range s.classes {
+		c, sla := &s.cells[ci*T+ti], &s.classes[ci].sla
+		if d.HalfLife > 0 && c.pen > 0 {
+			c.pen, c.penNs = max(s.penalty(c, ns)-d.Penalty, 0), ns
+		}
+		bound := sla.MaxLatencyMs
+		if s.opts.Detector.on() {
+			bound *= 1 + s.opts.Detector.Margin
+		}
+		if !c.breached && sla.MaxLatencyMs > 0 && rttMs > bound {
+			c.breached, c.sinceNs, c.good, c.bad = true, ns, 0, 0
+			s.charge(c, ns)
+		}
+	}
+	return true
+}
+
+// Usable reports whether class may use transport now: the transport is not Down and the class's
+// SLA is not breached on it. False if either is not in the site.
+func (s *Site) Usable(class, transport string) bool {
+	ci, ti := s.classIndex(class), s.transportIndex(transport)
+	return ci >= 0 && ti >= 0 && !s.transports[ti].down && !s.cells[ci*len(s.transports)+ti].breached
 }
 
 // Status returns a transport's state now (Evaluate reports its changes), false if the

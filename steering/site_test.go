@@ -810,3 +810,112 @@ func TestReconfigureEvidence(t *testing.T) {
 		})
 	}
 }
+
+// TestRevoke: a dead-link verdict disproved by a late answer. The transport is live again at
+// once, the classes that moved stay until the hold-down (no flapping), a class whose latency
+// bound the late answer misses by the margin stays off it after that too, and the others return.
+func TestRevoke(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rttMs    float64
+		after    Metrics // mpls's windows after the revocation
+		breached string  // classes breached on mpls by the late answer
+		back     string  // switches back to mpls once the hold-down has passed
+	}{
+		{"+500 ms step: voice's and video's bounds missed", 520, Metrics{LatencyMs: 520, JitterMs: 2}, "voice video", "default:inet>mpls"},
+		{"answer within every bound", 120, good, "", "voice:inet>mpls video:inet>mpls default:inet>mpls"},
+		{"over voice's bound, not by the margin", 170, good, "", "voice:inet>mpls video:inet>mpls default:inet>mpls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestSite(t, DefaultOptions()) // with damping: a revoked verdict gives its charge back
+			window(s, at(1), nil)
+			s.Observe(at(1).Add(300*time.Millisecond), "mpls", down)
+			s.Evaluate(at(1).Add(300*time.Millisecond), nil)
+			if s.Path("voice") != "inet" || s.Path("video") != "inet" || s.Path("default") != "inet" {
+				t.Fatalf("after Down: voice on %s, video on %s, default on %s; want inet", s.Path("voice"), s.Path("video"), s.Path("default"))
+			}
+			if !s.Revoke(at(1).Add(500*time.Millisecond), "mpls", tc.rttMs) {
+				t.Fatal("Revoke of a Down transport: false")
+			}
+			if st, _ := s.Status("mpls"); st == Down {
+				t.Fatal("still Down after Revoke")
+			}
+			var breached []string
+			for _, c := range []string{"voice", "video", "default"} {
+				if !s.Usable(c, "mpls") {
+					breached = append(breached, c)
+				}
+			}
+			if got := strings.Join(breached, " "); got != tc.breached {
+				t.Errorf("not usable on mpls after Revoke: %q; want %q", got, tc.breached)
+			}
+			if s.Revoke(at(1).Add(600*time.Millisecond), "mpls", tc.rttMs) || s.Revoke(at(1), "nope", 1) {
+				t.Error("Revoke of a transport not Down (or unknown): true")
+			}
+			for i := 2; i <= 30; i++ {
+				for _, d := range window(s, at(i), map[string]Metrics{"mpls": tc.after}) {
+					if d.Kind == PathSwitched || d.Kind == TransportDown {
+						t.Fatalf("window %d: %v within the hold-down", i, d)
+					}
+				}
+			}
+			var moved []string
+			for i := 31; i <= 45; i++ {
+				for _, d := range window(s, at(i), map[string]Metrics{"mpls": tc.after}) {
+					if d.Kind == PathSwitched {
+						moved = append(moved, d.Class+":"+d.From+">"+d.To)
+					}
+				}
+			}
+			if got := strings.Join(moved, " "); got != tc.back {
+				t.Errorf("after the hold-down: %q; want %q", got, tc.back)
+			}
+		})
+	}
+}
+
+// TestRevokeGivesChargeBack: verdicts that late answers disprove are no failures, so repeating
+// them never suppresses the transport (three real ones within minutes would).
+func TestRevokeGivesChargeBack(t *testing.T) {
+	s := newTestSite(t, DefaultOptions())
+	window(s, at(1), nil)
+	for i := range 3 {
+		now := at(2 + 31*i) // a revocation per hold-down at most
+		s.Observe(now, "mpls", down)
+		s.Evaluate(now, nil)
+		s.Revoke(now.Add(200*time.Millisecond), "mpls", 100)
+	}
+	ti, T := s.transportIndex("mpls"), len(s.transports)
+	if st, _ := s.Status("mpls"); st == Down {
+		t.Fatal("mpls Down after revocations")
+	}
+	for ci := range s.classes {
+		if c := &s.cells[ci*T+ti]; c.suppressed || s.penalty(c, at(70).UnixNano()) >= s.opts.Damping.Penalty/2 {
+			t.Errorf("class %s on mpls: penalty %.0f, suppressed %v after three revoked verdicts", s.classes[ci].name, c.pen, c.suppressed)
+		}
+	}
+}
+
+// TestRevokeOncePerHoldDown: a second verdict within the hold-down of a revocation is not
+// revoked: it stays Down, and returns as any Down does.
+func TestRevokeOncePerHoldDown(t *testing.T) {
+	s := newTestSite(t, DefaultOptions())
+	window(s, at(1), nil)
+	s.Observe(at(2), "mpls", down)
+	s.Evaluate(at(2), nil)
+	if !s.Revoke(at(2).Add(300*time.Millisecond), "mpls", 100) {
+		t.Fatal("first revocation refused")
+	}
+	s.Observe(at(10), "mpls", down)
+	s.Evaluate(at(10), nil)
+	if s.Revoke(at(10).Add(300*time.Millisecond), "mpls", 100) {
+		t.Fatal("second revocation within the hold-down accepted")
+	}
+	if st, _ := s.Status("mpls"); st != Down {
+		t.Fatalf("mpls %v after a refused revocation; want down", st)
+	}
+	s.Observe(at(40), "mpls", down)
+	if !s.Revoke(at(40).Add(300*time.Millisecond), "mpls", 100) {
+		t.Fatal("revocation a hold-down after the last one refused")
+	}
+}

@@ -51,6 +51,10 @@ type Steering struct {
 type ProbeDefaults struct {
 	Interval time.Duration `yaml:"interval"` // default 200ms
 	Timeout  time.Duration `yaml:"timeout"`  // the longest wait for an answer (a probe is lost after 3 suspect deadlines, at most this); default 1s
+	// DelayStep is the largest sudden RTT increase never taken for a dead link: a probe counts
+	// towards one only when unanswered for SRTT + delay_step + max(4*RTTVAR, 30ms); 0: the
+	// prober's default, 250ms (at most the timeout).
+	DelayStep time.Duration `yaml:"delay_step"`
 }
 
 // Transport is one WAN circuit of the router.
@@ -64,6 +68,7 @@ type Transport struct {
 	Method       string        `yaml:"method"` // icmp (default), tcp (targets host:port) or http (targets URLs)
 	Interval     time.Duration `yaml:"interval"`
 	Timeout      time.Duration `yaml:"timeout"`
+	DelayStep    time.Duration `yaml:"delay_step"`
 }
 
 // Routing places the agent's tables, rules and marks (see agent/dataplane).
@@ -79,6 +84,8 @@ const (
 	DefaultWindow   = time.Second
 	DefaultInterval = 200 * time.Millisecond
 	DefaultTimeout  = time.Second
+	// MinDelayStep: below it a busy machine's scheduling alone would look like a dead link.
+	MinDelayStep    = 50 * time.Millisecond
 	DefaultDown     = 3
 	DefaultSpoolMax = 64 << 20
 )
@@ -159,6 +166,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&v.Window, "window", 0, "telemetry window (default 1s)")
 	fs.DurationVar(&v.Probe.Interval, "probe-interval", 0, "probe interval per transport (default 200ms)")
 	fs.DurationVar(&v.Probe.Timeout, "probe-timeout", 0, "longest wait for an answer: a probe is lost after three suspect deadlines, at most this (default 1s)")
+	fs.DurationVar(&v.Probe.DelayStep, "probe-delay-step", 0, "largest sudden RTT increase never taken for a dead link (default 250ms; 50ms..timeout)")
 	fs.IntVar(&v.DownAfter, "down-after", 0, "consecutive unanswered probes that make a transport down (default 3)")
 	fs.DurationVar(&v.Steering.HoldDown, "steering-hold-down", 0, "local failover hold-down (default 30s; keep equal to the controller's)")
 	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally, for windows without probe counts (default 3; with counts the SLA detector decides)")
@@ -193,6 +201,9 @@ func (f *Flags) Apply(c *Config) {
 	}
 	if set["probe-timeout"] {
 		c.Probe.Timeout = v.Probe.Timeout
+	}
+	if set["probe-delay-step"] {
+		c.Probe.DelayStep = v.Probe.DelayStep
 	}
 	if set["down-after"] {
 		c.DownAfter = v.DownAfter
@@ -233,6 +244,9 @@ func (c *Config) Finish() error {
 	}
 	if c.Probe.Timeout <= 0 {
 		c.Probe.Timeout = DefaultTimeout
+	}
+	if err := checkDelayStep("probe", c.Probe.DelayStep, c.Probe.Timeout); err != nil {
+		return err
 	}
 	if c.Enforce == nil {
 		t := true
@@ -296,6 +310,24 @@ func (c *Config) Finish() error {
 		if t.Interval < 10*time.Millisecond {
 			return fmt.Errorf("transport %s: probe interval %v is below 10ms", t.Name, t.Interval)
 		}
+		if t.DelayStep == 0 {
+			t.DelayStep = c.Probe.DelayStep
+		}
+		if err := checkDelayStep("transport "+t.Name, t.DelayStep, t.Timeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDelayStep refuses a delay step the dead-link rule cannot use (0: the prober's default): under MinDelayStep a loaded machine's scheduling looks like a dead link, and
+// from the timeout on the rule would be the timeout's, the option saying nothing.
+func checkDelayStep(what string, step, timeout time.Duration) error {
+	if step == 0 {
+		return nil
+	}
+	if step < MinDelayStep || step >= timeout {
+		return fmt.Errorf("%s: delay_step %v: want %v..%v (below the probe timeout)", what, step, MinDelayStep, timeout)
 	}
 	return nil
 }

@@ -14,10 +14,10 @@ func TestLoadFlagsFinish(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`
 controller: https://ctl:8443
 data_dir: /tmp/x
-probe: {interval: 100ms}
+probe: {interval: 100ms, delay_step: 300ms}
 transports:
   - {name: mpls, interface: eth1, gateway: 198.18.1.1, probe_targets: [198.18.100.1]}
-  - {name: lte, interface: wwan0, method: tcp, probe_targets: ["198.18.100.1:443"], interval: 500ms}
+  - {name: lte, interface: wwan0, method: tcp, probe_targets: ["198.18.100.1:443"], interval: 500ms, delay_step: 600ms, timeout: 2s}
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +40,23 @@ transports:
 	if c.Transports[0].Interval != 100*time.Millisecond || c.Transports[1].Interval != 500*time.Millisecond || c.Transports[0].Method != "icmp" {
 		t.Fatalf("transports %+v", c.Transports)
 	}
+	if c.Transports[0].DelayStep != 300*time.Millisecond || c.Transports[1].DelayStep != 600*time.Millisecond {
+		t.Fatalf("delay steps %v %v, want the file's 300ms and the transport's own 600ms", c.Transports[0].DelayStep, c.Transports[1].DelayStep)
+	}
+	// the flag overrides the file's default; 0 stays the prober's default
+	fs = flag.NewFlagSet("x", flag.ContinueOnError)
+	f = NewFlags(fs)
+	if err := fs.Parse([]string{"--probe-delay-step", "400ms"}); err != nil {
+		t.Fatal(err)
+	}
+	c = &Config{Transports: []Transport{{Name: "a", Interface: "e"}}}
+	f.Apply(c)
+	if err := c.Finish(); err != nil || c.Probe.DelayStep != 400*time.Millisecond || c.Transports[0].DelayStep != 400*time.Millisecond {
+		t.Fatalf("--probe-delay-step: %v %+v", err, c)
+	}
+	if c = (&Config{}); c.Finish() != nil || c.Probe.DelayStep != 0 {
+		t.Fatalf("unset delay step: %+v", c.Probe)
+	}
 	if !*c.Enforce || c.Steering.HoldDown != 30*time.Second {
 		t.Fatalf("defaults %+v", c)
 	}
@@ -56,6 +73,12 @@ func TestErrors(t *testing.T) {
 		{"transports: [{name: a, interface: e, method: udp}]", "icmp, tcp or http"},
 		{"transports: [{name: a, interface: e, interval: 1ms}]", "below 10ms"},
 		{"window: 10ms", "window"},
+		{"probe: {delay_step: 10ms}", "delay_step 10ms: want 50ms..1s"},
+		{"probe: {delay_step: -1s}", "delay_step -1s"},
+		{"probe: {delay_step: 1s}", "below the probe timeout"},
+		{"probe: {delay_step: 600ms, timeout: 500ms}", "delay_step 600ms: want 50ms..500ms"},
+		{"transports: [{name: a, interface: e, delay_step: 2s}]", "transport a: delay_step 2s"},
+		{"transports: [{name: a, interface: e, delay_step: 20ms}]", "transport a: delay_step 20ms"},
 	} {
 		path := filepath.Join(t.TempDir(), "a.yaml")
 		_ = os.WriteFile(path, []byte(tc.yaml), 0o600)

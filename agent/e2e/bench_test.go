@@ -130,9 +130,35 @@ func BenchmarkImpairments(b *testing.B) {
 						e.lab.WANs[0].Responder.Set(im.imp)
 						waitFor(b, 90*time.Second, "voice on wan2", func() bool { return voiceTable(b, e.dp) == tWAN2 })
 					}
-					// a delay step must be judged by the SLA detector (reason sla), never taken
-					// for a dead link (which moves every class for the hold-down)
+					// a delay step must be judged by the SLA detector, never confirmed as a dead
+					// link (transport.down, every class moved for the hold-down): a verdict made
+					// before its late answers is revoked by them, and voice must not come back
+					// to the slow path meanwhile (a flap)
+					back := 0
+					if im.imp.Loss == 0 && im.imp.Jitter == 0 {
+						end := time.Now().Add(5 * time.Second)
+						for time.Now().Before(end) {
+							if voiceTable(b, e.dp) != tWAN2 {
+								back++
+								waitFor(b, 90*time.Second, "voice on wan2 again", func() bool { return voiceTable(b, e.dp) == tWAN2 })
+							}
+							time.Sleep(10 * time.Millisecond)
+						}
+						b.ReportMetric(float64(len(events(b, e.c, e.s, "transport.down").Data)), "ctl_downs")
+						b.ReportMetric(float64(back), "voice_back")
+						// the classes without a latency bound stay on (or go back to) the slow path
+						onWAN1 := 0.0
+						if defaultTable(b, e.dp) == tWAN1 {
+							onWAN1 = 1
+						}
+						b.ReportMetric(onWAN1, "default_on_wan1")
+					}
+					if im.imp.Loss == 1 {
+						// a blackhole's verdict is confirmed at its first probe's timeout (1 s)
+						waitFor(b, 10*time.Second, "the dead link confirmed", func() bool { return e.a.downsSince(logFrom) > 0 })
+					}
 					b.ReportMetric(float64(e.a.downsSince(logFrom)), "downs")
+					b.ReportMetric(float64(e.a.revokedSince(logFrom)), "revoked")
 				})
 			}
 		})

@@ -307,6 +307,12 @@ func (a *agent) downsSince(off int) int {
 	return strings.Count(a.log.String()[off:], `msg="agent: transport down"`)
 }
 
+// revokedSince counts the agent's dead-link verdicts revoked by a late answer (a delay step)
+// after offset off of its log.
+func (a *agent) revokedSince(off int) int {
+	return strings.Count(a.log.String()[off:], `msg="agent: dead-link verdict revoked`)
+}
+
 // kill ends the agent abruptly (SIGKILL), as a crash or power loss would.
 func (a *agent) kill() {
 	if a.done == nil {

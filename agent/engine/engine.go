@@ -73,7 +73,7 @@ type Engine struct {
 type transportSpec struct {
 	Name, Interface, Gateway, Gateway6, Source, Method string
 	Targets                                            []string
-	Interval, Timeout                                  time.Duration
+	Interval, Timeout, DelayStep                       time.Duration
 }
 
 // Run runs the agent until ctx ends, then shuts down cleanly: it stops probing, sends what it
@@ -182,7 +182,7 @@ func (e *Engine) mergeTransports(p *telemetry.Policy) []transportSpec {
 			if len(l.ProbeTargets) > 0 {
 				t.Targets = l.ProbeTargets
 			}
-			t.Source, t.Method, t.Interval, t.Timeout = l.Source, l.Method, l.Interval, l.Timeout
+			t.Source, t.Method, t.Interval, t.Timeout, t.DelayStep = l.Source, l.Method, l.Interval, l.Timeout, l.DelayStep
 			delete(local, t.Name)
 		}
 		if t.Method == "" {
@@ -193,6 +193,9 @@ func (e *Engine) mergeTransports(p *telemetry.Policy) []transportSpec {
 		}
 		if t.Timeout <= 0 {
 			t.Timeout = e.cfg.Probe.Timeout
+		}
+		if t.DelayStep <= 0 {
+			t.DelayStep = e.cfg.Probe.DelayStep
 		}
 		if len(t.Targets) == 0 && t.Gateway != "" {
 			t.Targets = []string{t.Gateway}
@@ -226,7 +229,7 @@ func (e *Engine) setTransportsLocked(ts []transportSpec) {
 	for i, t := range ts {
 		keep[t.Name] = true
 		pc := probe.Config{Method: t.Method, Targets: t.Targets, Interval: t.Interval, Timeout: t.Timeout,
-			Interface: t.Interface, Source: t.Source}
+			DelayStep: t.DelayStep, Interface: t.Interface, Source: t.Source}
 		if e.dp != nil {
 			pc.Mark = e.dp.Mark(i)
 		}
@@ -300,10 +303,9 @@ func (e *Engine) rebuildSteeringLocked() {
 }
 
 // onDown is called by a monitor (with e.mu held) the moment its transport goes hard down: the
-// local steering moves the classes off it at once.
+// local steering moves the classes off it at once. The verdict is confirmed (onConfirmedLocked)
+// or revoked (onRevokedLocked) within the probe timeout.
 func (e *Engine) onDownLocked(name string, now time.Time) {
-	e.m.transportUp.WithLabelValues(name).Set(0)
-	e.event(telemetry.AgentEvent{Type: "transport.down", Transport: name, Reason: "local"})
 	if e.steer != nil {
 		e.steer.Observe(now, name, steering.Metrics{Down: true})
 		e.scratch = e.steer.Evaluate(now, e.scratch[:0])
@@ -318,6 +320,30 @@ func (e *Engine) logDecisions() {
 		e.log.Debug("agent: local steering", "kind", d.Kind.String(), "transport", d.Transport, "class", d.Class,
 			"from", d.From, "to", d.To, "reason", string(d.Reason), "latency_ms", d.Metrics.LatencyMs, "loss_pct", d.Metrics.LossPct, "jitter_ms", d.Metrics.JitterMs)
 	}
+}
+
+// onConfirmedLocked raises transport.down for a confirmed dead-link verdict.
+func (e *Engine) onConfirmedLocked(name string) {
+	e.m.transportUp.WithLabelValues(name).Set(0)
+	e.event(telemetry.AgentEvent{Type: "transport.down", Transport: name, Reason: "local"})
+}
+
+// onRevokedLocked withdraws a dead-link verdict that a late answer (rtt) disproved: no event
+// (nothing was raised), the local steering no longer holds the transport down, and the classes
+// whose latency bound the answer misses stay off it (steering.Site.Revoke).
+func (e *Engine) onRevokedLocked(name string, rtt time.Duration, now time.Time) {
+	if e.steer == nil {
+		return
+	}
+	if !e.steer.Revoke(now, name, float64(rtt)/float64(time.Millisecond)) {
+		// a second verdict within the hold-down of a revocation: flap damping, the local
+		// steering holds the transport down until it recovers as from any Down
+		e.log.Info("agent: revoked again within the hold-down: the transport stays down for local steering", "transport", name)
+		return
+	}
+	e.scratch = e.steer.Evaluate(now, e.scratch[:0])
+	e.logDecisions()
+	e.kickReconcile()
 }
 
 func (e *Engine) onUpLocked(name string) {
@@ -375,10 +401,12 @@ func (e *Engine) flushWindow(now time.Time, d time.Duration) {
 		if mon == nil {
 			continue
 		}
-		tw := mon.flush()
+		tw, localDown := mon.flush()
 		tws = append(tws, tw)
 		if e.steer != nil {
-			e.steer.Observe(now, t.Name, steering.WindowMetrics(&tw))
+			local := tw
+			local.Down = localDown
+			e.steer.Observe(now, t.Name, steering.WindowMetrics(&local))
 		}
 	}
 	if e.steer != nil {
@@ -562,9 +590,9 @@ func (e *Engine) reconcileLoop(ctx context.Context) {
 }
 
 // effectivePathLocked is the path class c uses now: the controller's decision unless the local
-// steering holds that transport down (then the local choice: the controller has not reacted
-// yet, or cannot be reached), or the local choice when there is no decision, or no connection
-// for longer than decisionGrace.
+// steering finds that transport unusable for c, Down or breached (then the local choice: the
+// controller has not reacted yet, or cannot be reached), or the local choice when there is no
+// decision, or no connection for longer than decisionGrace.
 func (e *Engine) effectivePathLocked(c string) (path string, local bool) {
 	var lp string
 	if e.steer != nil {
@@ -574,7 +602,9 @@ func (e *Engine) effectivePathLocked(c string) (path string, local bool) {
 		if e.steer == nil {
 			return cp, false
 		}
-		if st, ok := e.steer.Status(cp); !ok || st != steering.Down {
+		// the controller has not judged yet what the agent saw: the path is dead, or a dead-link
+		// verdict was revoked by an answer far over the class's latency bound
+		if e.steer.Usable(c, cp) {
 			return cp, false
 		}
 	}

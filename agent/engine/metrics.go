@@ -19,6 +19,7 @@ type metrics struct {
 	resent                 prometheus.Counter
 	pubackFallbacks        prometheus.Counter
 	connected              prometheus.Gauge
+	verdictsRevoked        prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -37,9 +38,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		pubackFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_puback_fallbacks_total",
 			Help: "Times the agent began deleting spooled records at the broker's PUBACK (no watermark from the controller within the grace: an older controller)."}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_connected", Help: "1 while connected to the broker."}),
+		verdictsRevoked: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_dead_link_verdicts_revoked_total",
+			Help: "Dead-link verdicts withdrawn because their first unanswered probe was answered late (a delay step, not a dead link)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.pubackFallbacks, m.connected)
+		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.pubackFallbacks, m.connected, m.verdictsRevoked)
 	}
 	return m
 }

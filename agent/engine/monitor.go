@@ -22,13 +22,26 @@ type monitor struct {
 	pace     *probe.Pace // fast while the transport is suspect
 	suspect  time.Time   // when a probe was last past its suspect deadline
 	suspects int         // consecutive probes past their suspect deadline
+	first    time.Time   // when the first of them was sent
 	overdue  bool        // and the first of them is past its down deadline (probe.Result.Overdue)
 	answered time.Time   // when the last answered probe was sent
 	down     bool        // hard down: DownAfter suspects in a row, the first overdue, until the next answer
+	verdict  verdict     // the last dead-link verdict, until confirmed or revoked
+	revoked  time.Time   // when a verdict was last revoked
 	stopped  bool
 	cancel   context.CancelFunc
 	sent     prometheus.Counter // this transport's, looked up once
 	lost     prometheus.Counter
+}
+
+// verdict is a dead-link verdict: the classes move at once (a blackhole must move traffic
+// within 400 ms), but it is only *confirmed*, raising transport.down and reported as Down, when
+// its first unanswered probe is still unanswered at the probe timeout. A late answer to that
+// probe revokes it: the path was slow (a delay step longer than DelayStep), not dead, and a slow
+// path is the SLA detector's to judge, not a dead link that moves every class.
+type verdict struct {
+	first     time.Time // the sending of the run's first unanswered probe; zero: none pending
+	confirmed bool
 }
 
 // startMonitor starts probing; prev (stopped, may be nil) hands over its window so that jitter
@@ -36,7 +49,11 @@ type monitor struct {
 func startMonitor(e *Engine, name string, pc probe.Config, prev *monitor) *monitor {
 	m := &monitor{e: e, name: name, pc: pc, pace: probe.NewPace(), sent: e.m.probesSent.WithLabelValues(name), lost: e.m.probesLost.WithLabelValues(name)}
 	if prev != nil {
-		m.w, m.suspects, m.overdue, m.answered, m.down = prev.w, prev.suspects, prev.overdue, prev.answered, prev.down
+		m.w, m.suspects, m.first, m.overdue, m.answered, m.down = prev.w, prev.suspects, prev.first, prev.overdue, prev.answered, prev.down
+		// the old prober's probes are gone: no answer can revoke a pending verdict any more
+		if m.verdict = prev.verdict; !m.verdict.first.IsZero() && !m.verdict.confirmed {
+			m.confirmLocked()
+		}
 	} else {
 		// Down is decided here from suspect deadlines (faster than full timeouts), not by the
 		// window's loss count.
@@ -69,7 +86,9 @@ func (m *monitor) run(ctx context.Context) {
 		m.e.mu.Lock()
 		if !m.stopped && !m.down {
 			m.down = true
+			m.verdict = verdict{first: time.Now(), confirmed: true} // nothing was sent: nothing can revoke it
 			m.e.onDownLocked(m.name, time.Now())
+			m.e.onConfirmedLocked(m.name)
 		}
 		m.e.mu.Unlock()
 		select {
@@ -93,12 +112,17 @@ func (m *monitor) handle(r probe.Result) {
 		// loss counts sooner); the window's verdict (setPace) decides how long.
 		m.pace.SetFast(true)
 		m.suspect = time.Now()
-		if r.Sent.After(m.answered) {
+		// a probe sent before a revocation had its deadlines from the RTTs before the delay step
+		// that the late answer showed: it is no evidence of a dead link
+		if r.Sent.After(m.answered) && r.Sent.After(m.revoked) {
+			if m.suspects == 0 {
+				m.first = r.Sent
+			}
 			m.suspects++
 			m.checkDownLocked()
 		}
 	case r.Overdue:
-		if r.Sent.After(m.answered) && m.suspects > 0 {
+		if r.Sent.After(m.answered) && r.Sent.After(m.revoked) && m.suspects > 0 {
 			m.overdue = true
 			m.checkDownLocked()
 		}
@@ -118,10 +142,21 @@ func (m *monitor) handle(r probe.Result) {
 			m.answered = r.Sent
 		}
 		m.suspects, m.overdue = 0, false
+		if v := m.verdict; !v.first.IsZero() && !v.confirmed && !r.Sent.After(v.first) {
+			// the probe the verdict counted as the first unanswered one was answered after all
+			m.verdict, m.down, m.revoked = verdict{}, false, time.Now()
+			e.m.verdictsRevoked.Inc()
+			e.log.Info("agent: dead-link verdict revoked: its first probe was answered late (a delay step)",
+				"transport", m.name, "rtt", r.RTT)
+			e.onRevokedLocked(m.name, r.RTT, time.Now())
+			return
+		}
 		if m.down {
 			m.down = false
 			e.log.Info("agent: transport answers again", "transport", m.name)
-			e.onUpLocked(m.name)
+			if m.verdict.confirmed {
+				e.onUpLocked(m.name)
+			} // else: the confirmation (at the first probe's timeout) raises down and up together
 		}
 	}
 }
@@ -150,8 +185,33 @@ func (m *monitor) checkDownLocked() {
 		return
 	}
 	m.down = true
-	m.e.log.Warn("agent: transport down", "transport", m.name, "unanswered", m.suspects)
+	m.verdict = verdict{first: m.first}
+	m.e.log.Warn("agent: transport unanswered: classes moved; a dead link unless its first probe is answered late",
+		"transport", m.name, "unanswered", m.suspects)
 	m.e.onDownLocked(m.name, time.Now())
+	first := m.first
+	time.AfterFunc(time.Until(first.Add(m.pc.Timeout+confirmSlack)), func() {
+		m.e.mu.Lock()
+		defer m.e.mu.Unlock()
+		if !m.stopped && m.verdict.first.Equal(first) && !m.verdict.confirmed {
+			m.confirmLocked()
+		}
+	})
+}
+
+// confirmSlack is how long after the first unanswered probe's timeout (when the prober forgets
+// it, so no answer can revoke the verdict any more) the verdict is confirmed.
+const confirmSlack = 20 * time.Millisecond
+
+// confirmLocked confirms the pending verdict: the transport was dead (for a while at least).
+// It raises transport.down, and transport.up too when the transport already answers again.
+func (m *monitor) confirmLocked() {
+	m.verdict.confirmed = true
+	m.e.log.Warn("agent: transport down", "transport", m.name, "since", m.verdict.first)
+	m.e.onConfirmedLocked(m.name)
+	if !m.down {
+		m.e.onUpLocked(m.name)
+	}
 }
 
 // pace keeps fast probing while the local steering finds the transport suspect, or a probe was
@@ -160,11 +220,13 @@ func (m *monitor) setPace(suspect bool, now time.Time, window time.Duration) {
 	m.pace.SetFast(suspect || now.Sub(m.suspect) < window)
 }
 
-// flush ends the window (engine mu held).
-func (m *monitor) flush() telemetry.TransportWindow {
-	tw := m.w.Flush()
-	tw.Down = m.down
-	return tw
+// flush ends the window (engine mu held). The report says Down only for a confirmed verdict
+// (the controller never hears of a revoked one); localDown is whether the local steering is to
+// see it Down: for every verdict from the moment it was made.
+func (m *monitor) flush() (tw telemetry.TransportWindow, localDown bool) {
+	tw = m.w.Flush()
+	tw.Down = m.down && m.verdict.confirmed
+	return tw, m.down
 }
 
 func (m *monitor) sameProbe(pc probe.Config) bool { return reflect.DeepEqual(m.pc, pc) }

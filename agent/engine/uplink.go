@@ -105,7 +105,12 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 	u.grace.Store(int64(watermarkGrace))
 	u.holeAfter.Store(int64(holeAfter))
 	u.speaks.Store(e.sp.Flags()&flagWatermark != 0)
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	// The session cache lets a reconnect resume the TLS session (no certificate exchange or
+	// chain verification), also after a controller restart: the controller's ticket key
+	// outlives its process. About a quarter less CPU per reconnect for the agent and an eighth
+	// less for the controller, which matters when a whole fleet reconnects at once
+	// (docs/benchmarks.md, "Reconnect rate at 10,000 agents").
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(0)}
 	if creds.CAPEM != "" {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM([]byte(creds.CAPEM)) {

@@ -57,7 +57,7 @@ type Config struct {
 	// DelayStep is the largest sudden increase of the RTT that is not taken for a dead link: a
 	// probe is Overdue after SRTT + DelayStep + max(4*RTTVAR, 30ms); default 250ms.
 	DelayStep time.Duration
-	// FastInterval is the interval while the transport is suspect; default Interval/8, at
+	// FastInterval is the interval while the transport is suspect; default Interval/20, at
 	// least 10ms. FastBudget is the longest burst of fast probing; default 20s. Fast probing
 	// time refills so that the average rate stays at most twice Interval's.
 	FastInterval time.Duration
@@ -114,7 +114,7 @@ func (c *Config) defaults() error {
 		c.DelayStep = 250 * time.Millisecond
 	}
 	if c.FastInterval <= 0 {
-		c.FastInterval = max(c.Interval/8, 10*time.Millisecond)
+		c.FastInterval = max(c.Interval/20, 10*time.Millisecond)
 	}
 	c.FastInterval = min(c.FastInterval, c.Interval)
 	if c.FastBudget <= 0 {

@@ -203,7 +203,11 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 		}
 		if !isCapWord(text[s:e]) {
 			if isLower(text[s]) || text[s] >= 0x80 || allCaps(text[s:e]) {
-				if end := d.lowerSpan(text, s, e); end > 0 {
+				end := d.lowerSpan(text, s, e)
+				if end < 0 {
+					end = d.layoutSpan(text, s)
+				}
+				if end > 0 {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end
 				}
@@ -662,28 +666,23 @@ func orgName(text string, ws []nameWord) bool {
 }
 
 // speakerLabel reports whether text[s:e] names the speaker of a chat line: at the start of a
-// line (after an optional "[09:15] " time), followed by ": " and a message that starts with a
-// lower-case letter ("Atieno: can you check it?"), unlike a field label and its value
-// ("Telefon: 030 1234567").
+// line (after an optional "[09:15] " or "00:01:20 " time), followed by ": " and a message that
+// starts with a lower-case letter ("Atieno: can you check it?"), unlike a field label and its
+// value ("Telefon: 030 1234567"); or with a capital when the lines around are a chat or a
+// transcript ("Interviewer: Can you ...?" / "Kofi Mensah-Bonsu: I led ...").
 func speakerLabel(text string, s, e int) bool {
 	if e+2 >= len(text) || text[e] != ':' || text[e+1] != ' ' {
 		return false
 	}
-	if !isLower(text[e+2]) && !(isUpper(text[e+2]) && dialogueNear(text, lineStart(text, s))) {
+	ls := skipLineTime(text, s)
+	if ls < 0 {
+		return false
+	}
+	if !isLower(text[e+2]) && !(isUpper(text[e+2]) && (dialogueNear(text, lineStart(text, s)) ||
+		proseMessage(text, e+2) && transcriptNear(text, ls, s))) {
 		return false // a field and its value, unless the lines around are a chat
 	}
-	j := s
-	if j > 0 && text[j-1] == ' ' && j >= 2 && text[j-2] == ']' {
-		j -= 2
-		for j > 0 && text[j-1] != '[' && text[j-1] != '\n' && s-j < 24 {
-			j--
-		}
-		if j == 0 || text[j-1] != '[' {
-			return false
-		}
-		j--
-	}
-	return j == 0 || text[j-1] == '\n'
+	return true
 }
 
 // proseFollows reports whether a sentence goes on after e on the same line: a lower-case word

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/edgewan/edgewan/coreapi/event"
@@ -145,4 +146,48 @@ func loadSealer(path string) (*sealer, error) {
 		return nil, fmt.Errorf("gateway: audit key: %w", err)
 	}
 	return k, nil
+}
+
+// auditResealer is the store's side of an audit key rotation (controller/store implements it).
+type auditResealer interface {
+	ResealAudit(ctx context.Context, reseal func(owner, sealed string) (string, error)) (changed int, failed []string, err error)
+}
+
+// rotateAuditKey reseals with k what only the previous audit key (PATH.previous, when it
+// exists) opens: the rotation of docs/security.md. What neither key opens stays as it is and is
+// logged (its raw input cannot be shown; a pending document must be uploaded again).
+func rotateAuditKey(ctx context.Context, st any, path string, k *sealer) error {
+	prevPath := path + ".previous"
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Stat(prevPath); err != nil {
+		return nil
+	}
+	rs, ok := st.(auditResealer)
+	if !ok {
+		return fmt.Errorf("gateway: %s exists, but this store cannot reseal the audit log", prevPath)
+	}
+	prev, err := seal.Load(prevPath)
+	if err != nil {
+		return fmt.Errorf("gateway: previous audit key: %w", err)
+	}
+	n, failed, err := rs.ResealAudit(ctx, func(owner, sealed string) (string, error) {
+		if _, err := k.Open(owner, sealed); err == nil {
+			return sealed, nil
+		}
+		plain, err := prev.Open(owner, sealed)
+		if err != nil {
+			return "", err
+		}
+		return k.Seal(owner, plain), nil
+	})
+	if err != nil {
+		return err
+	}
+	slog.Info("gateway: audit log resealed with the new audit key; delete the previous one", "resealed", n, "previous", prevPath)
+	if len(failed) > 0 {
+		slog.Error("gateway: sealed raw inputs or uploads open with neither audit key; left as they are", "count", len(failed), "first", failed[0])
+	}
+	return nil
 }

@@ -354,7 +354,7 @@ func (s *Service) fill(d *Document, cg *cachedGuard, res *document.Result) []*ev
 		s.mPages.WithLabelValues(p.Method).Inc()
 	}
 	s.mDocs.WithLabelValues("captured").Inc()
-	ev, err := event.New(event.DocumentCaptured, s.capturedData(d))
+	ev, err := event.NewAt(event.DocumentCaptured, s.capturedData(d), s.o.Now())
 	if err != nil {
 		return nil
 	}

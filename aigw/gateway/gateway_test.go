@@ -451,3 +451,56 @@ func TestModelAnswerWithNUL(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditKeyRotation: with the audit key moved to audit.key.previous, a start makes a new
+// key and reseals every raw input with it (docs/security.md); the raw inputs still open, with
+// the new key alone once the previous one is deleted, and the records' updated_at (which the
+// SIEM streams follow) does not move.
+func TestAuditKeyRotation(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		e := newEnv(t, st, nil)
+		const raw = "write to zebra.quokka.4821@example.org"
+		if _, err := e.svc.UpdateProject(ctx, admin, "proj", gateway.ProjectUpdate{StoreRawInput: new(true)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Sanitize(ctx, user, "req_rot", gateway.SanitizeRequest{Project: "proj", Text: raw}); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Close() // commits the audit record
+		before, err := st.Gateway().GetRecord(ctx, "req_rot")
+		if err != nil || before.RawInputEnc == "" {
+			t.Fatalf("the raw input was not stored: %+v %v", before, err)
+		}
+		old, err := os.ReadFile(e.keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(e.keyFile, e.keyFile+".previous"); err != nil {
+			t.Fatal(err)
+		}
+		sameKey := func(o *gateway.Options) { o.AuditKeyFile = e.keyFile }
+		e2 := newEnv(t, st, sameKey)
+		if r, err := e2.svc.GetLog(ctx, admin, "req_rot"); err != nil || r.RawInput != raw {
+			t.Fatalf("after the rotation: raw input %q, %v; want %q", r.RawInput, err, raw)
+		}
+		after, err := st.Gateway().GetRecord(ctx, "req_rot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.RawInputEnc == before.RawInputEnc || !after.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Fatalf("resealed %v (want true), updated_at %v -> %v (want unchanged)", after.RawInputEnc != before.RawInputEnc, before.UpdatedAt, after.UpdatedAt)
+		}
+		if k, _ := os.ReadFile(e.keyFile); len(k) != 32 || string(k) == string(old) {
+			t.Fatal("no new audit key after the rotation")
+		}
+		e2.svc.Close()
+		if err := os.Remove(e.keyFile + ".previous"); err != nil {
+			t.Fatal(err)
+		}
+		e3 := newEnv(t, st, sameKey)
+		if r, err := e3.svc.GetLog(ctx, admin, "req_rot"); err != nil || r.RawInput != raw {
+			t.Fatalf("with the new key alone: raw input %q, %v; want %q", r.RawInput, err, raw)
+		}
+	})
+}

@@ -162,9 +162,9 @@ func (s *Service) analyze(ctx context.Context, project string) (*AnalyzeResult, 
 		if p.Evidence.Samples == nil {
 			p.Evidence.Samples = []string{}
 		}
-		ev, err := event.New(event.PolicyProposed, map[string]any{"proposal_id": p.ID, "project": project, "kind": p.Kind, "title": p.Title,
+		ev, err := event.NewAt(event.PolicyProposed, map[string]any{"proposal_id": p.ID, "project": project, "kind": p.Kind, "title": p.Title,
 			"change": p.Change, "evidence": map[string]any{"records": p.Evidence.Records, "matches": p.Evidence.Matches, "share": p.Evidence.Share},
-			"policy": ref.ID, "policy_version": ref.Version})
+			"policy": ref.ID, "policy_version": ref.Version}, at)
 		if err != nil {
 			return nil, err
 		}

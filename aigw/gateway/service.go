@@ -108,6 +108,9 @@ func New(ctx context.Context, st Store, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := rotateAuditKey(ctx, st, o.AuditKeyFile, seal); err != nil {
+		return nil, err
+	}
 	last, err := st.MaxAuditSeq(ctx)
 	if err != nil {
 		return nil, err
@@ -159,7 +162,7 @@ func (s *Service) checkProject(c Caller, project string) error {
 
 // guardFor returns the project's compiled active policy (cached for ProjectTTL).
 func (s *Service) guardFor(ctx context.Context, project string) (*cachedGuard, error) {
-	now := s.o.Now()
+	now := time.Now() // a duration (the cache's age): never o.Now, which a clock step moves
 	s.mu.Lock()
 	cg := s.guards[project]
 	s.mu.Unlock()
@@ -327,6 +330,10 @@ func storable(text string) string { return strings.ReplaceAll(text, "\x00", "\uF
 // commit writes the audit record with the events it raises and counts it.
 func (s *Service) commit(ctx context.Context, r *Record) error {
 	var evs []*event.Envelope
+	at := r.CreatedAt // the controller's clock (record)
+	if at.IsZero() {
+		at = s.o.Now()
+	}
 	if len(r.Redactions) > 0 {
 		entities := map[string]int{}
 		actions := map[string]int{}
@@ -335,8 +342,8 @@ func (s *Service) commit(ctx context.Context, r *Record) error {
 			actions[x.Action]++
 			s.mRedacted.WithLabelValues(x.Type, x.Action).Inc()
 		}
-		ev, err := event.New(event.RedactionApplied, map[string]any{"request_id": r.ID, "project": r.Project, "kind": r.Kind,
-			"entities": entities, "actions": actions, "policy": r.PolicyID, "policy_version": r.PolicyVersion})
+		ev, err := event.NewAt(event.RedactionApplied, map[string]any{"request_id": r.ID, "project": r.Project, "kind": r.Kind,
+			"entities": entities, "actions": actions, "policy": r.PolicyID, "policy_version": r.PolicyVersion}, at)
 		if err == nil {
 			evs = append(evs, ev)
 		}
@@ -347,8 +354,8 @@ func (s *Service) commit(ctx context.Context, r *Record) error {
 			rules = append(rules, map[string]string{"rule": f.Rule, "kind": f.Kind, "where": f.Where})
 			s.mBlocked.WithLabelValues(f.Kind).Inc()
 		}
-		ev, err := event.New(event.RequestBlocked, map[string]any{"request_id": r.ID, "project": r.Project, "kind": r.Kind,
-			"model": r.Model, "rules": rules, "policy": r.PolicyID, "policy_version": r.PolicyVersion})
+		ev, err := event.NewAt(event.RequestBlocked, map[string]any{"request_id": r.ID, "project": r.Project, "kind": r.Kind,
+			"model": r.Model, "rules": rules, "policy": r.PolicyID, "policy_version": r.PolicyVersion}, at)
 		if err == nil {
 			evs = append(evs, ev)
 		}

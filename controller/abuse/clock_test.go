@@ -1,163 +1,21 @@
 package abuse
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/edgewan/edgewan/agent/sim"
 	"github.com/edgewan/edgewan/controller/clock"
 	"github.com/edgewan/edgewan/coreapi/soc"
-	"github.com/edgewan/edgewan/telemetry"
 )
 
-// spoolAgent is a simulated agent that keeps each report, like the real agent's spool
-// (agent/engine/uplink.go), until the controller's watermark covers it, and sends again, oldest
-// first, what the watermark has not covered after resend without progress. The real agent
-// waits 30 s; the test 3 s, to stay short.
-type spoolAgent struct {
-	ag     *sim.Agent
-	site   string
-	resend time.Duration
-
-	mu      sync.Mutex
-	seq     uint64
-	mark    uint64
-	movedAt time.Time
-	pending []telemetry.Report // made, not yet covered, in seq order
-	resent  int
-
-	stop   chan struct{}
-	cancel context.CancelFunc // ends the watermark reader
-	done   sync.WaitGroup
-}
-
-func startSpoolAgent(t *testing.T, c *ctl, tok, name string, every time.Duration) *spoolAgent {
-	t.Helper()
-	var site struct {
-		ID    string
-		Claim string `json:"claim_token"`
-	}
-	c.JSON("POST", "/sd-wan/v1/sites", tok, map[string]any{"name": name, "transports": []map[string]any{
-		{"name": "inet", "kind": "broadband", "interface": "eth0", "probe_targets": []string{"198.18.100.1"}}}}, &site)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	acc, err := sim.Claim(ctx, c.client(), c.URL, site.Claim, name+"-router")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err := sim.Connect(ctx, acc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &spoolAgent{ag: ag, site: site.ID, resend: 3 * time.Second, movedAt: time.Now(), stop: make(chan struct{})}
-	var rctx context.Context
-	rctx, a.cancel = context.WithCancel(context.Background())
-	a.done.Add(2)
-	go func() { // the controller's watermarks
-		defer a.done.Done()
-		for {
-			m, err := ag.Next(rctx)
-			if err != nil {
-				return
-			}
-			var st telemetry.Stored
-			if !strings.HasSuffix(m.Topic, "/"+telemetry.KindStored) || json.Unmarshal(m.Payload, &st) != nil {
-				continue
-			}
-			a.mu.Lock()
-			if st.Seq > a.mark {
-				a.mark, a.movedAt = st.Seq, time.Now()
-				n := 0
-				for n < len(a.pending) && a.pending[n].Seq <= st.Seq {
-					n++
-				}
-				a.pending = a.pending[n:]
-			}
-			a.mu.Unlock()
-		}
-	}()
-	go func() {
-		defer a.done.Done()
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-a.stop:
-				return
-			case <-tick.C:
-			}
-			a.mu.Lock()
-			a.seq++
-			r := telemetry.Report{V: telemetry.SchemaVersion, Site: a.site, Device: ag.Device, Seq: a.seq, Time: time.Now().UTC(),
-				WindowMs: int(every / time.Millisecond), Transport: []telemetry.TransportWindow{sim.Window("inet", 10, 0, 20, 1)}}
-			a.pending = append(a.pending, r)
-			send := []telemetry.Report{r}
-			if len(a.pending) > 1 && time.Since(a.movedAt) > a.resend {
-				send = append([]telemetry.Report(nil), a.pending...)
-				a.movedAt = time.Now()
-				a.resent++
-			}
-			a.mu.Unlock()
-			for _, r := range send {
-				b, _ := json.Marshal(r)
-				pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				_ = ag.Publish(pctx, telemetry.KindTelemetry, b, false) // not sent: still pending, sent again
-				cancel()
-			}
-		}
-	}()
-	return a
-}
-
-// made returns how many reports were made, and how many the watermark does not cover yet.
-func (a *spoolAgent) made() (made, uncovered int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return int(a.seq), len(a.pending)
-}
-
-// waitCovered waits until the watermark covers every report made before now.
-func (a *spoolAgent) waitCovered(limit time.Duration) error {
-	a.mu.Lock()
-	want := a.seq
-	a.mu.Unlock()
-	deadline := time.Now().Add(limit)
-	for {
-		a.mu.Lock()
-		mark := a.mark
-		a.mu.Unlock()
-		if mark >= want {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("site %s: watermark %d after %v, want %d", a.site, mark, limit, want)
-		}
-		time.Sleep(50 * time.Millisecond) // the watermark arrives on another goroutine
-	}
-}
-
-func (a *spoolAgent) Stop() {
-	close(a.stop)
-	a.cancel()
-	a.ag.Close()
-	a.done.Wait()
-}
-
-// testClockStep steps the controller's clock (the test clock of controller/clock, never the
-// machine's) an hour forward and back while three agents report 5 times a second. Forward,
-// the agents' times are an hour old: inside the accepted past, nothing refused, but /readyz
-// reports it. Back, every agent looks an hour ahead: the controller blames itself (one
-// controller.clock case, no agent.clock_skew case), refuses the reports without covering them
-// with its watermark, and takes them once the clock is right: nothing lost.
-func testClockStep(t *testing.T) {
-	t.Parallel()
+// newClockCtl prepares a controller on the test clock (controller/clock); step writes its
+// offset (a Go duration, "" for none), which the controller reads within 100 ms.
+func newClockCtl(t *testing.T) (*ctl, func(offset string)) {
 	offset := filepath.Join(t.TempDir(), "clock-offset")
 	step := func(d string) {
 		if err := os.WriteFile(offset, []byte(d), 0o600); err != nil {
@@ -167,15 +25,31 @@ func testClockStep(t *testing.T) {
 	step("")
 	c := newCtl(t, "")
 	c.Env = []string{clock.EnvFile + "=" + offset, clock.EnvEnable + "=" + clock.EnableKey}
+	return c, step
+}
+
+// testClockStep steps the controller's clock (the test clock of controller/clock, never the
+// machine's) an hour forward and back while three agents report 5 times a second. Forward,
+// the agents' times are an hour old: inside the accepted past, nothing refused, but /readyz
+// reports it. Back, every agent looks an hour ahead: the controller blames itself (one
+// controller.clock case, no agent.clock_skew case), refuses the reports without covering them
+// with its watermark, and takes them once the clock is right: nothing lost. The agents are the
+// agent's own spool and uplink (engine.Uplink), sending again after a stalled watermark in 3 s
+// (15 s for the real agent, to keep the test short).
+func testClockStep(t *testing.T) {
+	t.Parallel()
+	c, step := newClockCtl(t)
 	_, tok := c.Key("", "sdwan:read", "sdwan:write", "soc:read")
 	c.Start()
-	var agents []*spoolAgent
-	for i := range 3 {
-		agents = append(agents, startSpoolAgent(t, c, tok, fmt.Sprintf("clock-site-%d", i), 200*time.Millisecond))
+	var agents []*spooler
+	for range 3 {
+		a := startSpooler(t, c, 200*time.Millisecond)
+		a.up.SetHoleAfter(3 * time.Second)
+		agents = append(agents, a)
 	}
 	for _, a := range agents {
-		if err := a.waitCovered(time.Minute); err != nil {
-			t.Fatalf("before the fault: %v", err)
+		if !a.WaitDeleted(a.Stats().LastID, time.Minute) {
+			t.Fatalf("before the fault: site %s: watermark %d, %+v", a.Site, a.up.Watermark(), a.Stats())
 		}
 	}
 	var said []string
@@ -201,8 +75,8 @@ func testClockStep(t *testing.T) {
 		}
 		ready := time.Since(fixed)
 		for _, a := range agents {
-			if err := a.waitCovered(2 * time.Minute); err != nil {
-				t.Errorf("%s: %v", s.name, err)
+			if !a.WaitDeleted(a.Stats().LastID, 2*time.Minute) {
+				t.Errorf("%s: site %s: watermark %d two minutes after, %+v", s.name, a.Site, a.up.Watermark(), a.Stats())
 			}
 		}
 		covered := time.Since(fixed)
@@ -222,11 +96,14 @@ func testClockStep(t *testing.T) {
 	made, resent := 0, 0
 	sites := make([]string, len(agents))
 	for i, a := range agents {
-		a.Stop()
-		n, _ := a.made()
-		made += n
-		resent += a.resent
-		sites[i] = a.site
+		n := a.StopReporting()
+		if !a.WaitDrained(time.Minute) {
+			t.Errorf("site %s: the spool still holds reports a minute after the last: %+v", a.Site, a.Stats())
+		}
+		made += int(n)
+		resent += max(int(a.up.Published())-int(n), 0)
+		sites[i] = a.Site
+		a.close()
 	}
 	held := 0
 	for _, l := range strings.Split(c.Scrape(), "\n") {
@@ -242,7 +119,7 @@ func testClockStep(t *testing.T) {
 		stored += embeddedWindows(t, c.DataDir, s)
 	}
 	run := faultRun{name: "clock stepped 1h forward and back", acked: made, recovery: worst, reported: strings.Join(said, " | "),
-		telemetry: fmt.Sprintf("; reports made %d, stored %d, refused or held then sent again %d (resends %d); SOC cases %v; %s",
+		telemetry: fmt.Sprintf("; reports made %d, stored %d, refused or held then sent again %d (messages sent again by the agents %d); SOC cases %v; %s",
 			made, stored, held, resent, rules, strings.Join(recovery, "; "))}
 	if stored < int64(made) {
 		run.lost = made - int(stored)

@@ -191,14 +191,14 @@ func outage(t *testing.T, c *ctl, name, want string, hold time.Duration, inject,
 	}
 	acked := w.Stop()
 	if recovered != nil {
-		recovered() // e.g. stop reporting: a SIGKILL loses telemetry not yet flushed, by design
+		recovered() // e.g. stop reporting
 	}
 	run.acked = len(acked)
 	run.lost = lostCases(t, c, token, acked)
 	if !c.Running() {
 		t.Fatalf("the controller is not running after the fault")
 	}
-	c.Stop() // a clean restart: a SIGKILL loses the telemetry not yet flushed, by design (testSIGKILL)
+	c.Stop() // a clean restart
 	c.Start()
 	if lost := lostCases(t, c, token, acked); lost > run.lost {
 		run.lost = lost
@@ -241,12 +241,11 @@ func testSIGKILL(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("EDGEWAN_ABUSE_KILLS")); err == nil && v > 0 {
 		rounds = v
 	}
-	// An agent reports all along, reconnecting by itself after each kill: what the broker
-	// acknowledged but the embedded store had not flushed yet dies with the process. That is
-	// documented (sink.EmbeddedSink: a crash loses at most the unflushed interval), so it is
-	// measured and printed, not failed on.
-	rep := &reporter{}
-	site := rep.start(t, c, 100*time.Millisecond)
+	// An agent reports all along, with the agent's own spool and uplink: it deletes a report
+	// only once the controller's stored watermark covers it, and sends again what a killed
+	// controller had acknowledged (PUBACK) but not stored. So every report it deleted must be
+	// in the store afterwards, kills or not.
+	ag := startSpooler(t, c, 100*time.Millisecond)
 	var acked []string
 	var worst time.Duration
 	for i := 0; i < rounds; i++ {
@@ -254,7 +253,13 @@ func testSIGKILL(t *testing.T) {
 		if _, err := w.okAfter(time.Time{}, 30*time.Second); err != nil && i == 0 {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(50+rand.IntN(500)) * time.Millisecond) // a random moment is the point
+		// The agent is back and the store moves: then a random moment within one of the
+		// controller's flush intervals (5 s), so reports acknowledged and not yet stored die
+		// with it.
+		if !ag.WaitDeleted(ag.Stats().Acked+1, time.Minute) {
+			t.Fatalf("round %d: the agent's watermark did not move within a minute: %+v", i, ag.Stats())
+		}
+		time.Sleep(time.Duration(50+rand.IntN(5000)) * time.Millisecond) // a random moment is the point
 		c.Kill()
 		acked = append(acked, w.Stop()...)
 		killed := time.Now()
@@ -266,12 +271,25 @@ func testSIGKILL(t *testing.T) {
 	}
 	run := faultRun{name: "sigkill x" + strconv.Itoa(rounds), acked: len(acked), recovery: worst, reported: "(no process: connection refused)"}
 	run.lost = lostCases(t, c, token, acked)
-	rep.waitAcked(t, rep.acked()+5) // the agent is back
-	sent := rep.stop()
+	atKills := ag.Stats() // by the last kill's recovery
+	made := ag.StopReporting()
+	drained := ag.WaitDrained(time.Minute)
+	deleted := ag.Stats().Acked
 	c.Stop()
-	stored := embeddedWindows(t, c.DataDir, site)
-	run.telemetry = fmt.Sprintf("; telemetry reports acknowledged %d, stored %d (unflushed at the kills: %d, by design)",
-		sent, stored, int64(sent)-stored)
+	stored := embeddedWindows(t, c.DataDir, ag.Site)
+	published := int64(ag.up.Published())
+	run.telemetry = fmt.Sprintf("; telemetry reports made %d (%d by the last kill's recovery), sent again after the kills %d, deleted from the agent's spool on the stored watermark %d, stored %d",
+		made, atKills.LastID, max(published-int64(made), 0), deleted, stored)
+	if !drained {
+		t.Errorf("the agent's spool still holds reports a minute after the last kill: %+v (watermark %d)", ag.Stats(), ag.up.Watermark())
+	}
+	if stored < int64(deleted) {
+		t.Errorf("telemetry lost across the kills: the agent deleted %d reports on the controller's watermark, the store has %d", deleted, stored)
+		run.lost += int(int64(deleted) - stored)
+	}
+	if stored > int64(made) {
+		t.Errorf("telemetry stored twice across the kills: %d reports made, %d windows stored", made, stored)
+	}
 	run.print(t, c)
 }
 
@@ -446,6 +464,24 @@ func testMosquittoRestart(t *testing.T) {
 	run.print(t, c)
 }
 
+// faultSite is a site of one transport, inet, to be claimed with Claim.
+type faultSite struct {
+	ID    string
+	Claim string `json:"claim_token"`
+}
+
+var sitesMade atomic.Int64 // site names are unique per controller
+
+func newSite(c *ctl) faultSite {
+	c.t.Helper()
+	_, tok := c.Key("", "sdwan:read", "sdwan:write")
+	var site faultSite
+	name := fmt.Sprintf("fault-site-%d", sitesMade.Add(1))
+	c.JSON("POST", "/sd-wan/v1/sites", tok, map[string]any{"name": name, "transports": []map[string]any{
+		{"name": "inet", "kind": "broadband", "interface": "eth0", "probe_targets": []string{"198.18.100.1"}}}}, &site)
+	return site
+}
+
 // reporter is a simulated agent reporting one transport window per tick, keeping count of the
 // reports the broker acknowledged.
 type reporter struct {
@@ -457,13 +493,7 @@ type reporter struct {
 
 func (r *reporter) start(t *testing.T, c *ctl, every time.Duration) string {
 	t.Helper()
-	_, tok := c.Key("", "sdwan:read", "sdwan:write")
-	var site struct {
-		ID    string
-		Claim string `json:"claim_token"`
-	}
-	c.JSON("POST", "/sd-wan/v1/sites", tok, map[string]any{"name": "fault-site", "transports": []map[string]any{
-		{"name": "inet", "kind": "broadband", "interface": "eth0", "probe_targets": []string{"198.18.100.1"}}}}, &site)
+	site := newSite(c)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	acc, err := sim.Claim(ctx, c.client(), c.URL, site.Claim, "fault-router")

@@ -16,6 +16,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/edgewan/edgewan/agent/sim"
+	"github.com/edgewan/edgewan/coreapi/soc"
 	"github.com/edgewan/edgewan/telemetry"
 )
 
@@ -308,6 +309,13 @@ func TestMQTTAbuse(t *testing.T) {
 		}
 	}
 	refusedN += wrongRefused
+	// Throttled as on the HTTP API: past a burst of 10 failures the address's CONNECTs are
+	// refused without a password check.
+	throttledN := metricSum(c.Scrape(), `edgewan_mqtt_logins_refused_total{reason="throttled"}`)
+	throttled := throttledN > 0
+	if !throttled {
+		fail("%d wrong MQTT passwords from one address: never throttled", guesses)
+	}
 
 	// The controller is up, and the metrics did not grow with the abuse.
 	if !c.Running() {
@@ -325,6 +333,10 @@ func TestMQTTAbuse(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling the queue depth gauge
 	}
+	// Reports dated 1970 or 9999 once pushed the lag histogram's sum to -9.7e9 (issue 12).
+	if lag := metricSum(after, "edgewan_ingest_lag_seconds_sum"); lag < 0 || lag > 3600 {
+		fail("edgewan_ingest_lag_seconds_sum is %g after out-of-window dates: they reached the lag figures", lag)
+	}
 	sBefore, sAfter := seriesCount(before, "edgewan_"), seriesCount(after, "edgewan_")
 	switches := seriesCount(after, "edgewan_path_switches_total")
 	if sAfter > sBefore+40 || switches > 20 {
@@ -340,8 +352,12 @@ func TestMQTTAbuse(t *testing.T) {
 		}
 	}
 	c.JSON("GET", "/v1/soc/cases?source=system&limit=100", tok, nil, &cases)
-	aclCases, notes, guessCase := 0, 0, false
+	aclCases, notes, guessCase, skewCase := 0, 0, false, false
 	for _, k := range cases.Data {
+		if k.Rule == soc.RuleClockSkew && k.Subject == a.Device {
+			skewCase = true
+			continue
+		}
 		if k.Rule == "mqtt.acl_violation" && k.Subject == a.Device {
 			aclCases++
 			var full struct{ Notes []any }
@@ -359,9 +375,23 @@ func TestMQTTAbuse(t *testing.T) {
 	if aclCases != 1 || notes > 1 {
 		fail("%d ACL violations of %s: %d SOC cases with %d notes; want 1 case, at most 1 note per window", violations, a.Device, aclCases, notes)
 	}
+	// A skewed agent (its reports dated 2099, 9999, 1970) gets an event and a SOC case.
+	var evs struct {
+		Data []struct {
+			Data struct{ Device, Status string }
+		}
+	}
+	c.JSON("GET", "/sd-wan/v1/events?type=device.status_changed&site="+a.Site.ID+"&limit=100", tok, nil, &evs)
+	skewEvent := false
+	for _, e := range evs.Data {
+		skewEvent = skewEvent || e.Data.Device == a.Device && e.Data.Status == "clock_skew"
+	}
+	if !skewEvent || !skewCase {
+		fail("reports of %s dated outside the window: clock_skew event %v, %s case %v; want both", a.Device, skewEvent, soc.RuleClockSkew, skewCase)
+	}
 	if !guessCase {
 		fail("%d wrong MQTT passwords for %s: no SOC case", guesses, a.MQTT.Username)
 	}
-	figures.add(t, "mqtt", "messages and connections tried %d, refused %d, not counted %d, left connected %d, ACL cases %d with %d notes for %d violations, wrong passwords refused %d/%d (SOC case %v), edgewan_* series %d -> %d, path switch series %d, /metrics %d -> %d bytes, crashes %d",
-		tried, refusedN, notCounted, notClosed, aclCases, notes, violations, wrongRefused, guesses, guessCase, sBefore, sAfter, switches, len(before), len(after), c.Crashes())
+	figures.add(t, "mqtt", "messages and connections tried %d, refused %d, not counted %d, left connected %d, ACL cases %d with %d notes for %d violations, wrong passwords refused %d/%d (CONNECTs refused as throttled, without a password check: %.0f, paho trying 3.1.1 then 3.1; SOC case %v), agent clock skew event %v and case %v, edgewan_* series %d -> %d, path switch series %d, /metrics %d -> %d bytes, crashes %d",
+		tried, refusedN, notCounted, notClosed, aclCases, notes, violations, wrongRefused, guesses, throttledN, guessCase, skewEvent, skewCase, sBefore, sAfter, switches, len(before), len(after), c.Crashes())
 }

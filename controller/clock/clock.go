@@ -33,8 +33,10 @@ type Clock struct {
 // Real is the machine's clock.
 var Real = &Clock{}
 
-// Now returns the wall time, keeping the monotonic reading: like a real step of the machine's
-// clock, an offset change moves wall times but not durations measured between two readings.
+// Now returns the wall time. Unlike a real step of the machine's clock, an offset change also
+// moves the durations measured between two readings of Now (Go's Add moves the monotonic
+// reading too): measure durations (rate limits, windows, timeouts) with time.Now/time.Since,
+// never between readings of this clock.
 func (c *Clock) Now() time.Time {
 	if c == nil {
 		return time.Now()

@@ -79,6 +79,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	LogLevel        string // debug, info, warn, error
 	LogFormat       string // text or json
+	// Pprof also serves Go's runtime profiles (/debug/pprof/) on MetricsListen and samples
+	// blocking and mutex contention for them. Off by default: profiles reveal internals and
+	// cost a little CPU; for diagnosing a running controller (docs/operations.md "Profiling").
+	Pprof bool
 }
 
 // Default returns the defaults: embedded everything, HTTPS on loopback.
@@ -113,6 +117,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the SQLite database and generated TLS files")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTPS API listen address")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "Prometheus /metrics listen address (empty disables)")
+	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "also serve Go's runtime profiles at /debug/pprof/ on --metrics-listen (diagnosis only; off by default)")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "TLS certificate (PEM); without it a CA and certificate are generated in the data dir")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "TLS private key (PEM)")
 	fs.Func("tls-hosts", "comma-separated extra DNS names or IPs for the generated certificate", func(s string) error {
@@ -208,6 +213,8 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-listen %q: %w", c.MetricsListen, err))
 		}
+	} else if c.Pprof {
+		errs = append(errs, errors.New("--pprof needs --metrics-listen: the profiles are served there"))
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))

@@ -91,6 +91,8 @@ func TestValidate(t *testing.T) {
 		{"negative rate", func(c *Config) { c.RateLimit = -1 }, "--rate-limit"},
 		{"bad log level", func(c *Config) { c.LogLevel = "loud" }, "--log-level"},
 		{"metrics off", func(c *Config) { c.MetricsListen = "" }, ""},
+		{"pprof", func(c *Config) { c.Pprof = true }, ""},
+		{"pprof without metrics", func(c *Config) { c.MetricsListen, c.Pprof = "", true }, "--pprof needs --metrics-listen"},
 		{"scaled out", scaled, ""},
 		{"nats without postgres", func(c *Config) { scaled(c); c.DatabaseURL = "" }, "--nats-urls needs --database-url"},
 		{"nats without influx", func(c *Config) { scaled(c); c.InfluxURL = "" }, "--nats-urls needs --influx-url"},

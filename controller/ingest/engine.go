@@ -103,8 +103,13 @@ type Engine struct {
 
 	reports pool
 	rec     recorder
-	m       metrics
-	clock   clockGuard
+	// Sites taken over (SitesTaken), for Run's takeover goroutine.
+	takeMu   sync.Mutex
+	taking   []func(string) bool
+	takeWake chan struct{}
+	took     chan struct{} // to Run: sites were taken over, checkpoint soon
+	m        metrics
+	clock    clockGuard
 }
 
 // site is the live state of one claimed site. Its mutex serialises the site's messages
@@ -189,7 +194,7 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 	}
 	boot := make([]byte, 8)
 	_, _ = rand.Read(boot)
-	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}, boot: hex.EncodeToString(boot)}
+	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}, boot: hex.EncodeToString(boot), takeWake: make(chan struct{}, 1), took: make(chan struct{}, 1)}
 	e.rec.init()
 	e.m = newMetrics(o.Registerer, e)
 	return e
@@ -230,6 +235,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	recCtx, stopRec := context.WithCancel(ctx)
 	defer func() { stopRec(); <-recDone }()
 	go e.writeRecords(recCtx, recDone)
+	takeDone := make(chan struct{})
+	takeCtx, stopTake := context.WithCancel(ctx)
+	defer func() { stopTake(); <-takeDone }()
+	go e.takeOvers(takeCtx, takeDone)
 
 	e.mu.RLock()
 	ids := make([]string, 0, len(e.sites))
@@ -237,24 +246,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		ids = append(ids, id)
 	}
 	e.mu.RUnlock()
-	for _, id := range ids {
-		if err := e.PushPolicies(ctx, id); err != nil {
-			e.o.Logger.Error("ingest: publishing policies", "site", id, "err", err)
-		}
-		// Decisions are not published now: a fresh steering state is not what the agents run
-		// (see onStatus); the last ones published stay with the agents.
-		if st := e.site(id); st != nil {
-			st.mu.Lock()
-			device, stored := st.device, st.stored
-			st.mu.Unlock()
-			if e.o.Owner == nil || e.o.Owner.Owns(id) { // with several controllers, only the owner speaks
-				e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
-			}
-		}
-	}
+	e.publishAll(ctx, ids)
 
 	live := time.NewTicker(time.Second)
 	flush := time.NewTicker(e.o.FlushEvery)
+	var fastUntil time.Time // checkpoints every second until then (took)
 	retry := time.NewTicker(e.o.RetryQuarantinedEvery)
 	defer live.Stop()
 	defer flush.Stop()
@@ -272,6 +268,18 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.checkLiveness()
 		case <-flush.C:
 			e.checkpoint(ctx)
+			if time.Now().Before(fastUntil) {
+				flush.Reset(min(time.Second, e.o.FlushEvery))
+			} else {
+				flush.Reset(e.o.FlushEvery)
+			}
+		case <-e.took:
+			// Sites were taken over: what their agents send again, what the stream delivers
+			// again (a dead owner's message unacknowledged for AckWait) and their next reports
+			// are covered by a watermark within a second rather than at the next FlushEvery,
+			// for two FlushEvery.
+			fastUntil = time.Now().Add(2 * e.o.FlushEvery)
+			flush.Reset(min(time.Second, e.o.FlushEvery))
 		case <-retry.C:
 			e.retryQuarantined(ctx)
 		}
@@ -480,6 +488,59 @@ type (
 	PolicyVersion   = telemetry.PolicyVersion
 )
 
+// publishAll publishes each site's policy and watermark at start (see Run), reading the sites
+// and their assignments takeOverBatch at a time when the store can: two queries per site
+// were most of a restarted controller's CPU at 10,000 sites, while every agent was
+// reconnecting to it (docs/benchmarks.md, "Reconnect rate at 10,000 agents").
+func (e *Engine) publishAll(ctx context.Context, ids []string) {
+	slices.Sort(ids)
+	sitesOf, _ := e.store.(sitesByID)
+	assignmentsOf, _ := e.store.(assignmentsByID)
+	for chunk := range slices.Chunk(ids, takeOverBatch) {
+		if ctx.Err() != nil {
+			return
+		}
+		var sites map[string]*sdwan.Site
+		var as map[string][]*sdwan.Assignment
+		if sitesOf != nil && assignmentsOf != nil {
+			var err error
+			if sites, err = sitesOf.SitesByID(ctx, chunk); err == nil {
+				as, err = assignmentsOf.AssignmentsOf(ctx, chunk)
+			}
+			if err != nil {
+				e.o.Logger.Warn("ingest: reading sites to publish their policies", "sites", len(chunk), "err", err)
+				sites = nil // each site on its own, below
+			}
+		}
+		for _, id := range chunk {
+			var err error
+			if s := sites[id]; s != nil {
+				err = e.pushPolicy(s, as[id])
+			} else if sites == nil {
+				err = e.PushPolicies(ctx, id)
+			} // else: removed since the engine loaded it
+			if err != nil {
+				e.o.Logger.Error("ingest: publishing policies", "site", id, "err", err)
+			}
+			// Decisions are not published now: a fresh steering state is not what the agents
+			// run (see onStatus); the last ones published stay with the agents.
+			if st := e.site(id); st != nil {
+				st.mu.Lock()
+				device, stored := st.device, st.stored
+				st.mu.Unlock()
+				if e.o.Owner == nil || e.o.Owner.Owns(id) { // with several controllers, only the owner speaks
+					e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
+				}
+			}
+		}
+	}
+}
+
+// assignmentsByID is the batch read of assignments (controller/store has it; see sitesByID).
+type assignmentsByID interface {
+	AssignmentsOf(ctx context.Context, ids []string) (map[string][]*sdwan.Assignment, error)
+}
+
 // PushPolicies implements sdwan.Pusher: publish the site's desired state, retained, and
 // steer by its steering policy from now on.
 func (e *Engine) PushPolicies(ctx context.Context, siteID string) error {
@@ -491,6 +552,12 @@ func (e *Engine) PushPolicies(ctx context.Context, siteID string) error {
 	if err != nil {
 		return err
 	}
+	return e.pushPolicy(s, as)
+}
+
+// pushPolicy is PushPolicies with the site and its assignments read.
+func (e *Engine) pushPolicy(s *sdwan.Site, as []*sdwan.Assignment) error {
+	siteID := s.ID
 	p := Policy{V: telemetry.SchemaVersion, Site: siteID, Time: e.o.Now().UTC(), Transports: []PolicyTransport{}, Policies: []PolicyVersion{}}
 	// Cheapest first: an agent with no steering policy prefers them in this order, as the
 	// controller does (steeringClasses).
@@ -724,7 +791,7 @@ func statusName(s steering.Status) string {
 }
 
 func (e *Engine) newEvent(typ string, data any) *event.Envelope {
-	ev, err := event.New(typ, data)
+	ev, err := event.NewAt(typ, data, e.o.Now())
 	if err != nil {
 		panic(err) // our own types and maps always marshal
 	}

@@ -18,6 +18,7 @@ type metrics struct {
 	switches  *prometheus.CounterVec
 	lag       prometheus.Histogram
 	fenced    *prometheus.CounterVec
+	takeovers prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
@@ -51,9 +52,13 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 			Name: "edgewan_ingest_fenced_writes_total",
 			Help: "Site writes the store refused because another controller holds the site's lease now (scaled-out mode), by write: status_events, figures, rollout.",
 		}, []string{"write"}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgewan_ingest_takeovers_total",
+			Help: "Sites this controller took over from another (scaled-out mode): their stored state read, their watermark published.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reports, m.late, m.abandoned, m.rejected, m.events, m.switches, m.lag, m.fenced,
+		reg.MustRegister(m.reports, m.late, m.abandoned, m.rejected, m.events, m.switches, m.lag, m.fenced, m.takeovers,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_sites_live", Help: "Claimed sites the controller follows."},
 				func() float64 { e.mu.RLock(); defer e.mu.RUnlock(); return float64(len(e.sites)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_transports_tracked", Help: "Transports with rolling aggregates in memory."},

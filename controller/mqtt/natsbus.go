@@ -76,21 +76,33 @@ type NATSBus struct {
 }
 
 type natsPart struct {
+	ctx     context.Context // ends at stop: cuts short the JetStream calls of the partition's goroutine
+	cancel  context.CancelFunc
 	mu      sync.Mutex
-	it      jetstream.MessagesContext // the current iterator; replaced when it fails
+	it      jetstream.MessagesContext // the current iterator (nil until bound); replaced when it fails
 	stopped bool
 	done    chan struct{}
 }
 
-// stop ends the partition's consumption and waits for its goroutine.
+// stop ends the partition's consumption and waits for its goroutine: at once, but for a
+// handler call in progress (a JetStream call in flight is cancelled).
 func (np *natsPart) stop() {
 	np.mu.Lock()
 	np.stopped = true
 	it := np.it
 	np.mu.Unlock()
-	it.Stop()
+	np.cancel()
+	if it != nil {
+		it.Stop()
+	}
 	<-np.done
 }
+
+// bindTimeout bounds one attempt at binding a partition's consumer. After a NATS node
+// restarts, JetStream may take tens of seconds to answer for some consumers (their replica
+// on the node is catching up): an attempt gives up and is retried, on the partition's own
+// goroutine.
+const bindTimeout = 5 * time.Second
 
 var _ Bus = (*NATSBus)(nil)
 
@@ -224,8 +236,13 @@ func (b *NATSBus) Publish(topic string, payload []byte, retain bool) error {
 	return nil
 }
 
-// StartPartition starts consuming partition p through its durable consumer. Starting a
-// partition already consumed does nothing.
+// StartPartition starts consuming partition p through its durable consumer, until ctx ends
+// or StopPartition. It does not wait for JetStream: the consumer is bound on the partition's
+// own goroutine, each attempt bounded by bindTimeout and retried until it succeeds, so a
+// JetStream slow to answer for one partition (a node just restarted) never holds up the
+// caller, which takes and renews every partition's lease on one goroutine (controller/cluster).
+// Starting a partition already consumed does nothing; the error is for a bad partition or a
+// closed bus.
 func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 	if p < 0 || p >= b.o.Partitions {
 		return fmt.Errorf("mqtt.NATSBus.StartPartition: partition %d of %d", p, b.o.Partitions)
@@ -239,22 +256,47 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 		b.mu.Unlock()
 		return nil
 	}
-	b.mu.Unlock()
-	it, err := b.iterate(ctx, p)
-	if err != nil {
-		return fmt.Errorf("mqtt.NATSBus.StartPartition %d: %w", p, err)
-	}
-	np := &natsPart{it: it, done: make(chan struct{})}
-	b.mu.Lock()
-	if b.closed || b.parts[p] != nil {
-		b.mu.Unlock()
-		it.Stop()
-		return nil
-	}
+	pctx, cancel := context.WithCancel(ctx)
+	np := &natsPart{ctx: pctx, cancel: cancel, done: make(chan struct{})}
 	b.parts[p] = np
 	b.mu.Unlock()
 	go b.consume(p, np)
 	return nil
+}
+
+// bind binds p's consumer, each attempt bounded by timeout, retrying with a growing back-off
+// (up to 2 s) until it succeeds or the partition stops (false).
+func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration) bool {
+	backoff := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(np.ctx, timeout)
+		it, err := b.iterate(ctx, p)
+		cancel()
+		if err == nil {
+			np.mu.Lock()
+			if np.stopped {
+				np.mu.Unlock()
+				it.Stop()
+				return false
+			}
+			np.it = it
+			np.mu.Unlock()
+			if attempt > 1 {
+				b.log.Info("NATS partition consumer bound", "partition", p, "attempts", attempt)
+			}
+			return true
+		}
+		if np.ctx.Err() != nil {
+			return false
+		}
+		b.log.Warn("NATS partition consumer: binding; retrying", "partition", p, "attempt", attempt, "err", err)
+		select {
+		case <-np.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }
 
 // iterate binds partition p's durable consumer (creating it the first time) and starts
@@ -292,6 +334,10 @@ func (b *NATSBus) StopPartition(p int) {
 // consume runs p's messages through the handlers, in order, acknowledging each after.
 func (b *NATSBus) consume(p int, np *natsPart) {
 	defer close(np.done)
+	defer np.cancel()
+	if !b.bind(p, np, bindTimeout) {
+		return
+	}
 	b.replayStatus(p, np)
 	var resumed time.Time // the first error of a run without messages; zero once one came
 	for {
@@ -323,22 +369,16 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			// comes again).
 			b.log.Warn("NATS partition consumer; resubscribing", "partition", p, "err", err)
 			it.Stop()
-			time.Sleep(250 * time.Millisecond) // back off between attempts
-			// Short: a consumer without a leader never answers; trying again soon is better.
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			nit, err := b.iterate(ctx, p)
-			cancel()
-			if err != nil {
-				continue // it (stopped) fails again at once: retried after the back-off
+			select { // back off between attempts: a new iterator may fail at once again
+			case <-np.ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
 			}
-			np.mu.Lock()
-			if np.stopped {
-				np.mu.Unlock()
-				nit.Stop()
+			// Short attempts: a consumer without a leader never answers; trying again soon is
+			// better.
+			if !b.bind(p, np, 2*time.Second) {
 				return
 			}
-			np.it = nit
-			np.mu.Unlock()
 			if resumed.IsZero() {
 				resumed = time.Now()
 			}
@@ -374,6 +414,12 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 // before the partition's own messages: a new owner learns which paths every agent is on (an
 // agent says so when it connects and when its paths change, not again for a new owner).
 // Errors are logged: the engine then decides from the evidence after its sync delay.
+//
+// It reads through an ephemeral consumer (in memory, one replica, removed by the server
+// after a minute unused) that the partition's context cancels: nats.go's ordered consumer
+// recreated itself at every Fetch with its own 10 s timeouts and retries, which a stop could
+// not cut short (StopPartition, on the member's lease goroutine, waited 8.5 s once after a
+// NATS node's restart), and left a consumer behind per fetch.
 func (b *NATSBus) replayStatus(p int, np *natsPart) {
 	b.mu.Lock()
 	h := b.routes[telemetry.KindStatus]
@@ -381,47 +427,48 @@ func (b *NATSBus) replayStatus(p int, np *natsPart) {
 	if h == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(np.ctx, 30*time.Second)
 	defer cancel()
-	c, err := b.js.OrderedConsumer(ctx, b.o.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"edgewan.in." + strconv.Itoa(p) + ".*." + telemetry.KindStatus},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	c, err := b.js.CreateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
+		FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".*." + telemetry.KindStatus,
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, AckPolicy: jetstream.AckNonePolicy,
+		MemoryStorage: true, Replicas: 1, InactiveThreshold: time.Minute,
 	})
 	if err == nil {
-		var info *jetstream.ConsumerInfo
-		if info, err = c.Info(ctx); err == nil {
-			for left := info.NumPending; left > 0 && err == nil; {
-				np.mu.Lock()
-				stopped := np.stopped
-				np.mu.Unlock()
-				if stopped {
-					return
+		defer func() {
+			if np.ctx.Err() == nil { // else it goes by itself (InactiveThreshold)
+				dctx, dcancel := context.WithTimeout(np.ctx, 2*time.Second)
+				if err := b.js.DeleteConsumer(dctx, b.o.Stream, c.CachedInfo().Name); err != nil {
+					b.log.Debug("NATS partition: removing the status replay's consumer", "partition", p, "err", err)
 				}
-				// A short wait: StopPartition (a lease handed over, on the member's goroutine)
-				// waits for this, and a batch short of what was asked is all there is.
-				var batch jetstream.MessageBatch
-				want := int(min(left, 256))
-				if batch, err = c.Fetch(want, jetstream.FetchMaxWait(time.Second)); err != nil {
-					break
-				}
-				n := 0
-				for m := range batch.Messages() {
-					n++
-					if parts := strings.SplitN(m.Subject(), ".", 5); len(parts) == 5 {
-						b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
-					}
-				}
-				if n < want { // all there is (the batch's error is then its wait's end)
-					break
-				}
-				if err = batch.Error(); err != nil {
-					break
-				}
-				left -= uint64(n)
+				dcancel()
 			}
+		}()
+		for left := c.CachedInfo().NumPending; left > 0 && err == nil && ctx.Err() == nil; {
+			// A short wait: StopPartition waits for this, and a batch short of what was asked
+			// is all there is.
+			var batch jetstream.MessageBatch
+			want := int(min(left, 256))
+			if batch, err = c.Fetch(want, jetstream.FetchMaxWait(time.Second)); err != nil {
+				break
+			}
+			n := 0
+			for m := range batch.Messages() {
+				n++
+				if parts := strings.SplitN(m.Subject(), ".", 5); len(parts) == 5 {
+					b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
+				}
+			}
+			if n < want { // all there is (the batch's error is then its wait's end)
+				break
+			}
+			if err = batch.Error(); err != nil {
+				break
+			}
+			left -= uint64(n)
 		}
 	}
-	if err != nil {
+	if err != nil && np.ctx.Err() == nil {
 		b.log.Warn("NATS partition: replaying the agents' last status", "partition", p, "err", err)
 	}
 }

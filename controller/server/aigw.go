@@ -59,7 +59,7 @@ func (s *Server) buildGateway(ctx context.Context) error {
 		onAudit = s.siem.Notify
 	}
 	s.Gateway, err = gateway.New(ctx, s.Store.Gateway(), gateway.Options{
-		Models: router, AuditKeyFile: keyFile, Notify: s.dispatcher.Notify, OnAudit: onAudit, Registerer: s.registry,
+		Models: router, AuditKeyFile: keyFile, Notify: s.dispatcher.Notify, OnAudit: onAudit, Registerer: s.registry, Now: s.clock.Now,
 		Documents: s.Store.Gateway(), DocumentOptions: gateway.DocumentOptions{AllowHTTP: s.cfg.AllowHTTPWebhooks},
 		Proposals: s.Store.Gateway(), ProposalOptions: gateway.ProposalOptions{Interval: proposalInterval(s.cfg.ProposalInterval)},
 	})

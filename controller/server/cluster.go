@@ -35,9 +35,13 @@ func (s *Server) startCluster(ctx context.Context) error {
 	s.clusterDB = db
 	var bus *mqtt.NATSBus
 	s.member, err = cluster.New(ctx, cluster.Options{DB: db, ID: id, Partitions: cfg.ClusterPartitions, TTL: cfg.ClusterLeaseTTL,
+		// Neither waits: the member takes and renews every lease on one goroutine.
 		OnAcquire: func(p int, epoch int64) {
 			if err := bus.StartPartition(s.bgCtx, p); err != nil && s.bgCtx.Err() == nil {
 				slog.Error("cluster: consuming an acquired partition", "partition", p, "epoch", epoch, "err", err)
+			}
+			if s.Engine != nil { // the partition's sites: stored state read in batches, watermarks out at once
+				s.Engine.SitesTaken(func(site string) bool { return s.member.PartitionOf(site) == p })
 			}
 		},
 		OnRelease: func(p int) { bus.StopPartition(p) },

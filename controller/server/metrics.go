@@ -93,3 +93,24 @@ func (s *Server) registerSDWANMetrics() {
 			Help: "Transport windows the time-series store lost: buffer full, refused by InfluxDB, or failed flushes."}, dropped),
 	)
 }
+
+// loginRefusals registers edgewan_mqtt_logins_refused_total{reason} and returns what counts one
+// refused CONNECT of the embedded broker. The reasons are the broker's closed set; anything
+// else is "other", so a label value never comes from outside.
+func (s *Server) loginRefusals() func(reason string) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgewan_mqtt_logins_refused_total",
+		Help: "CONNECTs the embedded broker refused: bad_credentials, anonymous, throttled (the address spent its failure budget: refused without a password check), other."},
+		[]string{"reason"})
+	s.registry.MustRegister(c)
+	known := map[string]string{"bad credentials": "bad_credentials", "anonymous": "anonymous", "throttled": "throttled"}
+	for _, l := range known {
+		c.WithLabelValues(l)
+	}
+	return func(reason string) {
+		l, ok := known[reason]
+		if !ok {
+			l = "other"
+		}
+		c.WithLabelValues(l).Inc()
+	}
+}

@@ -53,6 +53,7 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 		}
 		owner = s.member
 	case cfg.MQTTURL == "":
+		refusedLogins := s.loginRefusals()
 		s.broker, err = mqtt.NewBroker(mqtt.Options{
 			Listen: cfg.MQTTListen, TLS: s.tls, Credentials: s.Store,
 			OnViolation: func(v mqtt.Violation) {
@@ -73,7 +74,8 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 			// towards the same brute-force rule.
 			AuthFailures: ratelimit.New(ratelimit.Options{Rate: mqttAuthFailRate, Burst: mqttAuthFailBurst}),
 			OnAuthFailure: func(f mqtt.AuthFailure) {
-				s.watcher.Failure(f.Remote, "", "mqtt: "+f.Reason, f.At)
+				refusedLogins(f.Reason)
+				s.watcher.Failure(f.Remote, "", "mqtt: "+f.Reason, s.clock.Now())
 			},
 		})
 		if err != nil {

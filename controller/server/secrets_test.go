@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,13 +20,19 @@ import (
 	"github.com/edgewan/edgewan/coreapi/webhook"
 )
 
-// TestSecretsAtRest: under a umask of 022, everything in the data dir but the public
+// TestSecretsAtRest: under a umask of 022 and of 0, everything in the data dir but the public
 // certificates is 0600 (directories 0700); a webhook secret stored in plain text by an older
 // controller is sealed at start and deliveries stay signed with it; no database file holds it in
 // plain text; and after the sealing key is rotated (secrets.key moved to secrets.key.previous)
 // the secrets are resealed and deliveries still verify.
 func TestSecretsAtRest(t *testing.T) {
-	old := syscall.Umask(0o022)
+	for _, umask := range []int{0o022, 0} {
+		t.Run(fmt.Sprintf("umask %03o", umask), func(t *testing.T) { testSecretsAtRest(t, umask) })
+	}
+}
+
+func testSecretsAtRest(t *testing.T, umask int) {
+	old := syscall.Umask(umask)
 	defer syscall.Umask(old)
 	dir := t.TempDir()
 	rec := newReceiver(t)

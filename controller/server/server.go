@@ -4,8 +4,11 @@ package server
 
 import (
 	"context"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"encoding/hex"
 	"encoding/pem"
@@ -200,7 +203,35 @@ func (s *Server) loadTLS() error {
 		}
 	}
 	s.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	ticketKey, err := sessionTicketKey(cert)
+	if err != nil {
+		return fmt.Errorf("server: TLS: %w", err)
+	}
+	s.tls.SetSessionTicketKeys([][32]byte{ticketKey})
 	return nil
+}
+
+// sessionTicketKey derives the TLS session ticket key from the certificate's private key, so
+// that tickets issued before a restart still resume after it: a fleet reconnecting to a
+// restarted controller then skips the certificate exchange and its verification, about a
+// quarter of an agent's reconnect CPU and an eighth of the controller's (docs/benchmarks.md,
+// "Reconnect rate at 10,000 agents"). Go's default is a random key
+// per process. Anyone who can read this key can read the private key it comes from, so it
+// adds no exposure; a ticket is good for 7 days at most (crypto/tls), and TLS 1.3 resumption
+// still runs an ECDHE exchange, so recorded traffic stays protected. A new key pair means new
+// tickets.
+func sessionTicketKey(cert tls.Certificate) ([32]byte, error) {
+	var k [32]byte
+	der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return k, fmt.Errorf("session ticket key: %w", err)
+	}
+	b, err := hkdf.Key(sha256.New, der, nil, "edgewan TLS session ticket key v1", len(k))
+	if err != nil {
+		return k, fmt.Errorf("session ticket key: %w", err)
+	}
+	copy(k[:], b)
+	return k, nil
 }
 
 func (s *Server) build(ctx context.Context) error {
@@ -239,13 +270,14 @@ func (s *Server) build(ctx context.Context) error {
 		Timeout: cfg.WebhookTimeout, RetryBase: cfg.WebhookRetryBase, RetryMax: cfg.WebhookRetryMax,
 		RetryWindow: cfg.WebhookRetryWindow, Registerer: s.registry, Shared: cfg.Scaled(),
 	})
-	s.Webhooks = webhook.NewService(s.Store, webhook.Options{AllowHTTPLoopback: cfg.AllowHTTPWebhooks}, s.dispatcher.Notify)
+	s.Webhooks = webhook.NewService(s.Store, webhook.Options{AllowHTTPLoopback: cfg.AllowHTTPWebhooks, Now: s.clock.Now}, s.dispatcher.Notify)
 	s.Cases = soc.NewService(s.Store, s.dispatcher.Notify)
 	s.Cases.SetClock(s.clock.Now)
 	s.watcher = soc.NewAuthWatcher(s.Cases, soc.WatchOptions{})
 
 	s.authn = &auth.Authenticator{
 		Keys:    s.Store,
+		Now:     s.clock.Now,
 		Limiter: ratelimit.New(ratelimit.Options{Rate: cfg.RateLimit, Burst: cfg.RateBurst}),
 		OnFail: func(_ context.Context, f auth.Failure) {
 			s.watcher.Failure(f.ClientIP, f.KeyID, f.Reason, f.At)
@@ -273,7 +305,7 @@ func (s *Server) build(ctx context.Context) error {
 
 	authn := s.authn
 	v1 := e.Group("/v1", authn.Middleware())
-	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version})
+	coreapi.Register(v1, coreapi.Deps{Pages: pages, Org: s.Store, Cases: s.Cases, Webhooks: s.Webhooks, Version: Version, Now: s.clock.Now})
 
 	s.SDWAN = sdwan.NewService(s.Store, sdwan.Options{
 		Now:            s.clock.Now,
@@ -282,7 +314,7 @@ func (s *Server) build(ctx context.Context) error {
 		OnClaimed:      s.writeMosquittoFiles,
 		NATSCredential: s.natsCredential(),
 		OnClaimUnknown: func(_ context.Context, clientIP string) {
-			s.watcher.Failure(clientIP, "", "unknown claim token", time.Now())
+			s.watcher.Failure(clientIP, "", "unknown claim token", s.clock.Now())
 		},
 		OnClaimReuse: func(ctx context.Context, siteID, clientIP, reason string) {
 			s.raise(ctx, soc.Signal{Rule: soc.RuleClaimReuse, Subject: siteID, Severity: "medium",
@@ -333,6 +365,9 @@ func (s *Server) listen() error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+		if cfg.Pprof {
+			servePprof(mux)
+		}
 		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		s.metricsLn = mln
 	}

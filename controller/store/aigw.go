@@ -342,3 +342,44 @@ func (s *Gateway) RecordsAfter(ctx context.Context, seq int64, limit int) ([]*ga
 	}
 	return out, nil
 }
+
+// ResealAudit implements the gateway's audit key rotation: every sealed raw input and pending
+// document upload goes through reseal (the new sealed value, or the same one when the current
+// key already opens it; an error leaves it as it is), in one transaction. updated_at is left
+// alone: the SIEM streams follow it, and nothing a reader sees has changed.
+func (s *Gateway) ResealAudit(ctx context.Context, reseal func(owner, sealed string) (string, error)) (changed int, failed []string, err error) {
+	type row struct{ table, col, id, v string }
+	var rows []row
+	for _, q := range []struct{ table, col string }{{"aigw_audit", "raw_input"}, {"aigw_documents", "blob"}} {
+		err := s.queryRows(ctx, "SELECT id, "+q.col+" FROM "+q.table+" WHERE "+q.col+" <> ''", nil, func(r *sql.Rows) error {
+			x := row{table: q.table, col: q.col}
+			if err := r.Scan(&x.id, &x.v); err != nil {
+				return err
+			}
+			nv, err := reseal(x.id, x.v)
+			switch {
+			case err != nil:
+				failed = append(failed, x.id)
+			case nv != x.v:
+				x.v = nv
+				rows = append(rows, x)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("store.ResealAudit: %w", err)
+		}
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		for _, x := range rows {
+			if _, err := tx.ExecContext(ctx, s.q("UPDATE "+x.table+" SET "+x.col+" = ? WHERE id = ?"), x.v, x.id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, failed, fmt.Errorf("store.ResealAudit: %w", err)
+	}
+	return len(rows), failed, nil
+}

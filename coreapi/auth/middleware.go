@@ -30,6 +30,11 @@ type Authenticator struct {
 	Keys    KeyStore
 	Limiter *ratelimit.Limiter             // nil: no limit
 	OnFail  func(context.Context, Failure) // nil: ignored; must not block
+	// Now is the wall clock of what it records (a key's last use, a failure's time); nil:
+	// time.Now. The rate limit measures durations on the machine's monotonic clock instead: a
+	// step of the wall clock (or of the controller's injected test clock, whose readings carry
+	// the step into their differences) must neither refill nor drain a budget.
+	Now func() time.Time
 
 	touchMu  sync.Mutex
 	touched  map[string]time.Time
@@ -40,7 +45,11 @@ type Authenticator struct {
 // 429 rate_limited over the key's budget (or, for failed attempts, the client address's).
 func (a *Authenticator) Middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		now := time.Now()
+		mono := time.Now()
+		now := mono
+		if a.Now != nil {
+			now = a.Now()
+		}
 		k, fail, err := a.authenticate(c, now)
 		if err != nil {
 			rest.Fail(c, err) // the database is down: a 503 (or 500), not a misleading 401
@@ -55,7 +64,7 @@ func (a *Authenticator) Middleware() gin.HandlerFunc {
 				a.OnFail(c.Request.Context(), f)
 			}
 			// Failed attempts spend the caller address's budget, which throttles guessing.
-			if d := a.Limiter.Allow("ip:"+c.ClientIP(), now); !d.OK {
+			if d := a.Limiter.Allow("ip:"+c.ClientIP(), mono); !d.OK {
 				a.tooMany(c, d)
 				return
 			}
@@ -63,7 +72,7 @@ func (a *Authenticator) Middleware() gin.HandlerFunc {
 			rest.FailWith(c, http.StatusUnauthorized, apierr.CodeUnauthorized, "%s", failMessage(fail))
 			return
 		}
-		d := a.Limiter.Allow(k.ID, now)
+		d := a.Limiter.Allow(k.ID, mono)
 		if a.Limiter.Enabled() {
 			for h, v := range d.Headers() {
 				c.Header(h, v)
@@ -74,7 +83,7 @@ func (a *Authenticator) Middleware() gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxKey, k)
-		a.touch(c.Request.Context(), k.ID, now)
+		a.touch(c.Request.Context(), k.ID, mono, now)
 		c.Next()
 	}
 }
@@ -140,15 +149,15 @@ func failMessage(reason string) string {
 
 // touch records last use at most once a minute per key, off the request path: the write goes
 // to the database in the background, so a request never waits for a busy writer.
-func (a *Authenticator) touch(ctx context.Context, id string, now time.Time) {
+func (a *Authenticator) touch(ctx context.Context, id string, mono, now time.Time) {
 	a.touchMu.Lock()
 	if a.touched == nil {
 		a.touched = make(map[string]time.Time)
 	}
 	last := a.touched[id]
-	due := now.Sub(last) >= time.Minute
+	due := last.IsZero() || mono.Sub(last) >= time.Minute
 	if due {
-		a.touched[id] = now
+		a.touched[id] = mono
 	}
 	a.touchMu.Unlock()
 	if due {

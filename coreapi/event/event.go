@@ -48,6 +48,11 @@ type Envelope struct {
 
 // New builds an envelope with a fresh ID and the current time. data must marshal to a JSON object.
 func New(typ string, data any) (*Envelope, error) {
+	return NewAt(typ, data, time.Now())
+}
+
+// NewAt is New dated at (the controller's injected clock: a test may step it).
+func NewAt(typ string, data any, at time.Time) (*Envelope, error) {
 	if !Known(typ) {
 		return nil, fmt.Errorf("event.New: unknown event type %q", typ)
 	}
@@ -58,5 +63,5 @@ func New(typ string, data any) (*Envelope, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fmt.Errorf("event.New %s: data must be a JSON object", typ)
 	}
-	return &Envelope{ID: ids.New("evt"), Type: typ, CreatedAt: time.Now().UTC().Truncate(time.Microsecond), Data: raw}, nil
+	return &Envelope{ID: ids.New("evt"), Type: typ, CreatedAt: at.UTC().Truncate(time.Microsecond), Data: raw}, nil
 }

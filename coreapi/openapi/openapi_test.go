@@ -1015,7 +1015,7 @@ func TestOpenAPIGatewayEventsMatchCode(t *testing.T) {
 		switch x := n.(type) {
 		case *ast.CallExpr:
 			sel, ok := x.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "New" || len(x.Args) != 2 {
+			if !ok || !(sel.Sel.Name == "New" && len(x.Args) == 2 || sel.Sel.Name == "NewAt" && len(x.Args) == 3) {
 				return true
 			}
 			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "event" {

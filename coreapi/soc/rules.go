@@ -125,22 +125,25 @@ func NewAuthWatcher(svc *Service, o WatchOptions) *AuthWatcher {
 }
 
 // Failure records one refused credential: reason "revoked" raises at once; any failure counts
-// towards the brute-force threshold of the client's address.
+// towards the brute-force threshold of the client's address. at (the controller's wall clock)
+// dates the case's text; the windows are durations, measured on the machine's monotonic clock,
+// so a step of the wall clock neither empties nor prolongs them.
 func (w *AuthWatcher) Failure(clientIP, keyID, reason string, at time.Time) {
+	mono := time.Now()
 	w.mu.Lock()
 	var sigs []Signal
-	if reason == "revoked" && w.due(RuleRevokedKeyUsed+keyID, at) {
+	if reason == "revoked" && w.due(RuleRevokedKeyUsed+keyID, mono) {
 		sigs = append(sigs, Signal{Rule: RuleRevokedKeyUsed, Subject: keyID, Severity: "medium",
 			Title:       "Revoked API key used: " + keyID,
 			Description: fmt.Sprintf("revoked key %s was presented from %s at %s", keyID, clientIP, at.UTC().Format(time.RFC3339))})
 	}
 	fs := w.failures[clientIP]
 	cut := 0
-	for cut < len(fs) && at.Sub(fs[cut]) > w.o.Window {
+	for cut < len(fs) && mono.Sub(fs[cut]) > w.o.Window {
 		cut++
 	}
-	fs = append(fs[cut:], at)
-	if len(fs) >= w.o.Threshold && w.due(RuleAuthBruteForce+clientIP, at) {
+	fs = append(fs[cut:], mono)
+	if len(fs) >= w.o.Threshold && w.due(RuleAuthBruteForce+clientIP, mono) {
 		sigs = append(sigs, Signal{Rule: RuleAuthBruteForce, Subject: clientIP, Severity: "high",
 			Title:       "Repeated authentication failures from " + clientIP,
 			Description: fmt.Sprintf("%d failed authentications from %s within %s (last reason: %s)", len(fs), clientIP, w.o.Window, reason)})

@@ -268,5 +268,5 @@ func caseEvent(typ string, c *Case, note *Note, was string) (*event.Envelope, er
 	if was != c.Status {
 		d.PreviousStatus = was
 	}
-	return event.New(typ, d)
+	return event.NewAt(typ, d, c.UpdatedAt) // the service's clock
 }

@@ -299,13 +299,13 @@ func (d *Dispatcher) work(ctx context.Context, webhookID string, l *lane) {
 
 // attempt makes one delivery attempt and says what to store.
 func (d *Dispatcher) attempt(j Job) Result {
-	start := d.o.Now()
+	start, began := d.o.Now(), time.Now() // began: the latency is a duration, not wall time (clock.Now)
 	r := Result{DeliveryID: j.DeliveryID, Attempts: j.Attempts + 1, AttemptedAt: start.UTC()}
 	body, err := json.Marshal(j.Event)
 	if err == nil {
 		r.HTTPStatus, err = d.send(j, body, r.Attempts, start)
 	}
-	d.mLatency.Observe(d.o.Now().Sub(start).Seconds())
+	d.mLatency.Observe(time.Since(began).Seconds())
 	if err == nil {
 		r.Status = StatusSucceeded
 		d.mDeliveries.WithLabelValues("succeeded").Inc()

@@ -79,6 +79,9 @@ type Store interface {
 type Options struct {
 	// AllowHTTPLoopback accepts http:// URLs whose host is a loopback address (local development).
 	AllowHTTPLoopback bool
+	// Now is the wall clock for the times it records (created, an event, a redelivery due);
+	// nil: time.Now. The controller passes its injected clock, which the dispatcher uses too.
+	Now func() time.Time
 }
 
 // Service registers webhooks and publishes events.
@@ -90,6 +93,9 @@ type Service struct {
 
 // NewService returns a Service. notify, if not nil, is called after an event queued deliveries.
 func NewService(s Store, o Options, notify func()) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	return &Service{store: s, o: o, notify: notify}
 }
 
@@ -122,7 +128,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest, createdBy strin
 	}
 	var sec [32]byte
 	_, _ = rand.Read(sec[:])
-	now := time.Now().UTC()
+	now := s.o.Now().UTC()
 	w := &Webhook{
 		ID: ids.New("wh"), URL: req.URL, Events: evs, Description: req.Description,
 		Secret: "whsec_" + base64.RawURLEncoding.EncodeToString(sec[:]), CreatedBy: createdBy,
@@ -174,7 +180,7 @@ func isLoopback(host string) bool {
 // Publish records an event of type typ with data and queues its deliveries. It returns once
 // the event is durable; delivery happens later. The data must marshal to a JSON object.
 func (s *Service) Publish(ctx context.Context, typ string, data any) (*event.Envelope, error) {
-	ev, err := event.New(typ, data)
+	ev, err := event.NewAt(typ, data, s.o.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +248,7 @@ func (s *Service) Delivery(ctx context.Context, webhookID, id string) (*Delivery
 
 // Redeliver queues the delivery's event again, as a new delivery with the same event ID.
 func (s *Service) Redeliver(ctx context.Context, webhookID, deliveryID string) (*Delivery, error) {
-	d, err := s.store.Redeliver(ctx, webhookID, deliveryID, time.Now().UTC())
+	d, err := s.store.Redeliver(ctx, webhookID, deliveryID, s.o.Now().UTC())
 	if err != nil {
 		return nil, err
 	}

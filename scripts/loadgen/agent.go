@@ -37,6 +37,7 @@ type counters struct {
 type agent struct {
 	ss    siteState
 	index int
+	tc    *tls.Config // the agent's own (its TLS session cache is its own)
 	c     *mqttConn
 	cnt   *counters
 
@@ -50,9 +51,9 @@ type agent struct {
 
 // connect opens the agent's connection as a real agent would: will (retained "offline" status),
 // subscriptions to its policy and decisions, then a retained "online" status.
-func (a *agent) connect(ctx context.Context, addr string, tc *tls.Config, clean bool) error {
+func (a *agent) connect(ctx context.Context, addr string, clean bool) error {
 	will := []byte(`{"v":1,"device":"` + a.ss.Device + `","state":"offline"}`)
-	c, err := dialMQTT(ctx, addr, tc, connectOpts{ClientID: a.ss.Username, Username: a.ss.Username, Password: a.ss.Password,
+	c, err := dialMQTT(ctx, addr, a.tc, connectOpts{ClientID: a.ss.Username, Username: a.ss.Username, Password: a.ss.Password,
 		KeepAlive: 60 * time.Second, CleanSession: clean, WillTopic: topic(a.ss.ID, "status"), WillPayload: will, WillRetain: true})
 	if err != nil {
 		return err

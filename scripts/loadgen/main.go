@@ -53,11 +53,14 @@ type options struct {
 	HealthRequests, HealthWorkers                     int
 	HealthWindow                                      string
 	Policy, CleanSession, StageOnly, HealthOnly       bool
+	TLSResume                                         bool
 	// The reconnect scenario.
 	Reconnect                    bool
 	ControllerCmd, ControllerLog string
 	KillSignal                   string
 	Outage, ReconnectTimeout     time.Duration
+	ProfileDir                   string
+	ProfileFor                   time.Duration
 }
 
 func main() {
@@ -95,6 +98,8 @@ func main() {
 	fs.StringVar(&o.HealthWindow, "health-window", "5m", "the health requests' window parameter")
 	fs.BoolVar(&o.Policy, "policy", true, "publish a steering policy with two SLA classes to every site (so reports are judged against SLAs)")
 	fs.BoolVar(&o.CleanSession, "clean-session", false, "connect with a clean session (real agents keep theirs)")
+	fs.BoolVar(&o.TLSResume, "tls-resume", true, "each agent keeps a TLS session cache and resumes its session when it reconnects, as the agent does\n"+
+		"(false: a full handshake every time, as agents before 2026-11-24)")
 	fs.BoolVar(&o.StageOnly, "stage-only", false, "pre-stage and claim, then exit")
 	fs.BoolVar(&o.HealthOnly, "health-only", false, "only probe the health endpoint (sites from --state), from --warmup to --duration: run it beside a loadgen that publishes,\n"+
 		"so that the probes' latency does not include the publishing loader's own scheduling delays")
@@ -105,6 +110,9 @@ func main() {
 	fs.StringVar(&o.KillSignal, "kill-signal", "KILL", "with --reconnect: KILL or TERM")
 	fs.DurationVar(&o.Outage, "outage", 10*time.Second, "with --reconnect: from stopping the controller to starting it again (long enough and every agent waits at the backoff's cap)")
 	fs.DurationVar(&o.ReconnectTimeout, "reconnect-timeout", 2*time.Minute, "with --reconnect: how long after the controller is ready to wait for every agent")
+	fs.StringVar(&o.ProfileDir, "profile-dir", "", "with --reconnect: save the restarted controller's CPU profile (from its restart, --profile-for long) and its goroutine,\n"+
+		"block and mutex profiles (2 s after ready) here; the controller must run with --pprof (served next to --metrics)")
+	fs.DurationVar(&o.ProfileFor, "profile-for", 12*time.Second, "with --profile-dir: the CPU profile's length")
 	_ = fs.Parse(os.Args[1:])
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
@@ -166,6 +174,14 @@ func (o *options) validate() error {
 		if o.HealthOnly || o.StageOnly {
 			errs = append(errs, errors.New("--reconnect goes with neither --health-only nor --stage-only"))
 		}
+		if o.ProfileDir != "" && o.Metrics == "" {
+			errs = append(errs, errors.New("--profile-dir needs --metrics: the profiles are served next to it"))
+		}
+		if o.ProfileFor < time.Second || o.ProfileFor > 5*time.Minute {
+			errs = append(errs, fmt.Errorf("--profile-for %s: want 1s..5m", o.ProfileFor))
+		}
+	} else if o.ProfileDir != "" {
+		errs = append(errs, errors.New("--profile-dir is only for --reconnect"))
 	} else if o.ControllerCmd != "" {
 		errs = append(errs, errors.New("--controller-cmd is only for --reconnect"))
 	}
@@ -235,7 +251,7 @@ func run(ctx context.Context, o options) (*results, error) {
 	a := &api{base: strings.TrimRight(o.API, "/"), token: o.Token, hc: hc}
 	res := &results{o: o, rssBase: o.RSSBase}
 	if ctl != nil {
-		if _, err := ctl.waitReady(ctx, hc, a.base, 3*time.Minute); err != nil {
+		if _, err := ctl.waitReady(ctx, hc, a.base, readyTimeout); err != nil {
 			return nil, err
 		}
 	}
@@ -308,7 +324,12 @@ func run(ctx context.Context, o options) (*results, error) {
 	cnt := &counters{}
 	agents := make([]*agent, o.Conns)
 	for i := range agents {
-		agents[i] = &agent{ss: sites[i], index: i, cnt: cnt}
+		tc := mqttTLS
+		if o.TLSResume { // as the agent (agent/engine): each its own session cache
+			tc = mqttTLS.Clone()
+			tc.ClientSessionCache = tls.NewLRUClientSessionCache(1)
+		}
+		agents[i] = &agent{ss: sites[i], index: i, cnt: cnt, tc: tc}
 	}
 	defer func() {
 		var wg sync.WaitGroup
@@ -332,7 +353,7 @@ func run(ctx context.Context, o options) (*results, error) {
 					return
 				}
 				cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-				err := agents[k].connect(cctx, brokerAddr, mqttTLS, o.CleanSession)
+				err := agents[k].connect(cctx, brokerAddr, o.CleanSession)
 				cancel()
 				if err != nil {
 					if cnt.connectErrs.Add(1) <= 5 {
@@ -361,7 +382,7 @@ func run(ctx context.Context, o options) (*results, error) {
 		res.rssConnected = rss(o.PID, s2)
 	}
 	if o.Reconnect {
-		rr, err := reconnectScenario(ctx, o, ctl, hc, agents, brokerAddr, mqttTLS)
+		rr, err := reconnectScenario(ctx, o, ctl, hc, agents, brokerAddr)
 		if err != nil {
 			return nil, err
 		}

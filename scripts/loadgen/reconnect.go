@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -29,6 +28,9 @@ import (
 
 // bucketWidth is the resolution of the reconnect rate.
 const bucketWidth = 100 * time.Millisecond
+
+// readyTimeout is how long the controller, started or restarted, may take to answer /readyz.
+const readyTimeout = 3 * time.Minute
 
 // controllerProc is the controller loadgen runs, as a child, for the reconnect scenario.
 type controllerProc struct {
@@ -129,6 +131,7 @@ type reconnectResults struct {
 	earlyBack                int           // back before /readyz answered 200 (counted as 0 s)
 	back                     []time.Duration
 	attempts, attemptsAfter  int64
+	resumed                  int64 // reconnects that resumed their TLS session
 	failedDown, failedAfter  int64
 	failedKinds              map[string]int64
 	firstFailure             string
@@ -190,21 +193,22 @@ func failureKind(err error) string {
 
 // reconnectScenario kills the controller with o.KillSignal, starts it again after o.Outage and
 // waits until every agent is back (at most o.ReconnectTimeout after the controller is ready).
-func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *http.Client, agents []*agent, addr string, tc *tls.Config) (*reconnectResults, error) {
+func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *http.Client, agents []*agent, addr string) (*reconnectResults, error) {
 	sig := syscall.SIGKILL
 	if o.KillSignal == "TERM" {
 		sig = syscall.SIGTERM
 	}
 	r := &reconnectResults{agents: len(agents), signal: "SIG" + o.KillSignal, failedKinds: map[string]int64{}}
 	killAt := time.Now()
-	attempts := newTimeline(killAt, o.Outage+3*time.Minute+o.ReconnectTimeout)
-	success := newTimeline(killAt, o.Outage+3*time.Minute+o.ReconnectTimeout)
+	attempts := newTimeline(killAt, o.Outage+readyTimeout+o.ReconnectTimeout)
+	success := newTimeline(killAt, o.Outage+readyTimeout+o.ReconnectTimeout)
 	lostAt := make([]time.Time, len(agents))
 	backAt := make([]time.Time, len(agents))
 	var (
 		readyAt   atomic.Int64 // UnixNano; 0 until /readyz answered
 		failMu    sync.Mutex
 		nAttempts atomic.Int64
+		resumed   atomic.Int64 // reconnects that resumed their TLS session
 	)
 	fail := func(err error, at time.Time) {
 		failMu.Lock()
@@ -250,11 +254,14 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 				attempts.add(now)
 				nAttempts.Add(1)
 				cctx, cancel := context.WithTimeout(rctx, 10*time.Second) // the agent's ConnectTimeout
-				err := ag.connect(cctx, addr, tc, o.CleanSession)
+				err := ag.connect(cctx, addr, o.CleanSession)
 				cancel()
 				if err == nil {
 					backAt[i] = time.Now()
 					success.add(backAt[i])
+					if ag.c.conn.ConnectionState().DidResume {
+						resumed.Add(1)
+					}
 					return
 				}
 				if rctx.Err() != nil {
@@ -280,9 +287,28 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	if err := ctl.start(); err != nil {
 		return nil, err
 	}
-	ready, err := ctl.waitReady(ctx, hc, strings.TrimRight(o.API, "/"), 3*time.Minute)
+	var prof *profiler
+	var profWG sync.WaitGroup
+	defer profWG.Wait()
+	if o.ProfileDir != "" {
+		var err error
+		if prof, err = newProfiler(o.Metrics, o.ProfileDir); err != nil {
+			return nil, err
+		}
+		profWG.Add(1)
+		go func() { defer profWG.Done(); prof.cpu(ctx, o.ProfileFor, ctl.exited) }()
+	}
+	ready, err := ctl.waitReady(ctx, hc, strings.TrimRight(o.API, "/"), readyTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if prof != nil {
+		profWG.Add(1)
+		go func() { // in the thick of the reconnect
+			defer profWG.Done()
+			sleep(ctx, 2*time.Second)
+			prof.snapshot(ctx, "ready+2s")
+		}()
 	}
 	readyAt.Store(ready.UnixNano())
 	r.startup = ready.Sub(restartAt)
@@ -352,6 +378,7 @@ wait:
 	r.lostSpread = lastLost.Sub(firstLost)
 	slices.Sort(r.back)
 	r.attempts = nAttempts.Load()
+	r.resumed = resumed.Load()
 	after := attempts.counts(ready, end)
 	for _, c := range after {
 		r.attemptsAfter += c
@@ -388,8 +415,14 @@ func reconnectRows(r *reconnectResults) [][2]string {
 	if r.window > 0 {
 		add("CPU from the restart to the last agent back: controller / loadgen / whole machine", fmt.Sprintf("%.2f / %.2f / %.2f of %d cores over %s",
 			r.ctlCores, r.genCores, r.machineCores, runtime.NumCPU(), s(r.window)))
+		if n := len(r.back); n > 0 { // less sensitive to others' load than the times are
+			per := func(cores float64) float64 { return cores * r.window.Seconds() * 1000 / float64(n) }
+			add("CPU per reconnect (all of the window's, failed attempts and the controller's start included): controller / loadgen",
+				fmt.Sprintf("%.2f / %.2f ms", per(r.ctlCores), per(r.genCores)))
+		}
 	}
 	add("reconnected / not back in time / connection not lost", fmt.Sprintf("%d / %d / %d", len(r.back), r.notBack, r.notLost))
+	add("reconnects that resumed their TLS session", fmt.Sprintf("%d of %d", r.resumed, len(r.back)))
 	kinds := make([]string, 0, len(r.failedKinds))
 	for k, v := range r.failedKinds {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -55,10 +56,11 @@ func TestReconnectScenario(t *testing.T) {
 		API: "https://127.0.0.1:" + api, CA: filepath.Join(data, "tls", "ca.crt"), Token: lines[len(lines)-1],
 		MQTT: "127.0.0.1:" + mqtt, State: filepath.Join(dir, "state.json"), Prefix: "rc",
 		Sites: agents, Rate: 1, Duration: time.Minute, Warmup: time.Second, Drain: time.Second,
-		StageWorkers: 8, ConnectWorkers: 16, HealthWorkers: 1, Policy: true,
+		StageWorkers: 8, ConnectWorkers: 16, HealthWorkers: 1, Policy: true, TLSResume: true,
+		Metrics: "http://127.0.0.1:" + metrics + "/metrics", ProfileDir: filepath.Join(dir, "profiles"), ProfileFor: 2 * time.Second,
 		Reconnect: true, ControllerLog: filepath.Join(dir, "controller.log"), KillSignal: "KILL",
 		ControllerCmd: strings.Join([]string{bin, "serve", "--data-dir", data, "--listen", "127.0.0.1:" + api,
-			"--mqtt-listen", "127.0.0.1:" + mqtt, "--metrics-listen", "127.0.0.1:" + metrics, "--rate-limit", "0", "--log-level", "warn"}, " "),
+			"--mqtt-listen", "127.0.0.1:" + mqtt, "--metrics-listen", "127.0.0.1:" + metrics, "--rate-limit", "0", "--log-level", "warn", "--pprof"}, " "),
 		Outage: below + time.Second, ReconnectTimeout: 2 * time.Minute,
 	}
 	if err := o.validate(); err != nil {
@@ -79,6 +81,15 @@ func TestReconnectScenario(t *testing.T) {
 	}
 	if r.failedAfter != 0 {
 		t.Errorf("%d attempts failed after the controller was ready (%v; first: %s); want 0", r.failedAfter, r.failedKinds, r.firstFailure)
+	}
+	// The controller's session ticket key outlives its process: every agent resumes.
+	if r.resumed != int64(len(r.back)) {
+		t.Errorf("%d of %d reconnects resumed their TLS session; want all", r.resumed, len(r.back))
+	}
+	for _, f := range []string{"cpu.pprof", "ready+2s-goroutine.pprof", "ready+2s-block.pprof", "ready+2s-mutex.pprof"} {
+		if st, err := os.Stat(filepath.Join(o.ProfileDir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s of the restarted controller: %v (empty or missing)", f, err)
+		}
 	}
 	if peak := slices.Max(r.perSecond); peak > 3*agents/4 {
 		t.Errorf("%d reconnects in one second (per second: %v); want at most %d (3N/4; the model is at most N/4 = %d)", peak, r.perSecond, 3*agents/4, agents/4)

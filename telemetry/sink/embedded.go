@@ -80,7 +80,9 @@ type EmbeddedStats struct {
 // devices together), bucketed by the report's time. Write aggregates in memory; a goroutine
 // writes the rollups every FlushInterval (Flush and Close do too) and prunes rows past their
 // retention every PruneInterval. Rows are merged on write, so late reports (an agent
-// replaying its spool) land in the right minute. A crash loses at most the unflushed interval.
+// replaying its spool) land in the right minute. A crash loses at most the unflushed interval
+// of this store; the controller publishes its stored watermark only after a flush, so agents
+// send that interval again (docs/telemetry.md).
 type EmbeddedSink struct {
 	opts EmbeddedOptions
 	log  *slog.Logger
