@@ -21,7 +21,14 @@
 #                            the mappings below are not used (docs/scale-out.md).
 #   scripts/nats.sh stop DIR [N]   stop node N (default: all); kill -9 with KILL=1
 #   scripts/nats.sh restart DIR N  start node N again with its data
-#   scripts/nats.sh install        install nats-server with apt if missing
+#   scripts/nats.sh install        install nats-server if missing (Debian's, with apt) and
+#                                  print its path
+#
+# Which nats-server: NATS_SERVER=PATH runs that binary; NATS_SERVER_VERSION=v2.X.Y runs that
+# release, built by `install` with go install into $EDGEWAN_CACHE/bin (default
+# ~/.cache/edgewan/bin; about 1.5 minutes); otherwise Debian's nats-server (2.9.10 on Debian 12),
+# the product's default (docs/scale-out.md: a newer release did not make a node's death shorter).
+# NATS_MQTT_JS_API_TIMEOUT=DURATION sets mqtt { js_api_timeout } (nats-server 2.11 and later).
 #
 # Subject mapping: agents' messages (edgewan/v1/sites/{site}/{telemetry,acks,events,status})
 # are mapped to edgewan.in.{partition}.{site}.{kind}, partition = the server's hash of the site
@@ -33,8 +40,23 @@ say() { echo "nats.sh: $*" >&2; }
 die() { say "ERROR: $*"; exit 1; }
 PARTITIONS="${PARTITIONS:-16}"
 
+cache_bin() { echo "${EDGEWAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgewan}/bin"; }
+
+# find_bin prints the nats-server to run: NATS_SERVER, else the go-installed release named by
+# NATS_SERVER_VERSION, else Debian's.
 find_bin() {
 	local b
+	if [[ -n "${NATS_SERVER:-}" ]]; then
+		[[ -x "$NATS_SERVER" ]] || die "NATS_SERVER=$NATS_SERVER is not an executable"
+		echo "$NATS_SERVER"
+		return 0
+	fi
+	if [[ -n "${NATS_SERVER_VERSION:-}" ]]; then
+		b="$(cache_bin)/nats-server-$NATS_SERVER_VERSION"
+		[[ -x "$b" ]] || return 1
+		echo "$b"
+		return 0
+	fi
 	for b in "$(command -v nats-server 2>/dev/null || true)" /usr/sbin/nats-server /usr/bin/nats-server; do
 		if [[ -n "$b" && -x "$b" ]]; then
 			echo "$b"
@@ -44,8 +66,41 @@ find_bin() {
 	return 1
 }
 
+# go_install builds nats-server $NATS_SERVER_VERSION with go install into the cache (about a
+# minute and a half, pure Go), like scripts/influxdb.sh; concurrent callers wait for one build.
+go_install() {
+	local bin tmp v=$NATS_SERVER_VERSION
+	[[ "$v" =~ ^v2\.[0-9]+\.[0-9]+$ ]] || die "NATS_SERVER_VERSION=$v: want v2.X.Y"
+	command -v go >/dev/null || die "go is not installed to build nats-server $v"
+	bin="$(cache_bin)"
+	mkdir -p "$bin"
+	exec 9>"$bin/.nats-server.lock"
+	flock -w 900 9 || die "timed out waiting for another install of nats-server ($bin/.nats-server.lock)"
+	if [[ ! -x "$bin/nats-server-$v" ]]; then
+		tmp="$(mktemp -d "$bin/.install-XXXXXX")"
+		say "installing nats-server $v into $bin (go install)"
+		if ! (cd / && GOBIN="$tmp" GOFLAGS= GOTOOLCHAIN=local go install \
+			"github.com/nats-io/nats-server/v2@$v" >&2); then
+			rm -rf "$tmp"
+			die "go install github.com/nats-io/nats-server/v2@$v failed"
+		fi
+		mv -f "$tmp/nats-server" "$bin/nats-server-$v"
+		rm -rf "$tmp"
+	fi
+	exec 9>&-
+}
+
+# install_nats installs the nats-server find_bin names if it is missing and prints its path.
 install_nats() {
-	find_bin >/dev/null && return 0
+	if find_bin >/dev/null; then
+		find_bin
+		return 0
+	fi
+	if [[ -n "${NATS_SERVER_VERSION:-}" ]]; then
+		go_install
+		find_bin
+		return 0
+	fi
 	local sudo=()
 	if [[ $EUID -ne 0 ]]; then
 		command -v sudo >/dev/null || die "nats-server is not installed and we are not root (no sudo either): install the 'nats-server' package"
@@ -56,7 +111,7 @@ install_nats() {
 	"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update >&2 || die "apt-get update failed"
 	"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends nats-server >&2 ||
 		die "apt-get install nats-server failed"
-	find_bin >/dev/null || die "nats-server still not found after installing it"
+	find_bin || die "nats-server still not found after installing it"
 }
 
 write_conf() { # DIR N BASEPORT USER PASSWORD
@@ -106,11 +161,26 @@ mqtt {
   listen: 127.0.0.1:$((p + 2))
   # sessions and retained messages: 3 replicas
   stream_replicas: 3
-  consumer_replicas: 3
   ack_wait: "30s"
+$(mqtt_extra)
 }
 $auth
 CONF
+}
+
+# mqtt_extra: the mqtt {} lines that depend on the server's version. nats-server 2.9 takes
+# consumer_replicas; 2.10 and later give MQTT consumers their stream's replicas and refuse the
+# option (`nats-server -t`: "consumer replicas setting ignored in this server version").
+mqtt_extra() {
+	local bin v
+	bin="$(find_bin)" || die "nats-server not installed (scripts/nats.sh install)"
+	v="$("$bin" --version)"
+	if [[ "$v" =~ v2\.9\. ]]; then
+		echo "  consumer_replicas: 3"
+	fi
+	if [[ -n "${NATS_MQTT_JS_API_TIMEOUT:-}" ]]; then
+		echo "  js_api_timeout: \"$NATS_MQTT_JS_API_TIMEOUT\""
+	fi
 }
 
 start_node() { # DIR N
