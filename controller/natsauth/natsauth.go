@@ -107,9 +107,6 @@ func newKey(create func() (nkeys.KeyPair, error)) (pub string, seed []byte, err 
 	return pub, seed, err
 }
 
-// Account is the shared account's public key.
-func (i *Issuer) Account() string { return i.k.Account }
-
 // Partitions is the number of partitions of the account's subject mapping.
 func (i *Issuer) Partitions() int { return i.k.Partitions }
 
