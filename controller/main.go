@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/edgewan/edgewan/buildinfo"
+	"github.com/edgewan/edgewan/controller/cluster"
 	"github.com/edgewan/edgewan/controller/config"
 	"github.com/edgewan/edgewan/controller/natsauth"
 	"github.com/edgewan/edgewan/controller/server"
@@ -162,7 +163,7 @@ func natsInit(args []string, stdout, stderr io.Writer) error {
 	if helpRequested(args) {
 		fs.SetOutput(stdout)
 	}
-	partitions := fs.Int("partitions", 16, "partitions of the site space: the controllers' --cluster-partitions")
+	partitions := fs.Int("partitions", cluster.DefaultPartitions, "partitions of the site space: the controllers' --cluster-partitions")
 	operatorPath := fs.String("operator-path", "", "where the NATS servers will read operator.jwt (default: DIR/operator.jwt, absolute)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: controller nats-init [--partitions N] [--operator-path PATH] DIR")

@@ -11,15 +11,7 @@ import (
 )
 
 func benchIssuer(b *testing.B) *natsauth.Issuer {
-	b.Helper()
-	s, err := natsauth.Generate(16)
-	if err != nil {
-		b.Fatal(err)
-	}
-	iss, err := natsauth.NewIssuer(s.Keys)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, iss := newIssuer(b, 16)
 	return iss
 }
 

@@ -93,8 +93,19 @@ func NewIssuer(k Keys) (*Issuer, error) {
 	return i, nil
 }
 
-// Account is the shared account's public key.
-func (i *Issuer) Account() string { return i.k.Account }
+// newKey makes a key pair with create (nkeys.CreateUser, CreateAccount ...) and returns its
+// public key and seed.
+func newKey(create func() (nkeys.KeyPair, error)) (pub string, seed []byte, err error) {
+	kp, err := create()
+	if err != nil {
+		return "", nil, err
+	}
+	if pub, err = kp.PublicKey(); err != nil {
+		return "", nil, err
+	}
+	seed, err = kp.Seed()
+	return pub, seed, err
+}
 
 // Partitions is the number of partitions of the account's subject mapping.
 func (i *Issuer) Partitions() int { return i.k.Partitions }
@@ -138,11 +149,7 @@ func (i *Issuer) DeviceClaims(device, site, userPub string) (*jwt.UserClaims, er
 // key, which a revocation names (RevokedUser). Every call makes a new user key, so re-issuing
 // for the same device and revoking the old key leaves the new one valid.
 func (i *Issuer) Device(device, site string) (token, userPub string, err error) {
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		return "", "", fmt.Errorf("natsauth: %w", err)
-	}
-	if userPub, err = kp.PublicKey(); err != nil {
+	if userPub, _, err = newKey(nkeys.CreateUser); err != nil {
 		return "", "", fmt.Errorf("natsauth: %w", err)
 	}
 	uc, err := i.DeviceClaims(device, site, userPub)
@@ -163,12 +170,7 @@ func (i *Issuer) Device(device, site string) (token, userPub string, err error) 
 // controller sends agents anyway.
 func (i *Issuer) Controller(name string) (natsJWT string, seed []byte, mqttJWT string, err error) {
 	mk := func(bearer bool) (string, []byte, error) {
-		kp, err := nkeys.CreateUser()
-		if err != nil {
-			return "", nil, err
-		}
-		pub, _ := kp.PublicKey()
-		seed, err := kp.Seed()
+		pub, seed, err := newKey(nkeys.CreateUser)
 		if err != nil {
 			return "", nil, err
 		}
@@ -197,12 +199,8 @@ func (i *Issuer) Controller(name string) (natsJWT string, seed []byte, mqttJWT s
 
 // SystemUser issues a user of the system account, for pushing account JWTs to the resolver.
 func (i *Issuer) SystemUser() (token string, seed []byte, err error) {
-	kp, err := nkeys.CreateUser()
+	pub, seed, err := newKey(nkeys.CreateUser)
 	if err != nil {
-		return "", nil, fmt.Errorf("natsauth: %w", err)
-	}
-	pub, _ := kp.PublicKey()
-	if seed, err = kp.Seed(); err != nil {
 		return "", nil, fmt.Errorf("natsauth: %w", err)
 	}
 	uc := jwt.NewUserClaims(pub)

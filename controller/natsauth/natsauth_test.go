@@ -117,14 +117,7 @@ func TestNewIssuerRefusesBadKeys(t *testing.T) {
 // TestDeviceClaims checks the permissions of a device's user exactly: the site's own subjects,
 // the site's partition of the stream, the MQTT internal delivery subject, nothing else.
 func TestDeviceClaims(t *testing.T) {
-	s, err := natsauth.Generate(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss, err := natsauth.NewIssuer(s.Keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, iss := newIssuer(t, 16)
 	tok, pub, err := iss.Device("dev-1", "site-7")
 	if err != nil {
 		t.Fatal(err)
@@ -166,14 +159,7 @@ func TestDeviceClaims(t *testing.T) {
 }
 
 func TestAccountJWT(t *testing.T) {
-	s, err := natsauth.Generate(32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss, err := natsauth.NewIssuer(s.Keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, iss := newIssuer(t, 32)
 	_, pub, err := iss.Device("dev-1", "site-1")
 	if err != nil {
 		t.Fatal(err)
@@ -215,14 +201,7 @@ func sameSet(a, b []string) bool {
 // TestControllerClaims: the controller's NATS user is unrestricted but needs its seed (not a
 // bearer); its MQTT user, whose JWT travels as a password, may only publish downward kinds.
 func TestControllerClaims(t *testing.T) {
-	s, err := natsauth.Generate(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss, err := natsauth.NewIssuer(s.Keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, iss := newIssuer(t, 16)
 	natsJWT, seed, mqttJWT, err := iss.Controller("c1")
 	if err != nil {
 		t.Fatal(err)
@@ -246,4 +225,18 @@ func TestControllerClaims(t *testing.T) {
 		!slices.Equal(mc.AllowedConnectionTypes, jwt.StringList{jwt.ConnectionTypeMqtt}) {
 		t.Errorf("controller MQTT user: bearer %v, connection types %v, permissions %+v", mc.BearerToken, mc.AllowedConnectionTypes, mc.Permissions)
 	}
+}
+
+// newIssuer makes a new setup of partitions and its issuer.
+func newIssuer(tb testing.TB, partitions int) (*natsauth.Setup, *natsauth.Issuer) {
+	tb.Helper()
+	s, err := natsauth.Generate(partitions)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	iss, err := natsauth.NewIssuer(s.Keys)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s, iss
 }

@@ -58,20 +58,6 @@ func (i *Issuer) Sync(ctx context.Context, urls []string, revoked map[string]tim
 	return push(ctx, nc, acc, nodes)
 }
 
-// Push sends an account JWT to the cluster's resolver as a system-account user and returns how
-// many nodes stored it: it waits for nodes answers (the number of nodes; a node down does not
-// answer) or, after the first answer, for at most a second more. Any refusal (a bad signature,
-// an account JWT of another operator) is an error; so is no answer before ctx ends. A node
-// stores the JWT as it is: Sync is what keeps revocations.
-func (i *Issuer) Push(ctx context.Context, urls []string, accountJWT string, nodes int) (int, error) {
-	nc, err := i.systemConn(urls)
-	if err != nil {
-		return 0, err
-	}
-	defer nc.Close()
-	return push(ctx, nc, accountJWT, nodes)
-}
-
 func (i *Issuer) systemConn(urls []string) (*nats.Conn, error) {
 	tok, seed, err := i.SystemUser()
 	if err != nil {
@@ -84,6 +70,11 @@ func (i *Issuer) systemConn(urls []string) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// push sends an account JWT to the cluster's resolver on nc (a system-account user) and
+// returns how many nodes stored it: it waits for nodes answers (the number of nodes; a node
+// down does not answer) or, after the first answer, for at most a second more. Any refusal (a
+// bad signature, an account JWT of another operator) is an error; so is no answer before ctx
+// ends. A node stores the JWT as it is: Sync is what keeps revocations.
 func push(ctx context.Context, nc *nats.Conn, accountJWT string, nodes int) (int, error) {
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)

@@ -23,17 +23,6 @@ type Setup struct {
 
 // Generate makes a Setup: every key is new. partitions is the controllers' --cluster-partitions.
 func Generate(partitions int) (*Setup, error) {
-	newKey := func(create func() (nkeys.KeyPair, error)) (pub string, seed []byte, err error) {
-		kp, err := create()
-		if err != nil {
-			return "", nil, err
-		}
-		if pub, err = kp.PublicKey(); err != nil {
-			return "", nil, err
-		}
-		seed, err = kp.Seed()
-		return pub, seed, err
-	}
 	s := &Setup{Keys: Keys{Partitions: partitions}}
 	k := &s.Keys
 	var opPub, opSKPub string

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/edgewan/edgewan/controller/cluster"
 	"github.com/edgewan/edgewan/controller/natsauth"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) loadNATSKeys() error {
 	}
 	want := s.cfg.ClusterPartitions
 	if want == 0 {
-		want = 16
+		want = cluster.DefaultPartitions
 	}
 	if k.Partitions != want {
 		return fmt.Errorf("server: --nats-keys was made for %d partitions (its account JWT maps the agents' subjects so); --cluster-partitions is %d", k.Partitions, want)

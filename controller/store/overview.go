@@ -72,11 +72,12 @@ func (s *Store) SearchSites(ctx context.Context, q sdwan.SiteQuery) (*sdwan.Site
 		}
 		return out, err
 	}
-	ids := make([]any, 0, len(out.Data))
+	ids := make([]string, 0, len(out.Data))
 	for _, site := range out.Data {
 		ids = append(ids, site.ID)
 	}
-	err = s.queryRows(ctx, "SELECT "+transportCols+" FROM transports WHERE site_id IN (?"+strings.Repeat(", ?", len(ids)-1)+") ORDER BY site_id, name", ids, func(r *sql.Rows) error {
+	in, args := inList(ids)
+	err = s.queryRows(ctx, "SELECT "+transportCols+" FROM transports WHERE site_id IN "+in+" ORDER BY site_id, name", args, func(r *sql.Rows) error {
 		t, err := scanTransport(r)
 		if err == nil {
 			byID[t.SiteID].Transports = append(byID[t.SiteID].Transports, t)
