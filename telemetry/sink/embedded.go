@@ -561,11 +561,8 @@ func (s *EmbeddedSink) History(ctx context.Context, site, transport string, from
 		}
 	}
 	switch resolution {
-	case time.Minute, time.Hour:
-	default:
-		return nil, fmt.Errorf("sink.EmbeddedSink.History: resolution %v; want 1m, 1h or 0 (automatic)", resolution)
-	}
-	if resolution == time.Minute {
+	case time.Hour: // below
+	case time.Minute:
 		var out []Rollup
 		err := s.scanMinutes(ctx, site, transport, from.Unix(), to.Unix(), func(tr string, a *agg) {
 			out = append(out, a.rollup(site, tr, time.Minute))
@@ -574,6 +571,8 @@ func (s *EmbeddedSink) History(ctx context.Context, site, transport string, from
 			return nil, fmt.Errorf("sink.EmbeddedSink.History: %w", err)
 		}
 		return out, nil
+	default:
+		return nil, fmt.Errorf("sink.EmbeddedSink.History: resolution %v; want 1m, 1h or 0 (automatic)", resolution)
 	}
 	q := `SELECT transport, ts, windows, sent, lost, down, lat_sum, p95_sum, jit_sum, sd_sum, min_ms, max_ms
 FROM rollup_1h WHERE site = ? AND ts >= ? AND ts < ?`
