@@ -198,11 +198,12 @@ func (m *Member) HoldsPartition(ctx context.Context, tx *sql.Tx, p int) (bool, e
 func (m *Member) drop(p int, epoch int64, why error) {
 	m.mu.Lock()
 	l, ok := m.held[p]
-	if ok && l.epoch == epoch {
+	gone := ok && l.epoch == epoch
+	if gone {
 		delete(m.held, p)
 	}
 	m.mu.Unlock()
-	if ok && l.epoch == epoch {
+	if gone {
 		m.log.Warn("cluster: lease taken over by another controller", "partition", p, "err", why)
 		m.stopUsing(p)
 	}
