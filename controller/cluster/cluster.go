@@ -198,16 +198,14 @@ func (m *Member) HoldsPartition(ctx context.Context, tx *sql.Tx, p int) (bool, e
 func (m *Member) drop(p int, epoch int64, why error) {
 	m.mu.Lock()
 	l, ok := m.held[p]
-	if ok && l.epoch == epoch {
+	gone := ok && l.epoch == epoch
+	if gone {
 		delete(m.held, p)
 	}
 	m.mu.Unlock()
-	if ok && l.epoch == epoch {
+	if gone {
 		m.log.Warn("cluster: lease taken over by another controller", "partition", p, "err", why)
-		if m.o.OnRelease != nil {
-			m.o.OnRelease(p)
-		}
-		m.haltJobs(p)
+		m.stopUsing(p)
 	}
 }
 
@@ -333,10 +331,7 @@ func (m *Member) update(got map[int]int64, sent time.Time, renewal bool) {
 	m.mu.Unlock()
 	for _, p := range lost {
 		m.log.Warn("cluster: lease lost", "partition", p)
-		if m.o.OnRelease != nil {
-			m.o.OnRelease(p)
-		}
-		m.haltJobs(p)
+		m.stopUsing(p)
 	}
 	slices.Sort(acquired)
 	for _, p := range acquired {
@@ -361,10 +356,7 @@ func (m *Member) expire() {
 	m.mu.Unlock()
 	for _, p := range lost {
 		m.log.Warn("cluster: lease expired before it could be renewed", "partition", p)
-		if m.o.OnRelease != nil {
-			m.o.OnRelease(p)
-		}
-		m.haltJobs(p)
+		m.stopUsing(p)
 	}
 }
 
@@ -377,10 +369,7 @@ func (m *Member) release(ctx context.Context, p int) error {
 	if !ok {
 		return nil
 	}
-	if m.o.OnRelease != nil {
-		m.o.OnRelease(p)
-	}
-	m.haltJobs(p) // before another member can take the lease
+	m.stopUsing(p) // before another member can take the lease
 	if _, err := m.o.DB.ExecContext(ctx, `UPDATE edgewan_partition_leases SET owner = NULL, expires_at = 'epoch'
 WHERE partition = $1 AND owner = $2 AND epoch = $3`, p, m.o.ID, l.epoch); err != nil {
 		return fmt.Errorf("releasing partition %d: %w", p, err) // it expires by itself
@@ -481,6 +470,15 @@ func (j *job) halt() {
 		stop()
 		<-done
 	}
+}
+
+// stopUsing is what follows every loss of partition p's lease, however it was lost: OnRelease,
+// then the singleton jobs halted if p is theirs.
+func (m *Member) stopUsing(p int) {
+	if m.o.OnRelease != nil {
+		m.o.OnRelease(p)
+	}
+	m.haltJobs(p)
 }
 
 // haltJobs stops the singleton jobs if p is their partition, waiting for them.

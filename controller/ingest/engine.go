@@ -926,7 +926,8 @@ func (e *Engine) checkpoint(ctx context.Context) {
 	}
 	if err := e.store.SaveFigures(ctx, sites, fs); e.fenced(err, "figures") {
 		// The others were saved; a fenced site's watermark is its new owner's to publish.
-		marks = slices.DeleteFunc(marks, func(m mark) bool { return slices.Contains(fencedSites(err), m.st.id) })
+		gone := fencedSites(err)
+		marks = slices.DeleteFunc(marks, func(m mark) bool { return slices.Contains(gone, m.st.id) })
 	} else if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			e.o.Logger.Warn("ingest: saving latest figures; watermarks held", "err", err)
