@@ -678,11 +678,9 @@ func speakerLabel(text string, s, e int) bool {
 	if ls < 0 {
 		return false
 	}
-	if !isLower(text[e+2]) && !(isUpper(text[e+2]) && (dialogueNear(text, lineStart(text, s)) ||
-		proseMessage(text, e+2) && transcriptNear(text, ls, s))) {
-		return false // a field and its value, unless the lines around are a chat
-	}
-	return true
+	// A capital after ": " is a field and its value, unless the lines around are a chat.
+	return isLower(text[e+2]) || isUpper(text[e+2]) && (dialogueNear(text, lineStart(text, s)) ||
+		proseMessage(text, e+2) && transcriptNear(text, ls, s))
 }
 
 // proseFollows reports whether a sentence goes on after e on the same line: a lower-case word

@@ -145,10 +145,14 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		return false
 	}
 	titled := titleBefore(text, cs)
-	rules := e.names
-	rules.rescorer = nil // the rules' verdict must be under the threshold too (namerescore.go)
+	// The rules' verdict must be under the threshold too (namerescore.go); without a rescorer
+	// the two detectors are the same, so the second is not run.
+	ds, nd := [2]nameDetector{e.names, e.names}, 1
+	if e.names.rescorer != nil {
+		ds[1].rescorer, nd = nil, 2
+	}
 	for _, tt := range [2]bool{false, titled} {
-		for _, d := range [2]nameDetector{e.names, rules} {
+		for _, d := range ds[:nd] {
 			if _, end, score := d.nameSpan(text, cs, ce, tt); end > 0 && score >= e.minScore {
 				return false
 			}

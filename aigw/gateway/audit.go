@@ -157,10 +157,10 @@ type auditResealer interface {
 // exists) opens: the rotation of docs/security.md. What neither key opens stays as it is and is
 // logged (its raw input cannot be shown; a pending document must be uploaded again).
 func rotateAuditKey(ctx context.Context, st any, path string, k *sealer) error {
-	prevPath := path + ".previous"
 	if path == "" {
 		return nil
 	}
+	prevPath := path + ".previous"
 	if _, err := os.Stat(prevPath); err != nil {
 		return nil
 	}
