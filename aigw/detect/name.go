@@ -788,6 +788,32 @@ func emailFollows(text string, e int) bool {
 	return false
 }
 
+// emailMayFollow reports whether emailFollows(text, e) could still become true once more text
+// arrives: the field after e has begun and text ends inside emailFollows' look-ahead. A stream
+// must hold a name candidate until then (SafePrefix): the e-mail raises its score.
+func emailMayFollow(text string, e int) bool {
+	j := e
+	if j < len(text) && (text[j] == ' ' || text[j] == '"') {
+		j++
+	}
+	if j >= len(text) {
+		return true
+	}
+	if text[j] != '<' && text[j] != '(' && text[j] != ',' && text[j] != ';' && text[j] != '\t' {
+		return false
+	}
+	for k := j + 1; k < j+65; k++ {
+		if k >= len(text) {
+			return true
+		}
+		switch text[k] {
+		case '@', '>', ')', ' ', '\n', ',', ';', '\t':
+			return false // decided either way
+		}
+	}
+	return false
+}
+
 // followedBy reports whether one of the words follows e after one space: "Dawit said".
 func followedBy(text string, e int, words []string) bool {
 	j := e
