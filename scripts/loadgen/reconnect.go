@@ -282,7 +282,7 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 					return
 				}
 				if k := failureKind(err); k != "connection refused" {
-					failures = append(failures, k+" ("+err.Error()+")")
+					failures = append(failures, fmt.Sprintf("%s %.2f s after the kill (%v)", k, time.Since(killAt).Seconds(), err))
 				}
 				fail(err, time.Now())
 			}
