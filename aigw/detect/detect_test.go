@@ -35,7 +35,9 @@ func TestScan(t *testing.T) {
 		{"one byte", "0", nil},
 		// E-mail.
 		{"email plain", "mail jane.doe+tag@mail.example.co.uk now", []string{"email:jane.doe+tag@mail.example.co.uk"}},
-		{"email sentence end", "Write to ops@example.com.", []string{"email:ops@example.com"}},
+		{"email sentence end", "Write to kim.ops@example.com.", []string{"email:kim.ops@example.com"}},
+		{"email role mailbox", "From: no-reply@shop.example, To: Support+EU@helpdesk.example", nil},
+		{"email role word inside a personal address", "write to ana.support@example.org", []string{"email:ana.support@example.org"}},
 		{"email no tld", "user@localhost is local", nil},
 		{"email mention", "thanks @alice for the review", nil},
 		// Phones.
@@ -115,6 +117,11 @@ func TestScan(t *testing.T) {
 		{"name title", "Dr. Kowalski will call.", []string{"person:Kowalski"}},
 		{"name signature", "Best regards,\nZoltan Kovacs\n", []string{"person:Zoltan Kovacs"}},
 		{"name greeting", "Dear Anna,", []string{"person:Anna"}},
+		{"name greeting a name that is a word", "Hi Grace,\nthanks", []string{"person:Grace"}},
+		{"name greeting a role", "Dear Resident, bins move to Tuesdays.", nil},
+		{"name greeting a role of two words", "Dear Hiring Manager,\nplease find my CV attached.", nil},
+		{"name signature a team", "Kind regards,\nCustomer Services", nil},
+		{"name not an e-mail local part", "From: no-reply@shop.example", nil},
 		{"name gazetteer pair", "Yesterday Maria Garcia called.", []string{"person:Maria Garcia"}},
 		{"name accents", "Mein Name ist Jürgen Müller.", []string{"person:Jürgen Müller"}},
 		{"name possessive", "That is Maria Garcia's laptop.", []string{"person:Maria Garcia"}},

@@ -207,7 +207,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				if end < 0 {
 					end = d.layoutSpan(text, s)
 				}
-				if end > 0 {
+				if end > 0 && !mailLocalPart(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end
 				}
@@ -236,7 +236,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				initial, s, e = s, ns, wordEnd(text, ns)
 			}
 		}
-		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 {
+		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 && !mailLocalPart(text, end) {
 			if initial >= 0 {
 				start = initial
 			}
@@ -435,9 +435,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		// model knows as an ordinary word (names of cultures it has not seen: "Zola Yeshe: ...").
 		score = max(score, nameStrongFloor) + nameContextBoost
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case precededBy(text, start, nameGreetings) && closesGreeting(text, end):
+	case !allWords(words[:n]) && precededBy(text, start, nameGreetings) && closesGreeting(text, end):
+		// Ordinary words alone are a role, not a name: "Dear Resident,", "Dear Hiring Manager,".
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case signatureLine(text, start, end):
+	case !allWords(words[:n]) && signatureLine(text, start, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case precededBy(text, start, nameMedium):
 		if n >= 2 || (isF || pF) && fw&gzAmbiguous == 0 {
@@ -582,6 +583,16 @@ func leadingWords(ws []nameWord) int {
 }
 
 // noWords reports whether none of the words is an ordinary word.
+// allWords reports whether every word of ws is an ordinary word and no known name.
+func allWords(ws []nameWord) bool {
+	for _, w := range ws {
+		if w.flags&gzWord == 0 || w.flags&(gzFirst|gzLast|gzProbable) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func noWords(ws []nameWord) bool {
 	for _, w := range ws {
 		if w.flags&gzWord != 0 && w.flags&(gzFirst|gzLast) == 0 {
@@ -761,6 +772,20 @@ func labelBefore(text string, s int, labels []string) bool {
 	for _, p := range labels {
 		if j >= len(p) && matchKeyword(text, j-len(p), p) {
 			return true
+		}
+	}
+	return false
+}
+
+// mailLocalPart reports whether a name candidate ending at e is the start of an e-mail address's
+// local part ("no-reply@", "Support+EU@"): the address is the entity, if any, not a name.
+func mailLocalPart(text string, e int) bool {
+	for j := e; j < len(text) && j < e+64; j++ {
+		if text[j] == '@' {
+			return true
+		}
+		if !isLocalByte(text[j]) {
+			return false
 		}
 	}
 	return false
