@@ -129,6 +129,9 @@ var nameTitles = map[string]bool{
 	"signor": true, "signora": true, "capt": true, "captain": true, "rev": true, "reverend": true,
 	"judge": true, "officer": true, "detective": true, "sgt": true, "sergeant": true, "lt": true,
 	"col": true, "agent": true, "nurse": true, "dhr": true, "mevr": true, "pan": true, "pani": true,
+	// Honorifics of other languages: Indonesian and Malay, Dutch, Turkish.
+	"pak": true, "bapak": true, "bu": true, "ibu": true, "meneer": true, "mevrouw": true,
+	"sayın": true,
 }
 
 // Phrases just before a name. Strong ones introduce a name ("my name is"); medium ones
@@ -140,9 +143,15 @@ var (
 		"chamo-me", "mijn naam is", "ik heet", "full name", "patient", "cardholder",
 		"account holder", "signed", "signed by", "nom", "nombre", "nome", "vorname", "nachname",
 		"prénom", "apellido", "surname", "last name", "first name", "given name", "family name",
-		"attn", "attention", "c/o", "contact person", "ansprechpartner", "sincerely", "regards"}
+		"attn", "attention", "c/o", "contact person", "ansprechpartner", "sincerely", "regards",
+		// Other languages: Indonesian and Malay, Turkish, Polish, Vietnamese, Swedish,
+		// Norwegian and Danish, Finnish, Swahili, Tagalog.
+		"nama saya", "atas nama", "benim adım", "adım", "nazywam się", "mam na imię", "tên tôi là",
+		"jag heter", "jeg heter", "mitt namn är", "mitt navn er", "mit navn er", "nimeni on",
+		"jina langu ni", "ang pangalan ko ay"}
 	nameMedium = []string{"i am", "i'm", "i’m", "this is", "it's", "it’s", "je suis", "soy",
-		"ich bin", "sono", "eu sou", "ik ben", "here is", "meet"}
+		"ich bin", "sono", "eu sou", "ik ben", "here is", "meet", "saya", "aku", "ben", "jestem",
+		"tôi là", "jag är", "jeg er", "olen", "ako si", "mimi ni"}
 	nameWeak = []string{"dear", "hi", "hello", "hey", "thanks", "thank you", "cheers", "contact",
 		"with", "by", "from", "to", "cc", "ask", "tell", "met", "spoke", "talked", "emailed",
 		"according to", "manager", "colleague", "friend", "wife", "husband", "son", "daughter",
@@ -155,11 +164,15 @@ var (
 	// nameGreetings followed by a name and ',', '!' or a line break: "Dear Anna,", "Hi Zoltán!"
 	nameGreetings = []string{"dear", "hi", "hello", "hey", "bonjour", "hallo", "hola", "ciao",
 		"liebe", "lieber", "cher", "chère", "querido", "querida", "estimado", "estimada", "olá",
-		"caro", "cara", "geachte", "beste", "good morning", "morning", "thanks", "thank you"}
+		"caro", "cara", "geachte", "beste", "good morning", "morning", "thanks", "thank you",
+		"halo", "merhaba", "dzień dobry", "szanowny", "szanowna", "xin chào", "hej", "hei",
+		"kia ora", "gentile", "egregio", "prezado", "prezada", "sehr geehrte", "sehr geehrter"}
 	nameClosings = []string{"regards", "best", "thanks", "thank you", "cheers", "sincerely",
 		"yours", "cordially", "respectfully", "warmly", "grüße", "grüßen", "gruß", "gruesse",
 		"cordialement", "salutations", "saludos", "atentamente", "saluti", "groet", "groeten",
-		"atenciosamente", "abraços", "abrazos", "--", "—", "best wishes", "take care"}
+		"atenciosamente", "abraços", "abrazos", "--", "—", "best wishes", "take care",
+		"pozdrawiam", "z poważaniem", "saygılarımla", "hormat saya", "salam", "terima kasih",
+		"hälsningar", "hilsen", "terveisin"}
 )
 
 // nameParticlesLower join parts of a name: "Ludwig van Beethoven", "Maria de la Cruz".
