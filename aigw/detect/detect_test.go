@@ -105,6 +105,8 @@ func TestScan(t *testing.T) {
 		// Addresses.
 		{"address us", "I live at 742 Evergreen Terrace, Springfield, IL 62704.", []string{"street_address:742 Evergreen Terrace, Springfield, IL 62704"}},
 		{"address uk", "Ship to 221B Baker Street, London NW1 6XE.", []string{"street_address:221B Baker Street, London NW1 6XE"}},
+		{"address four-digit code after a comma", "Home address: 9 Long Street, Cape Town, 8001", []string{"street_address:9 Long Street, Cape Town, 8001"}},
+		{"address year after a comma is not a code", "We met at 9 Long Street, Cape Town, 2019 was the year.", []string{"street_address:9 Long Street"}},
 		{"address german", "Adresse: Hauptstraße 12, 10115 Berlin.", []string{"street_address:Hauptstraße 12, 10115 Berlin"}},
 		{"address french", "au 12 rue de la Paix, 75002 Paris.", []string{"street_address:12 rue de la Paix, 75002 Paris"}},
 		{"address spanish", "Calle de Alcalá 23, Madrid", []string{"street_address:Calle de Alcalá 23"}},
@@ -131,6 +133,7 @@ func TestScan(t *testing.T) {
 		{"name greeting a role of two words", "Dear Hiring Manager,\nplease find my CV attached.", nil},
 		{"name signature a team", "Kind regards,\nCustomer Services", nil},
 		{"name not an e-mail local part", "From: no-reply@shop.example", nil},
+		{"name not letters of a postcode", "Agent: what is the postcode?\nCustomer: G12 8QQ", nil},
 		{"name gazetteer pair", "Yesterday Maria Garcia called.", []string{"person:Maria Garcia"}},
 		{"name accents", "Mein Name ist Jürgen Müller.", []string{"person:Jürgen Müller"}},
 		{"name possessive", "That is Maria Garcia's laptop.", []string{"person:Maria Garcia"}},

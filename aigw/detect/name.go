@@ -220,7 +220,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				if end < 0 {
 					end = d.layoutSpan(text, s)
 				}
-				if end > 0 && !mailLocalPart(text, end) {
+				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end
 				}
@@ -249,7 +249,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				initial, s, e = s, ns, wordEnd(text, ns)
 			}
 		}
-		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 && !mailLocalPart(text, end) {
+		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 && !tokenGoesOn(text, end) {
 			if initial >= 0 {
 				start = initial
 			}
@@ -790,9 +790,13 @@ func labelBefore(text string, s int, labels []string) bool {
 	return false
 }
 
-// mailLocalPart reports whether a name candidate ending at e is the start of an e-mail address's
-// local part ("no-reply@", "Support+EU@"): the address is the entity, if any, not a name.
-func mailLocalPart(text string, e int) bool {
+// tokenGoesOn reports whether a name candidate ending at e is only the start of a longer
+// token: letters glued to digits ("G12 8QQ", a postcode) or an e-mail address's local part
+// ("no-reply@", "Support+EU@"; the address is the entity, if any, not a name).
+func tokenGoesOn(text string, e int) bool {
+	if e < len(text) && isDigit(text[e]) {
+		return true
+	}
 	for j := e; j < len(text) && j < e+64; j++ {
 		if text[j] == '@' {
 			return true
