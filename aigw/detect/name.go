@@ -440,6 +440,9 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && headerHas(columnHeader(text, start, end), nameHeaders):
 		score = max(score, nameStrongFloor) + nameContextBoost
+	case lexical && personKey(fieldKey(text, start, end)):
+		// The value of a name field in data: `"first_name": "Mirela"`, `<lastName>Leota</...`.
+		score = max(score, nameStrongFloor) + nameContextBoost
 	case nameAnswer(text, start) && !(end < len(text) && text[end] == ':'): // not the speaker
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case n <= 3 && lexical && speakerLabel(text, start, end) &&
