@@ -135,6 +135,8 @@ func TestScan(t *testing.T) {
 		{"name python keyword", "User(first_name='Ikaika')", []string{"person:Ikaika"}},
 		{"name key of a thing", `{"hostname": "Mirela", "product_name": "Ikaika"}`, nil},
 		{"name json value of a product", `{"name": "Grafana Loki", "version": "3.1"}`, nil},
+		{"name given name inside a sentence", "i told Amelia about it", []string{"person:Amelia"}},
+		{"name storm named like a person", "hurricane Milton hit the coast", nil},
 		{"name greeting a role", "Dear Resident, bins move to Tuesdays.", nil},
 		{"name greeting a role of two words", "Dear Hiring Manager,\nplease find my CV attached.", nil},
 		{"name signature a team", "Kind regards,\nCustomer Services", nil},

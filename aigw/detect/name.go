@@ -464,6 +464,8 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		if score >= nameLastOnlyScore {
 			score += nameWeakBoost
 		}
+	case n == 1 && isF && fw&gzAmbiguous == 0 && midSentence(text, start):
+		score += nameWeakBoost // "did Calum send the lease?"
 	}
 	return start, end, min(d.rescore(text, words[:n], min(score, nameMaxScore), titled), nameMaxScore)
 }
@@ -599,6 +601,30 @@ func leadingWords(ws []nameWord) int {
 }
 
 // noWords reports whether none of the words is an ordinary word.
+// midSentence reports whether a capitalised word at s follows a lower-case word of its
+// sentence directly (no punctuation between), so its capital marks a proper noun, and that word
+// is not one that introduces places and things ("in", "at", "the", "our").
+func midSentence(text string, s int) bool {
+	ps, pe, p, ok := prevWord(text, s)
+	if !ok || p != 0 || pe == ps || !isLower(text[ps]) {
+		return false
+	}
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[ps:pe])
+	return ok && !thingWords[string(lw)]
+}
+
+// thingWords before a capitalised word make it a place or a thing rather than a person.
+var thingWords = map[string]bool{
+	"in": true, "at": true, "near": true, "via": true, "into": true, "across": true,
+	"around": true, "outside": true, "inside": true, "towards": true, "toward": true, "of": true,
+	"on": true, "the": true, "a": true, "an": true, "this": true, "that": true, "our": true,
+	"your": true, "their": true, "its": true, "his": true, "her": true, "my": true, "visit": true,
+	"visiting": true, "using": true, "use": true, "run": true, "install": true, "hurricane": true,
+	"storm": true, "typhoon": true, "cyclone": true, "project": true, "operation": true,
+	"codename": true, "model": true, "brand": true,
+}
+
 // allWords reports whether every word of ws is an ordinary word and no known name.
 func allWords(ws []nameWord) bool {
 	for _, w := range ws {
