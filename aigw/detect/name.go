@@ -355,6 +355,12 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	if breaker || (j+2 < len(text) && text[j:j+2] == " &") {
 		return 0, -1, 0
 	}
+	// A greeting word starts a sentence with a capital in any language: "Olá Tiago Barros,",
+	// "Merhaba Kerem Aksoy,". It is the name's cue, not its first word.
+	for n > 1 && greetingWord(text[words[0].s:words[0].e]) {
+		copy(words[:], words[1:n])
+		n--
+	}
 	// Drop leading words before the first known given name: "Contact John Smith"; without
 	// one, drop leading ordinary words: "Yesterday Thandiwe Mbeki".
 	first := 0
@@ -601,6 +607,23 @@ func leadingWords(ws []nameWord) int {
 }
 
 // noWords reports whether none of the words is an ordinary word.
+// greetingWord reports whether w is a one-word greeting of nameGreetings ("Olá", "Merhaba").
+func greetingWord(w string) bool {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	return ok && greetingWords[string(lw)]
+}
+
+var greetingWords = map[string]bool{}
+
+func init() {
+	for _, g := range nameGreetings {
+		if !strings.Contains(g, " ") {
+			greetingWords[g] = true
+		}
+	}
+}
+
 // midSentence reports whether a capitalised word at s follows a lower-case word of its
 // sentence directly (no punctuation between), so its capital marks a proper noun, and that word
 // is not one that introduces places and things ("in", "at", "the", "our").
