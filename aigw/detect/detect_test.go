@@ -138,6 +138,7 @@ func TestScan(t *testing.T) {
 		{"name given name inside a sentence", "i told Amelia about it", []string{"person:Amelia"}},
 		{"name storm named like a person", "hurricane Milton hit the coast", nil},
 		{"name after a capitalised greeting", "Merhaba Kerem Aksoy, siparişiniz yolda.", []string{"person:Kerem Aksoy"}},
+		{"name after a label padded with blanks", "Patient name:      TAVITA LEOTA", []string{"person:TAVITA LEOTA"}},
 		{"name greeting a role", "Dear Resident, bins move to Tuesdays.", nil},
 		{"name greeting a role of two words", "Dear Hiring Manager,\nplease find my CV attached.", nil},
 		{"name signature a team", "Kind regards,\nCustomer Services", nil},

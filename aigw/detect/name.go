@@ -827,7 +827,7 @@ func precededByLabel(text string, s int) bool { return labelBefore(text, s, name
 // labelBefore reports whether one of the labels and ':' end just before s.
 func labelBefore(text string, s int, labels []string) bool {
 	j := s
-	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
 	}
 	if j == 0 || text[j-1] != ':' {
@@ -1037,7 +1037,7 @@ func init() {
 // and precededByTitle skip (blanks, one ':', ',', '=', '="' or '.'), or "".
 func prevWordBefore(text string, s int) string {
 	j := s
-	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
 	}
 	if j > 1 && text[j-1] == '"' && text[j-2] == '=' {
@@ -1114,7 +1114,7 @@ func closesGreeting(text string, e int) bool {
 // ':' or ',' in between ("Name: John", "Thanks, Anna").
 func precededBy(text string, s int, phrases []string) bool {
 	j := s
-	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
 	}
 	if j == s && !(j > 1 && (text[j-1] == '=' || text[j-1] == '"' && text[j-2] == '=')) {
