@@ -161,6 +161,13 @@ var (
 		"beste", "geachte", "and", "und", "et", "y", "e", "or", "mr", "mrs", "ms", "doctor", "for",
 		"about", "assigned", "owner", "approved by", "reviewed by", "written by", "reported by",
 		"call", "ping", "email", "text", "message", "invite", "remind", "ask", "tell", "thank"}
+	// nameLowerWeak are the weak cues that address or mention a person; after one, two
+	// lower-case words may be a name when the first is a known given name ("pls ask tshepo
+	// dlamini to sign"). Prepositions and conjunctions of nameWeak stay out ("with grafana
+	// loki"): after them a lower-case word is far more often a thing.
+	nameLowerWeak = []string{"ask", "tell", "call", "ping", "email", "text", "message", "invite",
+		"remind", "thank", "thanks", "cc", "met", "spoke", "talked", "emailed", "hi", "hey",
+		"hello", "dear"}
 	// nameGreetings followed by a name and ',', '!' or a line break: "Dear Anna,", "Hi Zoltán!"
 	nameGreetings = []string{"dear", "hi", "hello", "hey", "bonjour", "hallo", "hola", "ciao",
 		"liebe", "lieber", "cher", "chère", "querido", "querida", "estimado", "estimada", "olá",
@@ -932,7 +939,7 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		return -1
 	}
 	strong := answer || precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
-	if !strong && !precededBy(text, s, nameMedium) {
+	if !strong && !precededBy(text, s, nameMedium) && !(precededBy(text, s, nameLowerWeak) && d.givenLower(text[s:e])) {
 		return -1
 	}
 	caps := allCaps(text[s:e]) // "NAME: ANAHERA VIRTANEN", as forms write it
@@ -975,6 +982,18 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		return -1 // "Agent: can you confirm ...": alone, a lower-case "can", "will", "may" is a word
 	}
 	return end
+}
+
+// givenLower reports whether w is a known given name or a probable name (the name model),
+// neither ambiguous nor an ordinary word ("tshepo", not "mark" or "will"), as a weak cue
+// requires before a lower-case name.
+func (d nameDetector) givenLower(w string) bool {
+	f := nameFlags(w)
+	if f&(gzAmbiguous|gzNotName) != 0 {
+		return false
+	}
+	m := d.modelFlags(w, nameProbableLLR)
+	return m != gzWord && (f&gzFirst != 0 || m == gzProbable)
 }
 
 // lowerSurname reports whether the ordinary word w, ending at we, is the family name of the
@@ -1023,7 +1042,7 @@ func init() {
 			lowerCueBloom[h/64] |= 1 << (h % 64)
 		}
 	}
-	for _, l := range [][]string{nameStrong, nameMedium, nameLabels} {
+	for _, l := range [][]string{nameStrong, nameMedium, nameLabels, nameLowerWeak} {
 		for _, p := range l {
 			add(p)
 		}
