@@ -142,6 +142,8 @@ func TestScan(t *testing.T) {
 		{"name lower case after a weak cue", "reminder: pls ask tshepo dlamini to sign the lease", []string{"person:tshepo dlamini"}},
 		{"name lower case after with is a thing", "we run it with grafana loki now", nil},
 		{"name lower case ambiguous after a weak cue", "call mark twain", nil},
+		{"name family name first after a comma", "Patient name: LEOTA, TAVITA", []string{"person:LEOTA, TAVITA"}},
+		{"name airline form", "Passenger: DELA CRUZ/MARIA CLARA MS", []string{"person:DELA CRUZ/MARIA CLARA"}},
 		{"name greeting a role", "Dear Resident, bins move to Tuesdays.", nil},
 		{"name greeting a role of two words", "Dear Hiring Manager,\nplease find my CV attached.", nil},
 		{"name signature a team", "Kind regards,\nCustomer Services", nil},

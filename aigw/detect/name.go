@@ -943,7 +943,7 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		return -1
 	}
 	caps := allCaps(text[s:e]) // "NAME: ANAHERA VIRTANEN", as forms write it
-	end, words := -1, 0
+	end, words, inverted := -1, 0, false
 	for n, j := 0, s; n < 4; n++ {
 		we := wordEnd(text, j)
 		w := text[j:we]
@@ -962,6 +962,16 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 			}
 			end = we
 			words++
+		}
+		if caps && strong && !inverted && k+1 < len(text) && (text[k] == '/' && isLetterAt(text, k+1) || text[k] == ',' && text[k+1] == ' ') {
+			// Family name first, as records and tickets write it: "LEOTA, TAVITA",
+			// "DELA CRUZ/MARIA CLARA".
+			inverted = true
+			if text[k] == '/' {
+				j = k + 1
+				continue
+			}
+			k++
 		}
 		k = space(text, k)
 		if k < 0 || !isLetterAt(text, k) {
