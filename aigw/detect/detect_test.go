@@ -144,6 +144,8 @@ func TestScan(t *testing.T) {
 		{"name lower case ambiguous after a weak cue", "call mark twain", nil},
 		{"name family name first after a comma", "Patient name: LEOTA, TAVITA", []string{"person:LEOTA, TAVITA"}},
 		{"name airline form", "Passenger: DELA CRUZ/MARIA CLARA MS", []string{"person:DELA CRUZ/MARIA CLARA"}},
+		{"name after a clergy title", "Fr. Patrick's jumble sale raised €1,240", []string{"person:Patrick"}},
+		{"name not after a domain ending like a title", "Escríbeme a ana@societe.fr cuando puedas.", []string{"email:ana@societe.fr"}},
 		{"name greeting a role", "Dear Resident, bins move to Tuesdays.", nil},
 		{"name greeting a role of two words", "Dear Hiring Manager,\nplease find my CV attached.", nil},
 		{"name signature a team", "Kind regards,\nCustomer Services", nil},

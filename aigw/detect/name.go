@@ -132,6 +132,8 @@ var nameTitles = map[string]bool{
 	// Honorifics of other languages: Indonesian and Malay, Dutch, Turkish.
 	"pak": true, "bapak": true, "bu": true, "ibu": true, "meneer": true, "mevrouw": true,
 	"sayın": true,
+	// Clergy: "Fr. Patrick", "Rabbi Cohen".
+	"fr": true, "rabbi": true, "imam": true, "pastor": true,
 }
 
 // Phrases just before a name. Strong ones introduce a name ("my name is"); medium ones
@@ -1130,7 +1132,8 @@ func precededByTitle(text string, s int) bool {
 	for k > 0 && isAlpha(text[k-1]) {
 		k--
 	}
-	return k < j && (k == 0 || !isWordByte(text[k-1])) && isTitle(text[k:j])
+	// Not the end of a dotted token: "societe.fr cuando" is a domain, not a title.
+	return k < j && (k == 0 || !isWordByte(text[k-1]) && strings.IndexByte(".@/-", text[k-1]) < 0) && isTitle(text[k:j])
 }
 
 // closesGreeting reports whether a greeting's name ends at e: followed by ',', '!', ':' or a
