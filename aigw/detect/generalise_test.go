@@ -138,12 +138,12 @@ const (
 	realistic3MinPrecision = 0.94 // first run 0.840; 0.927 before the rescorer, 0.953 with it
 	realistic4MinF2        = 0.89 // first run 0.837; 0.847 before the rescorer, 0.909 with it (trained on it)
 	realistic4MinPrecision = 0.90 // first run 0.887; 0.889 before the rescorer, 0.918 with it
-	realistic5MinF2        = 0.78 // first run 0.778 (P 0.934, R 0.747), 0.783 with the rescorer, 0.794 with layout.go (blind)
-	realistic5MinPrecision = 0.92 // first run 0.934, 0.934 with the rescorer, 0.935 with layout.go (blind)
-	realistic6MinF2        = 0.82 // first run 0.713 (P 0.905, R 0.677); 0.828 with layout.go (errors never printed)
-	realistic6MinPrecision = 0.91 // first run 0.905; 0.920 with layout.go
-	realistic7MinF2        = 0.83 // first run 0.839 (P 0.914, R 0.822), written by detect3 (blind; errors never printed)
-	realistic7MinPrecision = 0.90 // first run 0.914
+	realistic5MinF2        = 0.83 // first run 0.778 (P 0.934, R 0.747), 0.783 with the rescorer, 0.794 with layout.go, 0.840 with detect3's rules (blind)
+	realistic5MinPrecision = 0.93 // first run 0.934, 0.934 with the rescorer, 0.935 with layout.go, 0.946 with detect3's rules (blind)
+	realistic6MinF2        = 0.83 // first run 0.713 (P 0.905, R 0.677); 0.828 with layout.go, 0.837 with detect3's rules (errors never printed)
+	realistic6MinPrecision = 0.91 // first run 0.905; 0.920 with layout.go, 0.920 with detect3's rules
+	realistic7MinF2        = 0.85 // first run 0.839 (P 0.914, R 0.822); 0.862 with detect3's rules (its author's; errors never printed)
+	realistic7MinPrecision = 0.93 // first run 0.914; 0.940 with detect3's rules
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
