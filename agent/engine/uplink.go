@@ -420,9 +420,8 @@ func (u *uplink) onStored(payload []byte) {
 type sent struct {
 	id     uint64
 	report bool
-	qos0   bool  // last published at QoS 0: no PUBACK
-	at     int64 // UnixNano of its PUBACK; at QoS 0, of its publication (the prober's clock)
-	last   int64 // UnixNano of its last publication, resends by the prober included
+	qos0   bool  // published at QoS 0: no PUBACK
+	at     int64 // UnixNano of its PUBACK; at QoS 0, of its publication (on this connection)
 }
 
 // held is the oldest spool sequence the agent may still send, for its reports (Held): below
@@ -474,8 +473,11 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			for n < len(pending) && pending[n].id <= w {
 				if p := pending[n]; p.report {
 					u.e.m.stored.Inc()
-					if p.qos0 && u.e.o.OnAccepted != nil { // at QoS 1 it was told at PUBACK
-						u.e.o.OnAccepted(time.Unix(0, p.last))
+					// At QoS 1 it was told at PUBACK. At QoS 0 the broker took the record when
+					// it was sent: it is covered (stored, maybe through a copy the prober sent
+					// again, as a PUBACKed record may have been).
+					if p.qos0 && u.e.o.OnAccepted != nil {
+						u.e.o.OnAccepted(time.Unix(0, p.at))
 					}
 				}
 				n++
@@ -561,7 +563,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		now := time.Now().UnixNano()
 		for _, r := range recs {
 			kind, _, _ := splitMessage(r.Payload)
-			pending = append(pending, sent{id: r.ID, report: kind == telemetry.KindTelemetry, qos0: qos == 0, at: now, last: now})
+			pending = append(pending, sent{id: r.ID, report: kind == telemetry.KindTelemetry, qos0: qos == 0, at: now})
 		}
 		last = recs[len(recs)-1].ID
 		retry = time.Second
@@ -632,15 +634,6 @@ func (u *uplink) sendHole(ctx context.Context, p *prober, pending []sent) error 
 		}
 	}
 	p.from, p.upTo = recs[0].ID, recs[len(recs)-1].ID
-	now := time.Now().UnixNano()
-	for i := range pending { // the prober keeps their first time (at); OnAccepted wants this one
-		if pending[i].id > p.upTo {
-			break
-		}
-		if pending[i].id >= p.from {
-			pending[i].last, pending[i].qos0 = now, qos == 0
-		}
-	}
 	u.e.m.resent.Add(float64(len(recs)))
 	u.e.log.Warn("agent: the controller's watermark is stuck below records the broker acknowledged: sending the oldest again (lost between broker and controller)",
 		"watermark", u.mark.Load(), "from", recs[0].ID, "to", p.upTo, "records", len(recs))

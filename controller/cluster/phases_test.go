@@ -146,7 +146,7 @@ func (l *timeline) failover(since time.Time) map[string][]time.Duration {
 }
 
 // accepts records, per site, when the broker accepted each report (engine.Options.OnAccepted:
-// its PUBACK at QoS 1; at QoS 0 its send, known once a watermark covers it as sent).
+// its PUBACK at QoS 1; at QoS 0 its send on the connection, known once a watermark covers it).
 type accepts struct {
 	mu sync.Mutex
 	at map[string][]time.Time
@@ -164,9 +164,8 @@ func (a *accepts) hook(site string) func(time.Time) {
 }
 
 // again is how long after since each of sites had a report accepted again: the earliest
-// acceptance at or after since (acceptances come in the order the reports were sent, but a
-// report sent again is accepted later than one after it, so the minimum is taken); ok is false
-// while some site has none yet.
+// acceptance at or after since (the minimum: at QoS 1 a report sent again is acknowledged
+// after later ones); ok is false while some site has none yet.
 func (a *accepts) again(since time.Time, sites []string) (per map[string]time.Duration, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -236,7 +236,8 @@ func TestClusterProcesses(t *testing.T) {
 		return true
 	})
 	// Reports again: as in TestScaleOut (accepts.again): the first report after the kill a live
-	// node accepted (PUBACK at QoS 1; at QoS 0 sent and then covered by a watermark as sent).
+	// node accepted (PUBACK at QoS 1; at QoS 0 sent on a connection that then got a watermark
+	// covering it).
 	var accepted map[string]time.Duration
 	siteIDs := make([]string, 0, len(agents))
 	for _, a := range agents {

@@ -288,7 +288,11 @@ func TestScaleOut(t *testing.T) {
 	// within 5 s (the time is logged).
 	nodeKilledAt := time.Now()
 	jw := watchJetStream(t, nc.URLs[1], "n1", nodeKilledAt)
-	nc.Kill(t, 1)
+	if os.Getenv("EDGEWAN_TEST_NODE_STOP") == "lameduck" { // a graceful stop instead (docs/benchmarks.md)
+		nc.LameDuck(t, 1)
+	} else {
+		nc.Kill(t, 1)
+	}
 	acked := fl.published()
 	sentAgain := waitFor(t, 30*time.Second, "every agent has a report written (QoS 0) or acknowledged (QoS 1) again after a broker node died", func() bool {
 		now := fl.published()
@@ -300,9 +304,9 @@ func TestScaleOut(t *testing.T) {
 		return true
 	})
 	// "Reports again": the agent's first report after the kill that a live node accepted:
-	// its PUBACK at QoS 1; at QoS 0 (NATS) the send of the first report that a watermark then
-	// covered as sent (not sent again), so it was stored. Known at QoS 0 only once the watermark
-	// comes, so the wait is longer than the figure.
+	// its PUBACK at QoS 1; at QoS 0 (NATS) the first report sent on a connection that then
+	// got a watermark covering it. Known at QoS 0 only once the watermark comes, so the wait
+	// is longer than the figure.
 	var accepted map[string]time.Duration
 	waitFor(t, 60*time.Second, "every agent has a report accepted again after a broker node died", func() bool {
 		var ok bool
