@@ -83,6 +83,8 @@ func TestUplinkOnNATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var acceptedAt []time.Time // OnAccepted: at PUBACK (QoS 1), at the covering watermark (QoS 0)
+	x.OnAccepted(func(at time.Time) { mu.Lock(); acceptedAt = append(acceptedAt, at); mu.Unlock() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); x.Run(ctx) }()
@@ -99,10 +101,12 @@ func TestUplinkOnNATS(t *testing.T) {
 	// Before any watermark (an older controller would fall back to PUBACK): QoS 1.
 	report(3)
 	waitUntil(t, "3 reports on NATS", seen(3))
+	spoke := time.Now()
 	stored(0) // the controller speaks the watermark; nothing stored yet
 	waitUntil(t, "the watermark heard", func() bool { return x.DeleteMode() == modeWatermark })
 	report(5)
 	waitUntil(t, "8 reports on NATS", seen(8))
+	sentTo := time.Now()
 	mu.Lock()
 	for seq := uint64(1); seq <= 8; seq++ {
 		want := "0"
@@ -126,8 +130,26 @@ func TestUplinkOnNATS(t *testing.T) {
 	if n := sp.Stats().Records; n != 8 {
 		t.Errorf("spool holds %d records after sending 8 with a watermark of 0; want 8", n)
 	}
+	mu.Lock()
+	if len(acceptedAt) != 3 {
+		t.Errorf("%d reports accepted before the watermark covers the QoS 0 ones; want the 3 PUBACKed", len(acceptedAt))
+	}
+	mu.Unlock()
 	stored(8)
 	waitUntil(t, "the spool emptied by the watermark", func() bool { return sp.Stats().Records == 0 })
+	// The first watermark (a new controller boot) made the agent send the 3 uncovered reports
+	// again, now at QoS 0: 3 PUBACKs, then 3 + 5 reports sent at QoS 0 and covered.
+	waitUntil(t, "11 reports accepted", func() bool { mu.Lock(); defer mu.Unlock(); return len(acceptedAt) >= 11 })
+	mu.Lock()
+	for _, at := range acceptedAt[3:] { // the time each QoS 0 report was sent, not the watermark's
+		if at.Before(spoke) || at.After(sentTo) {
+			t.Errorf("QoS 0 report accepted at %v; want its send, between %v and %v", at, spoke, sentTo)
+		}
+	}
+	if len(acceptedAt) != 11 {
+		t.Errorf("%d reports accepted; want 11", len(acceptedAt))
+	}
+	mu.Unlock()
 	if n := x.PubackFallbacks(); n != 0 {
 		t.Errorf("fell back to deleting at PUBACK %v times", n)
 	}

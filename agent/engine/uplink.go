@@ -420,8 +420,58 @@ func (u *uplink) onStored(payload []byte) {
 type sent struct {
 	id     uint64
 	report bool
-	qos0   bool  // published at QoS 0: no PUBACK
-	at     int64 // UnixNano of its PUBACK; at QoS 0, of its publication (on this connection)
+	at     int64 // UnixNano of its PUBACK (at QoS 0, of its publication)
+}
+
+// accepted tells Options.OnAccepted of the reports sent at QoS 0 that a watermark covers: the
+// time each was first sent on the connection that then heard the watermark covering it (the
+// copy stored may be one sent again, as for a PUBACKed report the broker dropped). Its own
+// list, as pending is cleared at each resend; kept only with a hook (tests).
+type accepted struct {
+	sent []sentOn
+}
+
+type sentOn struct {
+	id       uint64
+	at, conn int64 // UnixNano of the send, and the connAt of its connection
+}
+
+// add notes reports sent at QoS 0 on the connection of conn.
+func (a *accepted) add(u *uplink, recs []spool.Record, at, conn int64) {
+	if u.e.o.OnAccepted == nil {
+		return
+	}
+	for _, r := range recs {
+		if kind, _, _ := splitMessage(r.Payload); kind == telemetry.KindTelemetry {
+			a.sent = append(a.sent, sentOn{id: r.ID, at: at, conn: conn})
+		}
+	}
+}
+
+// covered tells the hook of the reports up to w, sent on the connection the watermark came on
+// (markedOn), once each (the first send of a report on that connection); the others up to w
+// are forgotten.
+func (a *accepted) covered(u *uplink, w uint64) {
+	if u.e.o.OnAccepted == nil || len(a.sent) == 0 {
+		return
+	}
+	on := u.markedOn.Load()
+	told := map[uint64]bool{}
+	n := 0
+	for n < len(a.sent) && a.sent[n].id <= w {
+		if x := a.sent[n]; x.conn == on && !told[x.id] {
+			told[x.id] = true
+			u.e.o.OnAccepted(time.Unix(0, x.at))
+		}
+		n++
+	}
+	keep := a.sent[:0]
+	for _, x := range a.sent[n:] { // resends put lower IDs after higher ones
+		if x.id > w {
+			keep = append(keep, x)
+		}
+	}
+	a.sent = keep
 }
 
 // held is the oldest spool sequence the agent may still send, for its reports (Held): below
@@ -448,6 +498,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 	var pending []sent // published, not yet covered, in ID order
 	acked := uint64(0)
 	var probe prober
+	var acc accepted
 	u.marked.Store(time.Now().UnixNano())
 	mode := ""
 	deletePublished := func() { // at PUBACK: everything published so far
@@ -471,18 +522,13 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		if w := u.mark.Load(); w > acked {
 			n := 0
 			for n < len(pending) && pending[n].id <= w {
-				if p := pending[n]; p.report {
+				if pending[n].report {
 					u.e.m.stored.Inc()
-					// At QoS 1 it was told at PUBACK. At QoS 0 the broker took the record when
-					// it was sent: it is covered (stored, maybe through a copy the prober sent
-					// again, as a PUBACKed record may have been).
-					if p.qos0 && u.e.o.OnAccepted != nil {
-						u.e.o.OnAccepted(time.Unix(0, p.at))
-					}
 				}
 				n++
 			}
 			pending = pending[n:]
+			acc.covered(u, w)
 			if err := u.e.sp.Ack(w); err != nil {
 				u.e.log.Error("agent: deleting stored records from the spool", "err", err)
 			} else {
@@ -506,7 +552,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		// the probe the agent waited out the grace and fell back to PUBACK, and lost what the
 		// broker acknowledged and dropped meanwhile (TestScaleOut, around a NATS node's kill).
 		if mode != modePuback && probe.due(u, pending, acked) {
-			if err := u.sendHole(ctx, &probe, pending); err != nil {
+			if err := u.sendHole(ctx, &probe, pending, &acc); err != nil {
 				u.e.log.Warn("agent: sending uncovered records again; retrying", "err", err)
 				if !u.waitWake(ctx, retry) {
 					return
@@ -551,7 +597,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
-		qos := u.reportQoS()
+		qos, conn := u.reportQoS(), u.connAt.Load()
 		if err := u.publish(ctx, recs, qos); err != nil {
 			u.e.log.Warn("agent: publishing the spool; retrying", "err", err, "in", retry)
 			if !u.waitWake(ctx, retry) {
@@ -563,9 +609,12 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		now := time.Now().UnixNano()
 		for _, r := range recs {
 			kind, _, _ := splitMessage(r.Payload)
-			pending = append(pending, sent{id: r.ID, report: kind == telemetry.KindTelemetry, qos0: qos == 0, at: now})
+			pending = append(pending, sent{id: r.ID, report: kind == telemetry.KindTelemetry, at: now})
 		}
 		last = recs[len(recs)-1].ID
+		if qos == 0 {
+			acc.add(u, recs, now, conn)
+		}
 		retry = time.Second
 		// An older controller: the broker's PUBACK is all there is (unless a watermark came
 		// while this batch was out). Never after a QoS 0 batch (no PUBACK; reportQoS).
@@ -621,16 +670,20 @@ func (p *prober) due(u *uplink, pending []sent, acked uint64) bool {
 
 // sendHole sends again the oldest uncovered records, at most p.n and at most those published
 // (pending), in order, in batches; the watermark's wait starts again.
-func (u *uplink) sendHole(ctx context.Context, p *prober, pending []sent) error {
+func (u *uplink) sendHole(ctx context.Context, p *prober, pending []sent, acc *accepted) error {
 	u.marked.Store(time.Now().UnixNano())
 	recs, err := u.e.sp.Peek(min(p.n, len(pending)))
 	if err != nil || len(recs) == 0 {
 		return err
 	}
-	qos := u.reportQoS()
+	qos, conn := u.reportQoS(), u.connAt.Load()
 	for i := 0; i < len(recs); i += publishBatch {
-		if err := u.publish(ctx, recs[i:min(i+publishBatch, len(recs))], qos); err != nil {
+		batch := recs[i:min(i+publishBatch, len(recs))]
+		if err := u.publish(ctx, batch, qos); err != nil {
 			return err
+		}
+		if qos == 0 {
+			acc.add(u, batch, time.Now().UnixNano(), conn)
 		}
 	}
 	p.from, p.upTo = recs[0].ID, recs[len(recs)-1].ID
