@@ -457,18 +457,14 @@ func (a *accepted) covered(u *uplink, w uint64) {
 	}
 	on := u.markedOn.Load()
 	told := map[uint64]bool{}
-	n := 0
-	for n < len(a.sent) && a.sent[n].id <= w {
-		if x := a.sent[n]; x.conn == on && !told[x.id] {
+	keep := a.sent[:0]
+	for _, x := range a.sent { // in the order sent; resends put lower IDs after higher ones
+		switch {
+		case x.id > w:
+			keep = append(keep, x)
+		case x.conn == on && !told[x.id]:
 			told[x.id] = true
 			u.e.o.OnAccepted(time.Unix(0, x.at))
-		}
-		n++
-	}
-	keep := a.sent[:0]
-	for _, x := range a.sent[n:] { // resends put lower IDs after higher ones
-		if x.id > w {
-			keep = append(keep, x)
 		}
 	}
 	a.sent = keep
