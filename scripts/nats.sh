@@ -25,8 +25,11 @@
 #                                  another node at once (no election timeout), stops taking
 #                                  NATS clients, and after lame_duck_grace_period (1 s here)
 #                                  closes its clients, MQTT ones included, spread over
-#                                  lame_duck_duration (30 s here, the minimum), then exits.
-#                                  Returns at once; the node exits by itself about 31 s later.
+#                                  lame_duck_duration (30 s here, the minimum) less the grace
+#                                  period, at most one a second (nats-server's lameDuckMode),
+#                                  then exits. Returns at once; the node exits by itself
+#                                  within about 31 s (at once without clients, in seconds with
+#                                  a few).
 #   scripts/nats.sh restart DIR N  start node N again with its data (after a lameduck, once the
 #                                  old process has exited)
 #   scripts/nats.sh install        install nats-server if missing (Debian's, with apt) and
