@@ -46,8 +46,12 @@ func newEnvVoice(b *testing.B, transports int, holdDown time.Duration, recoverAf
 	} else {
 		s = stageSiteVoice(b, c, lab, voice)
 	}
-	a := startAgent(b, lab, b.TempDir(), "--controller", c.base(), "--claim-token", s.claimToken, "--ca-fingerprint", c.fingerprint(b),
-		"--steering-hold-down", holdDown.String(), "--steering-recover-after", strconv.Itoa(recoverAfter))
+	args := []string{"--controller", c.base(), "--claim-token", s.claimToken, "--ca-fingerprint", c.fingerprint(b),
+		"--steering-hold-down", holdDown.String(), "--steering-recover-after", strconv.Itoa(recoverAfter)}
+	if iv := os.Getenv("EDGEWAN_BENCH_PROBE_INTERVAL"); iv != "" {
+		args = append(args, "--probe-interval", iv) // e.g. 100ms: the agent's default is 200ms
+	}
+	a := startAgent(b, lab, b.TempDir(), args...)
 	e := &env{lab: lab, c: c, s: s, a: a, dp: branchDP(b, lab)}
 	waitAPI(b, 30*time.Second, "policy applied", func() bool { return rolloutState(b, c, s) == "applied" })
 	waitFor(b, 30*time.Second, "steady on wan1", func() bool { return defaultTable(b, e.dp) == tWAN1 && voiceTable(b, e.dp) == tWAN1 })
@@ -156,6 +160,11 @@ func BenchmarkImpairments(b *testing.B) {
 					if im.imp.Loss == 1 {
 						// a blackhole's verdict is confirmed at its first probe's timeout (1 s)
 						waitFor(b, 10*time.Second, "the dead link confirmed", func() bool { return e.a.downsSince(logFrom) > 0 })
+					}
+					// the fault's phase against the probes: the wait from it to the first probe it
+					// applied to, uniform over the probe interval (0-200 ms) if nothing correlates them
+					if w, ok := e.lab.WANs[0].Responder.FirstRequestAfterSet(); ok {
+						b.ReportMetric(float64(w)/1e6, "phase_ms")
 					}
 					b.ReportMetric(float64(e.a.downsSince(logFrom)), "downs")
 					b.ReportMetric(float64(e.a.revokedSince(logFrom)), "revoked")
