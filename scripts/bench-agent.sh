@@ -45,6 +45,10 @@ for b in Failover SLASwitch Impairments/loss20 Impairments/loss3 Impairments/jit
 		if ((pn > 0)); then
 			echo "  fault phase: median $(echo "$ph" | sed -n "$(((pn + 1) / 2))p") ms; per 50 ms of the interval:" \
 				"$(echo "$ph" | awk '{ q[int($1 / 50) < 3 ? int($1 / 50) : 3]++ } END { printf "%d %d %d %d", q[0], q[1], q[2], q[3] }'), all: $(echo $ph)"
+			# each trial's time less its phase: from the first probe the fault applied to, the
+			# agent's own share (the blackhole's verdict, about 280 ms, plus applying the rules)
+			fp="$(echo "$out" | awk -v b="$b" '$1 ~ "^Benchmark" b "/trial" { for (i = 4; i < NF; i++) if ($(i + 1) == "phase_ms") printf "%.0f\n", $3 / 1e6 - $i }' | sort -n)"
+			echo "  from the first probe after the fault: median $(echo "$fp" | sed -n "$(((pn + 1) / 2))p") ms, max $(echo "$fp" | tail -n 1) ms, all: $(echo $fp)"
 		fi
 	fi
 done

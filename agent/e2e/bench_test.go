@@ -176,6 +176,10 @@ func BenchmarkImpairments(b *testing.B) {
 					if w, ok := e.lab.WANs[0].Responder.FirstRequestAfterSet(); ok {
 						b.ReportMetric(float64(w)/1e6, "phase_ms")
 					}
+					if im.imp.Loss == 0 && im.imp.Jitter == 0 && e.a.downsSince(logFrom) > 0 {
+						// a delay step confirmed as a dead link: the agent's account of it
+						b.Logf("a delay step made a dead-link verdict; the agent's log since the fault:\n%s", e.a.log.String()[logFrom:])
+					}
 					b.ReportMetric(float64(e.a.downsSince(logFrom)), "downs")
 					b.ReportMetric(float64(e.a.revokedSince(logFrom)), "revoked")
 				})
