@@ -50,6 +50,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// LookupTimeout bounds one CredentialStore lookup. 0 means 5s.
 	LookupTimeout time.Duration
+	// DrainTimeout bounds how long Close waits for the messages it already acknowledged to
+	// reach a full InlineBus queue (default 10 s).
+	DrainTimeout time.Duration
 	// RefusalLogEvery is how often refused CONNECTs from one address are logged: the first,
 	// then at most one line per interval, counting those not logged. 0 means one minute.
 	RefusalLogEvery time.Duration
@@ -111,6 +114,7 @@ type Broker struct {
 
 	violations chan Violation
 	dropped    atomic.Uint64
+	abandoned  atomic.Uint64 // acknowledged messages dropped because Close's drain timed out
 
 	inlineSubID atomic.Int64 // last inline subscription ID given out (see InlineBus.Subscribe)
 
@@ -120,7 +124,8 @@ type Broker struct {
 
 	ctx      context.Context // Start's; cancels store lookups on shutdown
 	started  atomic.Bool
-	closing  chan struct{}
+	closing  chan struct{} // closed first thing in Close: publishes from then on are refused
+	abandon  chan struct{} // closed when Close's drain runs out of time (see DrainTimeout)
 	closeOne sync.Once
 	wg       sync.WaitGroup // the violation reporter
 }
@@ -161,6 +166,9 @@ func NewBroker(opts Options) (*Broker, error) {
 	if opts.RefusalLogEvery <= 0 {
 		opts.RefusalLogEvery = time.Minute
 	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
 	tc := opts.TLS.Clone()
 	if tc.MinVersion == 0 {
 		tc.MinVersion = tls.VersionTLS12
@@ -186,6 +194,7 @@ func NewBroker(opts Options) (*Broker, error) {
 		violations: make(chan Violation, violationQueue),
 		ctx:        context.Background(),
 		closing:    make(chan struct{}),
+		abandon:    make(chan struct{}),
 	}
 	b.srv = mochi.New(&mochi.Options{
 		Capabilities:           caps,
@@ -238,11 +247,38 @@ func (b *Broker) Addr() string { return b.ln.Address() }
 
 // Close disconnects every client, stops the listener and waits for the broker's goroutines.
 // Safe to call more than once and concurrently with ctx's cancellation.
+//
+// mochi PUBACKs a QoS 1 message before it hands it to the inline subscribers, so a message
+// acknowledged to an agent must still reach the InlineBus's queues while the broker closes:
+// from the moment Close starts, new publishes are refused unacknowledged (the agent sends them
+// again after reconnecting), and those already past that check are queued even if a queue is
+// full, waiting for the bus's workers, which must keep running until Close returns. Only if
+// that takes longer than Options.DrainTimeout are they dropped (and counted); an agent's spool
+// still sends them again, as it keeps every record until the controller's watermark.
 func (b *Broker) Close() {
 	b.closeOne.Do(func() {
 		close(b.closing)
+		// A shutdown is not the agents' loss of their link: their wills ("offline") would mark
+		// every site offline, with events, while the engine still takes messages. A client that
+		// connects from now on drops its will in OnSessionEstablished.
+		for _, cl := range b.srv.Clients.GetAll() {
+			atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
+		}
+		drained := make(chan struct{})
+		go func() {
+			select {
+			case <-drained:
+			case <-time.After(b.opts.DrainTimeout):
+				b.log.Warn("mqtt: closing the broker took too long; dropping the messages still waiting for a full queue", "timeout", b.opts.DrainTimeout)
+				close(b.abandon)
+			}
+		}()
 		_ = b.srv.Close() // closes listeners and clients, waits for client goroutines
+		close(drained)
 		b.wg.Wait()
+		if n := b.abandoned.Load(); n > 0 {
+			b.log.Warn("mqtt: acknowledged messages dropped at close (their agents send them again)", "messages", n)
+		}
 		if n := b.dropped.Load(); n > 0 {
 			b.log.Warn("mqtt: ACL violations not reported (OnViolation too slow)", "dropped", n)
 		}
@@ -423,7 +459,7 @@ type hook struct {
 func (h *hook) ID() string { return "edgewan" }
 
 func (h *hook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnACLCheck, mochi.OnPublish, mochi.OnPacketRead, mochi.OnDisconnect}, []byte{b})
+	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnSessionEstablished, mochi.OnACLCheck, mochi.OnPublish, mochi.OnPacketRead, mochi.OnDisconnect}, []byte{b})
 }
 
 // OnConnectAuthenticate admits a client whose username and password match, whose last will
@@ -470,6 +506,16 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 // delivery (read). A refusal also disconnects the client (MQTT 3.1.1 has no negative PUBACK;
 // closing the connection is what [MQTT-3.3.5-2] allows; a refused subscribe is treated the
 // same, as docs/telemetry.md says), which bounds how fast a misbehaving agent can try.
+// OnSessionEstablished drops the will of a client that got in while the broker began to close
+// (see Close); mochi adds the client to its list before calling this.
+func (h *hook) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
+	select {
+	case <-h.b.closing:
+		atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
+	default:
+	}
+}
+
 func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	p, ok := h.b.principal(cl.Properties.Username)
 	if ok && (p.controller || agentAllowed(p.site, topic, write)) {
@@ -508,9 +554,18 @@ func (h *hook) OnPacketRead(cl *mochi.Client, pk packets.Packet) (packets.Packet
 	return pk, packets.ErrRejectPacket // the only error mochi does not ignore here
 }
 
-// OnPublish refuses a payload over telemetry.MaxPayload (the packet limit lets a little more
-// through for the topic and headers) and disconnects its client.
+// OnPublish refuses an agent's publish once the broker is closing, and a payload over
+// telemetry.MaxPayload (the packet limit lets a little more through for the topic and headers),
+// disconnecting its client.
 func (h *hook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
+	if !cl.Net.Inline {
+		select {
+		case <-h.b.closing:
+			// Refused before mochi's PUBACK: unacknowledged, the agent sends it again.
+			return pk, packets.ErrRejectPacket
+		default:
+		}
+	}
 	if !cl.Net.Inline && len(pk.Payload) > telemetry.MaxPayload {
 		h.b.log.Info("mqtt: refused oversize message", "username", string(cl.Properties.Username), "topic", pk.TopicName, "bytes", len(pk.Payload))
 		cl.Stop(packets.ErrPacketTooLarge)

@@ -13,6 +13,8 @@ import (
 // InlineBus is the Bus over the embedded broker's inline client: no network hop and no login.
 // mochi calls inline subscriptions synchronously from the publishing client's goroutine; the
 // bus queues the message and returns, so a slow handler slows down only its own site's agents.
+// Close the broker before the bus: mochi has acknowledged a message before the bus sees it, so
+// the bus must still take what the closing broker hands it (see Broker.Close).
 type InlineBus struct {
 	b *Broker
 	d *dispatcher
@@ -27,7 +29,7 @@ var _ Bus = (*InlineBus)(nil)
 // NewInlineBus returns a bus over b. It may be created and subscribed before b.Start.
 func NewInlineBus(b *Broker, opts BusOptions) *InlineBus {
 	opts.defaults()
-	return &InlineBus{b: b, d: newDispatcher(opts, b.closing), subs: make(map[int]string)}
+	return &InlineBus{b: b, d: newDispatcher(opts, b.abandon), subs: make(map[int]string)}
 }
 
 // Subscribe implements Bus. Retained messages matching filter are delivered at once.
@@ -48,7 +50,9 @@ func (ib *InlineBus) Subscribe(filter string, handler Handler) error {
 	// are unique per broker, not per bus.
 	id := int(ib.b.inlineSubID.Add(1))
 	err := ib.b.srv.Subscribe(filter, id, func(_ *mochi.Client, _ packets.Subscription, pk packets.Packet) {
-		ib.d.dispatch(handler, pk.TopicName, pk.Payload)
+		if !ib.d.dispatch(handler, pk.TopicName, pk.Payload) {
+			ib.b.abandoned.Add(1)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("mqtt.InlineBus.Subscribe %q: %w", filter, err)

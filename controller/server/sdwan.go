@@ -141,6 +141,19 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 	return nil // the NATS bus consumes once Run's cluster member holds partitions
 }
 
+// closeIngress stops taking agents' messages and hands the engine what was taken, while the
+// engine still runs: the broker first (mochi acknowledges a message before the bus sees it),
+// then the bus, which runs its queues. The NATS bus is left to the cluster member, whose leave
+// stops its partitions; a message it has not acknowledged is delivered again to the next owner.
+func (s *Server) closeIngress() {
+	if s.broker != nil {
+		s.broker.Close()
+	}
+	if _, isNATS := s.bus.(*mqtt.NATSBus); s.bus != nil && !isNATS {
+		s.bus.Close()
+	}
+}
+
 // closeSDWAN stops the bus, the broker and the sink (each may be nil after a failed start).
 func (s *Server) closeSDWAN() {
 	if s.bus != nil {

@@ -76,6 +76,15 @@ func (a *agent) connect(ctx context.Context, addr string, clean bool) error {
 	return err
 }
 
+// hasTicket reports whether the agent holds a TLS session to resume.
+func (a *agent) hasTicket() bool {
+	if a.tc.ClientSessionCache == nil {
+		return false
+	}
+	_, ok := a.tc.ClientSessionCache.Get(a.tc.ServerName)
+	return ok
+}
+
 // read handles what the broker sends: PUBACKs of telemetry, and the controller's messages,
 // acknowledged at QoS 1. It closes down when the connection is gone.
 func (a *agent) read(c *mqttConn, down chan struct{}) {

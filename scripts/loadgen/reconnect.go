@@ -124,14 +124,19 @@ func (tl *timeline) counts(from, to time.Time) []int64 {
 
 // reconnectResults is what the reconnect scenario measured.
 type reconnectResults struct {
-	agents                   int
-	signal                   string
-	outage, startup          time.Duration // kill to restart; restart to /readyz 200
-	notLost, notBack         int           // agents whose connection survived the kill; agents not back in time
-	earlyBack                int           // back before /readyz answered 200 (counted as 0 s)
-	back                     []time.Duration
-	attempts, attemptsAfter  int64
-	resumed                  int64 // reconnects that resumed their TLS session
+	agents                  int
+	signal                  string
+	outage, startup         time.Duration // kill to restart; restart to /readyz 200
+	notLost, notBack        int           // agents whose connection survived the kill; agents not back in time
+	earlyBack               int           // back before /readyz answered 200 (counted as 0 s)
+	back                    []time.Duration
+	attempts, attemptsAfter int64
+	resumed                 int64 // reconnects that resumed their TLS session
+	// notResumed says, for each reconnect that did not resume, what the agent saw; unexplained
+	// counts those that held a ticket and had no attempt fail past the TCP connect (crypto/tls
+	// drops a ticket after a failed handshake that offered it, RFC 5077 3.2).
+	notResumed               []string
+	unexplained              int
 	failedDown, failedAfter  int64
 	failedKinds              map[string]int64
 	firstFailure             string
@@ -241,6 +246,8 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 				return
 			}
 			lostAt[i] = time.Now()
+			hadTicket := ag.hasTicket()
+			var failures []string    // of this agent's attempts, the kinds other than refused
 			b := backoff.Reconnect() // as agent/engine's connectLoop: a wait before every attempt
 			for {
 				t := time.NewTimer(b.Next())
@@ -261,11 +268,21 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 					success.add(backAt[i])
 					if ag.c.conn.ConnectionState().DidResume {
 						resumed.Add(1)
+					} else {
+						failMu.Lock()
+						r.notResumed = append(r.notResumed, fmt.Sprintf("%s: ticket at the drop %v, failed attempts other than refused %v", ag.ss.Name, hadTicket, failures))
+						if hadTicket && len(failures) == 0 {
+							r.unexplained++
+						}
+						failMu.Unlock()
 					}
 					return
 				}
 				if rctx.Err() != nil {
 					return
+				}
+				if k := failureKind(err); k != "connection refused" {
+					failures = append(failures, fmt.Sprintf("%s %.2f s after the kill (%v)", k, time.Since(killAt).Seconds(), err))
 				}
 				fail(err, time.Now())
 			}
@@ -423,6 +440,9 @@ func reconnectRows(r *reconnectResults) [][2]string {
 	}
 	add("reconnected / not back in time / connection not lost", fmt.Sprintf("%d / %d / %d", len(r.back), r.notBack, r.notLost))
 	add("reconnects that resumed their TLS session", fmt.Sprintf("%d of %d", r.resumed, len(r.back)))
+	if n := len(r.notResumed); n > 0 {
+		add("reconnects not resumed (first 5)", strings.Join(r.notResumed[:min(n, 5)], "; "))
+	}
 	kinds := make([]string, 0, len(r.failedKinds))
 	for k, v := range r.failedKinds {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, v))

@@ -82,9 +82,12 @@ func TestReconnectScenario(t *testing.T) {
 	if r.failedAfter != 0 {
 		t.Errorf("%d attempts failed after the controller was ready (%v; first: %s); want 0", r.failedAfter, r.failedKinds, r.firstFailure)
 	}
-	// The controller's session ticket key outlives its process: every agent resumes.
-	if r.resumed != int64(len(r.back)) {
-		t.Errorf("%d of %d reconnects resumed their TLS session; want all", r.resumed, len(r.back))
+	// The controller's session ticket key outlives its process: every agent resumes, but one
+	// whose handshake failed during the restart (a timeout on a loaded machine), as crypto/tls
+	// then drops its ticket.
+	if r.unexplained > 0 {
+		t.Errorf("%d of %d reconnects resumed their TLS session; %d did not although they held a ticket and no handshake of theirs failed: %s",
+			r.resumed, len(r.back), r.unexplained, strings.Join(r.notResumed, "; "))
 	}
 	for _, f := range []string{"cpu.pprof", "ready+2s-goroutine.pprof", "ready+2s-block.pprof", "ready+2s-mutex.pprof"} {
 		if st, err := os.Stat(filepath.Join(o.ProfileDir, f)); err != nil || st.Size() == 0 {
