@@ -20,6 +20,13 @@
 #                            node gets a full resolver in DIR/nodeN/jwt, and USER/PASSWORD and
 #                            the mappings below are not used (docs/scale-out.md).
 #   scripts/nats.sh stop DIR [N]   stop node N (default: all); kill -9 with KILL=1
+#   scripts/nats.sh lameduck DIR N graceful stop of node N for maintenance (SIGUSR2: lame duck
+#                                  mode): the node hands every Raft leadership it holds to
+#                                  another node at once (no election timeout), stops taking
+#                                  NATS clients, and after lame_duck_grace_period (1 s here)
+#                                  closes its clients, MQTT ones included, spread over
+#                                  lame_duck_duration (30 s here, the minimum), then exits.
+#                                  Returns at once; the node exits by itself about 31 s later.
 #   scripts/nats.sh restart DIR N  start node N again with its data
 #   scripts/nats.sh install        install nats-server if missing (Debian's, with apt) and
 #                                  print its path
@@ -145,6 +152,10 @@ mappings: {
 	cat >"$dir/node$n.conf" <<CONF
 server_name: n$n
 listen: 127.0.0.1:$p
+# a graceful stop (lame duck mode, scripts/nats.sh lameduck): leaders moved, then clients
+# closed over 30 s (the minimum)
+lame_duck_grace_period: "1s"
+lame_duck_duration: "30s"
 http: 127.0.0.1:$((p + 3))
 jetstream {
   store_dir: "$dir/node$n"
@@ -248,10 +259,15 @@ stop)
 	[[ $# -ge 2 ]] || die "usage: scripts/nats.sh stop DIR [N]"
 	if [[ -n "${3:-}" ]]; then stop_node "$2" "$3"; else for n in 1 2 3; do stop_node "$2" "$n"; done; fi
 	;;
+lameduck)
+	[[ $# -eq 3 ]] || die "usage: scripts/nats.sh lameduck DIR N"
+	[[ -f "$2/node$3.pid" ]] || die "node $3 of $2 is not running"
+	kill -USR2 "$(cat "$2/node$3.pid")"
+	;;
 restart)
 	[[ $# -eq 3 ]] || die "usage: scripts/nats.sh restart DIR N"
 	start_node "$2" "$3"
 	wait_healthy "$2" "$3"
 	;;
-*) die "usage: scripts/nats.sh start DIR BASEPORT [USER PASSWORD] | stop DIR [N] | restart DIR N | install" ;;
+*) die "usage: scripts/nats.sh start DIR BASEPORT [USER PASSWORD] | stop DIR [N] | lameduck DIR N | restart DIR N | install" ;;
 esac

@@ -23,15 +23,22 @@ import (
 
 // Credentials are what a claim returns, as stored.
 type Credentials struct {
-	Site     string    `json:"site"`
-	Device   string    `json:"device"`
-	MQTTURL  string    `json:"mqtt_url"`
-	MQTTURLs []string  `json:"mqtt_urls,omitempty"` // every broker node when there are several, MQTTURL first
-	Username string    `json:"username"`
-	Password string    `json:"password"`
-	CAPEM    string    `json:"ca_pem"` // trust for the broker
-	Claimed  time.Time `json:"claimed_at"`
+	Site     string   `json:"site"`
+	Device   string   `json:"device"`
+	MQTTURL  string   `json:"mqtt_url"`
+	MQTTURLs []string `json:"mqtt_urls,omitempty"` // every broker node when there are several, MQTTURL first
+	Username string   `json:"username"`
+	Password string   `json:"password"`
+	CAPEM    string   `json:"ca_pem"` // trust for the broker
+	// Broker is the broker's kind when the controller names it: BrokerNATS in the scaled-out
+	// mode (the agent then publishes and subscribes at QoS 0 and retains nothing: see
+	// agent/engine). Empty: an MQTT broker (the controller's embedded one or Mosquitto).
+	Broker  string    `json:"broker,omitempty"`
+	Claimed time.Time `json:"claimed_at"`
 }
+
+// BrokerNATS is Credentials.Broker for a NATS cluster's MQTT listeners.
+const BrokerNATS = "nats"
 
 // File is the credentials file's name in the data dir.
 const File = "credentials.json"
@@ -167,6 +174,7 @@ type Response struct {
 		Username string   `json:"username"`
 		Password string   `json:"password"`
 		CAPEM    string   `json:"ca_pem"`
+		Broker   string   `json:"broker"`
 	} `json:"mqtt"`
 }
 
@@ -218,5 +226,5 @@ func Claim(ctx context.Context, hc *http.Client, controller string, r Request) (
 		return nil, fmt.Errorf("claim: the controller's answer: %w", err)
 	}
 	return &Credentials{Site: a.Site.ID, Device: a.Device, MQTTURL: a.MQTT.URL, MQTTURLs: a.MQTT.URLs, Username: a.MQTT.Username,
-		Password: a.MQTT.Password, CAPEM: a.MQTT.CAPEM, Claimed: time.Now().UTC()}, nil
+		Password: a.MQTT.Password, CAPEM: a.MQTT.CAPEM, Broker: a.MQTT.Broker, Claimed: time.Now().UTC()}, nil
 }

@@ -36,6 +36,12 @@ type Options struct {
 	Registry prometheus.Registerer // nil: metrics are not registered
 	Steering steering.Options      // zero: steering.DefaultOptions(), as the controller
 	OnStart  func(*Engine)         // called once the engine runs (e.g. to serve its Status); may be nil
+	// OnAccepted, if set, is told when the broker accepted each spooled report: at its PUBACK
+	// (QoS 1); at QoS 0 (on NATS) the time it was sent on the connection, once the
+	// controller's watermark covers it (the copy stored may be one the agent sent again, as
+	// for a PUBACKed report the broker dropped). Tests of a broker node's failover measure
+	// with it. Called from the sending goroutine: it must not block.
+	OnAccepted func(at time.Time)
 }
 
 // Engine is one running agent. Its fields are guarded by mu; probe callbacks take it briefly.

@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reports:     prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_reports_total", Help: "Telemetry windows written to the spool."}),
 		dpChanges:   prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_dataplane_changes_total", Help: "Netlink changes made (routes, rules, qdiscs, classes, filters)."}),
 		dpErrors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_dataplane_errors_total", Help: "Data-plane applies that failed."}),
-		published:   prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_mqtt_published_total", Help: "Spooled messages acknowledged by the broker."}),
+		published:   prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_mqtt_published_total", Help: "Spooled messages acknowledged by the broker (PUBACK); on NATS, at QoS 0, written to the connection."}),
 		stored:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_reports_stored_total", Help: "Telemetry windows the controller confirmed stored (covered by its watermark) and the spool deleted."}),
 		resent: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_resent_total",
 			Help: "Spooled messages sent again because the controller's watermark stalled below them long after the broker acknowledged them (lost between broker and controller)."}),

@@ -56,6 +56,9 @@ func (x *Uplink) Report(now time.Time, window time.Duration, tws []telemetry.Tra
 	x.e.spoolReport(now, window, tws)
 }
 
+// OnAccepted sets Options.OnAccepted (before Run).
+func (x *Uplink) OnAccepted(f func(at time.Time)) { x.e.o.OnAccepted = f }
+
 // Watermark is the controller's last watermark for this device: what the spool has deleted.
 func (x *Uplink) Watermark() uint64 { return x.u.mark.Load() }
 

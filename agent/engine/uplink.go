@@ -55,6 +55,51 @@ type uplink struct {
 	ackedOn, markedOn atomic.Int64 // and of the last watermark heard
 	// storedOnly: the uplink alone (Uplink), with no engine to take policies and decisions
 	storedOnly bool
+	// nats: the broker is a NATS cluster (claim.BrokerNATS): see reportQoS.
+	nats bool
+}
+
+// reportQoS is the QoS spooled records are published at now: 0 on NATS once the controller
+// is known to publish the watermark (speaks is never cleared, so a record sent at QoS 0 can
+// never be deleted by the PUBACK fallback, which only runs while !speaks), else 1.
+//
+// On NATS (the scaled-out mode) the agent uses no MQTT feature that NATS keeps in its own
+// replicated streams, because each waits on that stream's Raft leader, and a node's death
+// takes the leaders it held with it for NATS's election (4-9 s; nats-server constants): a
+// QoS 1 PUBLISH is stored in $MQTT_msgs from the connection's read loop (while it has no leader
+// NATS fails it after 4 s and closes the connection, on every node), a retained one in
+// $MQTT_rmsgs (the read loop waits 4 s), and a QoS 1 subscription is a durable JetStream
+// consumer per agent. So on NATS:
+//   - spooled records (reports, events) go at QoS 0 once the controller is known to publish
+//     the stored watermark (speaks): the spool deletes a record only when the watermark
+//     covers it, and sends again what a watermark does not cover (after a reconnect, a new
+//     controller boot, a stalled watermark). NATS's PUBACK never meant stored either: the
+//     controllers read the EDGEWAN_IN stream, which takes the message as a plain NATS
+//     publish without telling the MQTT layer whether it stored it. Before the
+//     first watermark ever (an older controller: the PUBACK fallback) they stay at QoS 1.
+//   - subscriptions are at QoS 0: what they carry (policy, decisions, watermark) is retained,
+//     the latest state, and comes again with each SUBSCRIBE, which the agent sends at every
+//     connection.
+//   - the status (online, the will, offline) is at QoS 0 and not retained: the controllers
+//     read it from EDGEWAN_IN, replaying each site's last one when they take a partition.
+//
+// On the embedded broker and Mosquitto (one broker, nothing to elect) everything stays at
+// QoS 1 and retained: there a PUBACK costs nothing, and a QoS 0 report dropped by the broker
+// (a full queue, a controller restart with Mosquitto) would wait for holeAfter to be sent again.
+// docs/scale-out.md, "Agents on NATS", has the measurements.
+func (u *uplink) reportQoS() byte {
+	if u.nats && u.speaks.Load() {
+		return 0
+	}
+	return 1
+}
+
+// statusQoS is the QoS and retain flag of the agent's status messages (online, will, offline).
+func (u *uplink) statusQoS() (byte, bool) {
+	if u.nats {
+		return 0, false
+	}
+	return 1, true
 }
 
 // How the agent deletes its spooled records (Status, the metric, the logs).
@@ -101,7 +146,11 @@ const (
 )
 
 func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
-	u := &uplink{e: e, creds: creds, wakeC: make(chan struct{}, 1), lost: make(chan struct{}, 1)}
+	u := &uplink{e: e, creds: creds, wakeC: make(chan struct{}, 1), lost: make(chan struct{}, 1), nats: creds.Broker == claim.BrokerNATS}
+	if creds.Broker != "" && !u.nats {
+		e.log.Warn("agent: unknown broker kind in the credentials; using it as an MQTT broker (QoS 1, retained status)", "broker", creds.Broker)
+	}
+	statusQoS, statusRetained := u.statusQoS()
 	u.grace.Store(int64(watermarkGrace))
 	u.holeAfter.Store(int64(holeAfter))
 	u.speaks.Store(e.sp.Flags()&flagWatermark != 0)
@@ -125,7 +174,7 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 		SetConnectTimeout(10*time.Second).SetKeepAlive(15*time.Second).SetPingTimeout(5*time.Second).
 		SetWriteTimeout(5*time.Second). // a stalled connection must not hold a publish (or shutdown) for 30 s
 
-		SetBinaryWill(telemetry.Topic(creds.Site, telemetry.KindStatus), will, 1, true).
+		SetBinaryWill(telemetry.Topic(creds.Site, telemetry.KindStatus), will, statusQoS, statusRetained).
 		SetOrderMatters(true)
 	for _, b := range creds.MQTTURLs { // the other broker nodes: paho moves to the next when one fails
 		if b != creds.MQTTURL {
@@ -206,9 +255,13 @@ func (u *uplink) onConnect(c paho.Client) {
 	}
 	filters := make(map[string]byte, len(handlers))
 	byTopic := make(map[string]func([]byte), len(handlers))
+	subQoS := byte(1)
+	if u.nats {
+		subQoS = 0 // see reportQoS
+	}
 	for kind, h := range handlers {
 		topic := telemetry.Topic(u.creds.Site, kind)
-		filters[topic], byTopic[topic] = 1, h
+		filters[topic], byTopic[topic] = subQoS, h
 	}
 	on := func(_ paho.Client, m paho.Message) {
 		if h := byTopic[m.Topic()]; h != nil {
@@ -307,7 +360,8 @@ func (u *uplink) publishOnline() {
 	e.mu.Unlock()
 	online, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: u.creds.Device, State: "online",
 		Version: e.o.Version, Time: time.Now().UTC(), Paths: paths})
-	u.c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), 1, true, online)
+	qos, retained := u.statusQoS()
+	u.c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), qos, retained, online)
 }
 
 func (u *uplink) wake() {
@@ -366,7 +420,54 @@ func (u *uplink) onStored(payload []byte) {
 type sent struct {
 	id     uint64
 	report bool
-	at     int64 // UnixNano of its PUBACK
+	at     int64 // UnixNano of its PUBACK (at QoS 0, of its publication)
+}
+
+// accepted tells Options.OnAccepted of the reports sent at QoS 0 that a watermark covers: the
+// time each was first sent on the connection that then heard the watermark covering it (the
+// copy stored may be one sent again, as for a PUBACKed report the broker dropped). Its own
+// list, as pending is cleared at each resend; kept only with a hook (tests).
+type accepted struct {
+	sent []sentOn
+}
+
+type sentOn struct {
+	id       uint64
+	at, conn int64 // UnixNano of the send, and the connAt of its connection
+}
+
+// add notes reports sent at QoS 0 on the connection of conn.
+func (a *accepted) add(u *uplink, recs []spool.Record, at, conn int64) {
+	if u.e.o.OnAccepted == nil {
+		return
+	}
+	for _, r := range recs {
+		if kind, _, _ := splitMessage(r.Payload); kind == telemetry.KindTelemetry {
+			a.sent = append(a.sent, sentOn{id: r.ID, at: at, conn: conn})
+		}
+	}
+}
+
+// covered tells the hook of the reports up to w, sent on the connection the watermark came on
+// (markedOn), once each (the first send of a report on that connection); the others up to w
+// are forgotten.
+func (a *accepted) covered(u *uplink, w uint64) {
+	if u.e.o.OnAccepted == nil || len(a.sent) == 0 {
+		return
+	}
+	on := u.markedOn.Load()
+	told := map[uint64]bool{}
+	keep := a.sent[:0]
+	for _, x := range a.sent { // in the order sent; resends put lower IDs after higher ones
+		switch {
+		case x.id > w:
+			keep = append(keep, x)
+		case x.conn == on && !told[x.id]:
+			told[x.id] = true
+			u.e.o.OnAccepted(time.Unix(0, x.at))
+		}
+	}
+	a.sent = keep
 }
 
 // held is the oldest spool sequence the agent may still send, for its reports (Held): below
@@ -393,6 +494,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 	var pending []sent // published, not yet covered, in ID order
 	acked := uint64(0)
 	var probe prober
+	var acc accepted
 	u.marked.Store(time.Now().UnixNano())
 	mode := ""
 	deletePublished := func() { // at PUBACK: everything published so far
@@ -422,6 +524,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 				n++
 			}
 			pending = pending[n:]
+			acc.covered(u, w)
 			if err := u.e.sp.Ack(w); err != nil {
 				u.e.log.Error("agent: deleting stored records from the spool", "err", err)
 			} else {
@@ -445,7 +548,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		// the probe the agent waited out the grace and fell back to PUBACK, and lost what the
 		// broker acknowledged and dropped meanwhile (TestScaleOut, around a NATS node's kill).
 		if mode != modePuback && probe.due(u, pending, acked) {
-			if err := u.sendHole(ctx, &probe, len(pending)); err != nil {
+			if err := u.sendHole(ctx, &probe, pending, &acc); err != nil {
 				u.e.log.Warn("agent: sending uncovered records again; retrying", "err", err)
 				if !u.waitWake(ctx, retry) {
 					return
@@ -490,7 +593,8 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
-		if err := u.publish(ctx, recs); err != nil {
+		qos, conn := u.reportQoS(), u.connAt.Load()
+		if err := u.publish(ctx, recs, qos); err != nil {
 			u.e.log.Warn("agent: publishing the spool; retrying", "err", err, "in", retry)
 			if !u.waitWake(ctx, retry) {
 				return
@@ -504,10 +608,13 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			pending = append(pending, sent{id: r.ID, report: kind == telemetry.KindTelemetry, at: now})
 		}
 		last = recs[len(recs)-1].ID
+		if qos == 0 {
+			acc.add(u, recs, now, conn)
+		}
 		retry = time.Second
 		// An older controller: the broker's PUBACK is all there is (unless a watermark came
-		// while this batch was out).
-		if mode == modePuback && !u.speaks.Load() {
+		// while this batch was out). Never after a QoS 0 batch (no PUBACK; reportQoS).
+		if mode == modePuback && qos == 1 && !u.speaks.Load() {
 			deletePublished()
 		}
 	}
@@ -558,16 +665,21 @@ func (p *prober) due(u *uplink, pending []sent, acked uint64) bool {
 }
 
 // sendHole sends again the oldest uncovered records, at most p.n and at most those published
-// (n), in order, in batches; the watermark's wait starts again.
-func (u *uplink) sendHole(ctx context.Context, p *prober, n int) error {
+// (pending), in order, in batches; the watermark's wait starts again.
+func (u *uplink) sendHole(ctx context.Context, p *prober, pending []sent, acc *accepted) error {
 	u.marked.Store(time.Now().UnixNano())
-	recs, err := u.e.sp.Peek(min(p.n, n))
+	recs, err := u.e.sp.Peek(min(p.n, len(pending)))
 	if err != nil || len(recs) == 0 {
 		return err
 	}
+	qos, conn := u.reportQoS(), u.connAt.Load()
 	for i := 0; i < len(recs); i += publishBatch {
-		if err := u.publish(ctx, recs[i:min(i+publishBatch, len(recs))]); err != nil {
+		batch := recs[i:min(i+publishBatch, len(recs))]
+		if err := u.publish(ctx, batch, qos); err != nil {
 			return err
+		}
+		if qos == 0 {
+			acc.add(u, batch, time.Now().UnixNano(), conn)
 		}
 	}
 	p.from, p.upTo = recs[0].ID, recs[len(recs)-1].ID
@@ -592,8 +704,9 @@ func (u *uplink) logMode(mode, was string) {
 	}
 }
 
-// publish sends recs at QoS 1 and waits for the broker's PUBACKs.
-func (u *uplink) publish(ctx context.Context, recs []spool.Record) error {
+// publish sends recs at qos and waits for the broker's PUBACKs (at QoS 0, for paho to have
+// written them).
+func (u *uplink) publish(ctx context.Context, recs []spool.Record, qos byte) error {
 	toks := make([]paho.Token, 0, len(recs))
 	for _, r := range recs {
 		if ctx.Err() != nil {
@@ -604,7 +717,7 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record) error {
 			continue // not ours: skip it (the watermark moves past it)
 		}
 		// copy: the spool reuses its buffer on the next Peek, paho writes asynchronously
-		toks = append(toks, u.c.Publish(telemetry.Topic(u.creds.Site, kind), 1, false, append([]byte(nil), payload...)))
+		toks = append(toks, u.c.Publish(telemetry.Topic(u.creds.Site, kind), qos, false, append([]byte(nil), payload...)))
 	}
 	deadline := time.NewTimer(publishTimeout)
 	defer deadline.Stop()
@@ -615,14 +728,29 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record) error {
 				return err
 			}
 		case <-deadline.C:
+			if qos == 0 {
+				return errors.New("the connection did not take the records in time")
+			}
 			return errors.New("no PUBACK from the broker in time")
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	u.e.m.published.Add(float64(len(toks)))
+	if qos == 1 && u.e.o.OnAccepted != nil {
+		now := time.Now()
+		for _, r := range recs {
+			if kind, _, _ := splitMessage(r.Payload); kind == telemetry.KindTelemetry {
+				u.e.o.OnAccepted(now)
+			}
+		}
+	}
 	if c := u.connAt.Load(); u.ackedOn.Swap(c) != c { // the phases of a reconnect, for diagnosis
-		u.e.log.Debug("agent: first PUBACK on this connection", "after", time.Since(time.Unix(0, c)))
+		if qos == 0 {
+			u.e.log.Debug("agent: first report sent on this connection (QoS 0)", "after", time.Since(time.Unix(0, c)))
+		} else {
+			u.e.log.Debug("agent: first PUBACK on this connection", "after", time.Since(time.Unix(0, c)))
+		}
 	}
 	return nil
 }
@@ -643,7 +771,8 @@ func (u *uplink) waitWake(ctx context.Context, d time.Duration) bool {
 func (u *uplink) close() {
 	if u.connected() {
 		off, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: u.creds.Device, State: "offline", Time: time.Now().UTC()})
-		u.c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), 1, true, off).WaitTimeout(2 * time.Second)
+		qos, retained := u.statusQoS()
+		u.c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), qos, retained, off).WaitTimeout(2 * time.Second)
 	}
 	u.c.Disconnect(500)
 }

@@ -678,8 +678,10 @@ func otherPostcode(text string, ce int) int {
 			return d
 		}
 		// Four digits after a city close the address only where the address visibly ends
-		// there ("Auckland 1011.", "Wellington 6140\n"): elsewhere they may be a year.
-		if d-j == 4 && (d == len(text) || strings.IndexByte(".,;)\n\r\"", text[d]) >= 0) && text[j-1] == ' ' && isLetterAt(text, j-2) {
+		// there ("Auckland 1011.", "Wellington 6140\n", "Cape Town, 8001"): elsewhere they may
+		// be a year.
+		if d-j == 4 && (d == len(text) || strings.IndexByte(".,;)\n\r\"", text[d]) >= 0) && text[j-1] == ' ' &&
+			(isLetterAt(text, j-2) || j >= 3 && text[j-2] == ',' && isLetterAt(text, j-3)) {
 			return d
 		}
 		if d > j && d-j <= 2 && d < len(text) && text[d] == ',' {

@@ -97,18 +97,22 @@ func containsByte(s string, c byte) bool {
 	return false
 }
 
-// headerHas reports whether the header cell contains one of the keywords at word bounds ('_'
-// and '-' count as bounds: "full_name", "date-of-birth").
+// headerHas reports whether the header cell contains one of the keywords at word bounds ('_',
+// '-' and a capital after a lower-case letter count as bounds: "full_name", "date-of-birth",
+// "firstName").
 func headerHas(cell string, kws *keywords) bool {
 	if cell == "" || kws == nil {
 		return false
 	}
-	var buf [columnMaxCell + 1]byte
+	var buf [2*columnMaxCell + 1]byte
 	b := buf[:0]
-	for i := 0; i < len(cell); i++ {
+	for i := 0; i < len(cell) && len(b) < len(buf)-1; i++ {
 		c := cell[i]
-		if c == '_' || c == '-' {
+		switch {
+		case c == '_' || c == '-':
 			c = ' '
+		case isUpper(c) && i > 0 && isLower(cell[i-1]):
+			b = append(b, ' ') // camelCase: "firstName"
 		}
 		b = append(b, lowerASCII(c))
 	}
@@ -125,7 +129,69 @@ func headerHas(cell string, kws *keywords) bool {
 
 // nameHeaders label a column of person names.
 var nameHeaders = newKeywords("name", "full name", "fullname", "first name", "last name",
+	"given name", "family name", "surname", "middle name", "display name",
 	"customer", "client", "owner", "contact", "employee", "patient", "person", "holder",
 	"cardholder", "recipient", "sender", "assignee", "reporter", "requester", "author", "user name",
 	"applicant", "tenant", "guest", "passenger", "member", "student", "nombre", "nom", "nome", "vorname",
 	"nachname")
+
+// fieldKey returns the key of a structured field whose whole value is text[s:e], or "": a
+// quoted value after a quoted or bare key and ':' or '=' (JSON, YAML, Python, shell:
+// `"first_name": "Mirela"`, `name='Ana Lima'`) or an XML element (`<lastName>Leota<`). Only
+// the byte after the value is read after it (a stream knows it once the value's run has
+// closed, as SafePrefix requires).
+func fieldKey(text string, s, e int) string {
+	if s == 0 || e >= len(text) {
+		return ""
+	}
+	j := s - 1
+	switch q := text[j]; q {
+	case '"', '\'':
+		if text[e] != q {
+			return ""
+		}
+		for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+			j--
+		}
+		if j == 0 || text[j-1] != ':' && text[j-1] != '=' {
+			return ""
+		}
+		j--
+		for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+			j--
+		}
+		if j > 0 && (text[j-1] == '"' || text[j-1] == '\'') {
+			j--
+		}
+	case '>':
+		if text[e] != '<' {
+			return ""
+		}
+	default:
+		return ""
+	}
+	ke := j
+	for j > 0 && ke-j < columnMaxCell && (isAlnum(text[j-1]) || text[j-1] == '_' || text[j-1] == '-') {
+		j--
+	}
+	if j == ke || ke-j >= columnMaxCell || text[s-1] == '>' && (j == 0 || text[j-1] != '<') {
+		return ""
+	}
+	return text[j:ke]
+}
+
+// thingHeaders in a field's key or a column's header say that its name is not a person's:
+// "product_name", "hostname", "company name".
+var thingHeaders = newKeywords("product", "company", "org", "organisation", "organization",
+	"file", "host", "server", "app", "application", "service", "project", "team", "brand", "model",
+	"device", "city", "street", "country", "region", "place", "venue", "site", "bank", "store",
+	"shop", "domain", "queue", "topic", "bucket", "table", "database", "cluster", "node", "pod",
+	"image", "repo", "branch", "package", "module", "plan", "tier", "policy", "role", "group",
+	"channel", "event", "business", "merchant", "employer", "hotel", "restaurant", "school",
+	"university", "vendor", "supplier", "namespace", "key", "field", "column", "tag", "label")
+
+// personKey reports whether a field key names a person's name ("first_name", "displayName",
+// "holder"), not a thing's ("product_name", "hostname").
+func personKey(key string) bool {
+	return headerHas(key, nameHeaders) && !headerHas(key, thingHeaders)
+}

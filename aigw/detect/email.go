@@ -6,7 +6,49 @@ import "strings"
 // common unquoted character set; the domain needs at least two labels and an alphabetic TLD.
 type emailDetector struct{}
 
-const emailScore = 0.9
+const (
+	emailScore = 0.9
+	// roleEmailScore is under DefaultMinScore: a role mailbox (support@, noreply@, payroll@)
+	// reaches a team, not a person, so it is not personal data; a stricter MinScore still
+	// reports it (subtype "role").
+	roleEmailScore = 0.45
+)
+
+// roleMailboxes are local parts that name a function rather than a person (RFC 2142's and the
+// common ones), compared after dropping a "+tag" and the separators '.', '-' and '_'.
+var roleMailboxes = map[string]bool{
+	"abuse": true, "accounts": true, "accounting": true, "admin": true, "administrator": true,
+	"alerts": true, "billing": true, "bookings": true, "careers": true, "contact": true,
+	"contactus": true, "customerservice": true, "customercare": true, "donotreply": true,
+	"enquiries": true, "feedback": true, "finance": true, "hello": true, "help": true,
+	"helpdesk": true, "hostmaster": true, "hr": true, "info": true, "inquiries": true,
+	"invoices": true, "jobs": true, "legal": true, "mailerdaemon": true, "marketing": true,
+	"media": true, "newsletter": true, "noc": true, "noreply": true, "notifications": true,
+	"office": true, "ops": true, "orders": true, "payroll": true, "postmaster": true,
+	"press": true, "privacy": true, "reception": true, "reservations": true, "sales": true,
+	"security": true, "service": true, "support": true, "team": true, "webmaster": true,
+}
+
+// roleMailbox reports whether the local part local names a function (roleMailboxes).
+func roleMailbox(local string) bool {
+	if i := strings.IndexByte(local, '+'); i >= 0 {
+		local = local[:i]
+	}
+	var buf [24]byte
+	n := 0
+	for i := 0; i < len(local); i++ {
+		c := local[i]
+		if c == '.' || c == '-' || c == '_' {
+			continue
+		}
+		if n == len(buf) {
+			return false
+		}
+		buf[n] = lowerASCII(c)
+		n++
+	}
+	return roleMailboxes[string(buf[:n])]
+}
 
 func isLocalByte(c byte) bool {
 	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
@@ -46,7 +88,11 @@ func (emailDetector) Detect(text string, out []Entity) []Entity {
 		if !validHostname(text[at+1 : e]) {
 			continue
 		}
-		out = append(out, Entity{Type: TypeEmail, Start: s, End: e, Score: emailScore})
+		x := Entity{Type: TypeEmail, Start: s, End: e, Score: emailScore}
+		if roleMailbox(text[s:at]) {
+			x.Subtype, x.Score = "role", roleEmailScore
+		}
+		out = append(out, x)
 		i = e
 	}
 	return out

@@ -129,6 +129,11 @@ var nameTitles = map[string]bool{
 	"signor": true, "signora": true, "capt": true, "captain": true, "rev": true, "reverend": true,
 	"judge": true, "officer": true, "detective": true, "sgt": true, "sergeant": true, "lt": true,
 	"col": true, "agent": true, "nurse": true, "dhr": true, "mevr": true, "pan": true, "pani": true,
+	// Honorifics of other languages: Indonesian and Malay, Dutch, Turkish.
+	"pak": true, "bapak": true, "bu": true, "ibu": true, "meneer": true, "mevrouw": true,
+	"sayın": true,
+	// Clergy: "Fr. Patrick", "Rabbi Cohen".
+	"fr": true, "rabbi": true, "imam": true, "pastor": true,
 }
 
 // Phrases just before a name. Strong ones introduce a name ("my name is"); medium ones
@@ -140,9 +145,15 @@ var (
 		"chamo-me", "mijn naam is", "ik heet", "full name", "patient", "cardholder",
 		"account holder", "signed", "signed by", "nom", "nombre", "nome", "vorname", "nachname",
 		"prénom", "apellido", "surname", "last name", "first name", "given name", "family name",
-		"attn", "attention", "c/o", "contact person", "ansprechpartner", "sincerely", "regards"}
+		"attn", "attention", "c/o", "contact person", "ansprechpartner", "sincerely", "regards",
+		// Other languages: Indonesian and Malay, Turkish, Polish, Vietnamese, Swedish,
+		// Norwegian and Danish, Finnish, Swahili, Tagalog.
+		"nama saya", "atas nama", "benim adım", "adım", "nazywam się", "mam na imię", "tên tôi là",
+		"jag heter", "jeg heter", "mitt namn är", "mitt navn er", "mit navn er", "nimeni on",
+		"jina langu ni", "ang pangalan ko ay"}
 	nameMedium = []string{"i am", "i'm", "i’m", "this is", "it's", "it’s", "je suis", "soy",
-		"ich bin", "sono", "eu sou", "ik ben", "here is", "meet"}
+		"ich bin", "sono", "eu sou", "ik ben", "here is", "meet", "saya", "aku", "ben", "jestem",
+		"tôi là", "jag är", "jeg er", "olen", "ako si", "mimi ni"}
 	nameWeak = []string{"dear", "hi", "hello", "hey", "thanks", "thank you", "cheers", "contact",
 		"with", "by", "from", "to", "cc", "ask", "tell", "met", "spoke", "talked", "emailed",
 		"according to", "manager", "colleague", "friend", "wife", "husband", "son", "daughter",
@@ -152,14 +163,25 @@ var (
 		"beste", "geachte", "and", "und", "et", "y", "e", "or", "mr", "mrs", "ms", "doctor", "for",
 		"about", "assigned", "owner", "approved by", "reviewed by", "written by", "reported by",
 		"call", "ping", "email", "text", "message", "invite", "remind", "ask", "tell", "thank"}
+	// nameLowerWeak are the weak cues that address or mention a person; after one, two
+	// lower-case words may be a name when the first is a known given name ("pls ask tshepo
+	// dlamini to sign"). Prepositions and conjunctions of nameWeak stay out ("with grafana
+	// loki"): after them a lower-case word is far more often a thing.
+	nameLowerWeak = []string{"ask", "tell", "call", "ping", "email", "text", "message", "invite",
+		"remind", "thank", "thanks", "cc", "met", "spoke", "talked", "emailed", "hi", "hey",
+		"hello", "dear"}
 	// nameGreetings followed by a name and ',', '!' or a line break: "Dear Anna,", "Hi Zoltán!"
 	nameGreetings = []string{"dear", "hi", "hello", "hey", "bonjour", "hallo", "hola", "ciao",
 		"liebe", "lieber", "cher", "chère", "querido", "querida", "estimado", "estimada", "olá",
-		"caro", "cara", "geachte", "beste", "good morning", "morning", "thanks", "thank you"}
+		"caro", "cara", "geachte", "beste", "good morning", "morning", "thanks", "thank you",
+		"halo", "merhaba", "dzień dobry", "szanowny", "szanowna", "xin chào", "hej", "hei",
+		"kia ora", "gentile", "egregio", "prezado", "prezada", "sehr geehrte", "sehr geehrter"}
 	nameClosings = []string{"regards", "best", "thanks", "thank you", "cheers", "sincerely",
 		"yours", "cordially", "respectfully", "warmly", "grüße", "grüßen", "gruß", "gruesse",
 		"cordialement", "salutations", "saludos", "atentamente", "saluti", "groet", "groeten",
-		"atenciosamente", "abraços", "abrazos", "--", "—", "best wishes", "take care"}
+		"atenciosamente", "abraços", "abrazos", "--", "—", "best wishes", "take care",
+		"pozdrawiam", "z poważaniem", "saygılarımla", "hormat saya", "salam", "terima kasih",
+		"hälsningar", "hilsen", "terveisin"}
 )
 
 // nameParticlesLower join parts of a name: "Ludwig van Beethoven", "Maria de la Cruz".
@@ -207,7 +229,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				if end < 0 {
 					end = d.layoutSpan(text, s)
 				}
-				if end > 0 {
+				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end
 				}
@@ -236,7 +258,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				initial, s, e = s, ns, wordEnd(text, ns)
 			}
 		}
-		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 {
+		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 && !tokenGoesOn(text, end) {
 			if initial >= 0 {
 				start = initial
 			}
@@ -342,6 +364,12 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	if breaker || (j+2 < len(text) && text[j:j+2] == " &") {
 		return 0, -1, 0
 	}
+	// A greeting word starts a sentence with a capital in any language: "Olá Tiago Barros,",
+	// "Merhaba Kerem Aksoy,". It is the name's cue, not its first word.
+	for n > 1 && greetingWord(text[words[0].s:words[0].e]) {
+		copy(words[:], words[1:n])
+		n--
+	}
 	// Drop leading words before the first known given name: "Contact John Smith"; without
 	// one, drop leading ordinary words: "Yesterday Thandiwe Mbeki".
 	first := 0
@@ -427,6 +455,9 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && headerHas(columnHeader(text, start, end), nameHeaders):
 		score = max(score, nameStrongFloor) + nameContextBoost
+	case lexical && personKey(fieldKey(text, start, end)):
+		// The value of a name field in data: `"first_name": "Mirela"`, `<lastName>Leota</...`.
+		score = max(score, nameStrongFloor) + nameContextBoost
 	case nameAnswer(text, start) && !(end < len(text) && text[end] == ':'): // not the speaker
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case n <= 3 && lexical && speakerLabel(text, start, end) &&
@@ -435,9 +466,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		// model knows as an ordinary word (names of cultures it has not seen: "Zola Yeshe: ...").
 		score = max(score, nameStrongFloor) + nameContextBoost
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case precededBy(text, start, nameGreetings) && closesGreeting(text, end):
+	case !allWords(words[:n]) && precededBy(text, start, nameGreetings) && closesGreeting(text, end):
+		// Ordinary words alone are a role, not a name: "Dear Resident,", "Dear Hiring Manager,".
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case signatureLine(text, start, end):
+	case !allWords(words[:n]) && signatureLine(text, start, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case precededBy(text, start, nameMedium):
 		if n >= 2 || (isF || pF) && fw&gzAmbiguous == 0 {
@@ -447,6 +479,8 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		if score >= nameLastOnlyScore {
 			score += nameWeakBoost
 		}
+	case n == 1 && isF && fw&gzAmbiguous == 0 && midSentence(text, start):
+		score += nameWeakBoost // "did Calum send the lease?"
 	}
 	return start, end, min(d.rescore(text, words[:n], min(score, nameMaxScore), titled), nameMaxScore)
 }
@@ -582,6 +616,57 @@ func leadingWords(ws []nameWord) int {
 }
 
 // noWords reports whether none of the words is an ordinary word.
+// greetingWord reports whether w is a one-word greeting of nameGreetings ("Olá", "Merhaba").
+func greetingWord(w string) bool {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	return ok && greetingWords[string(lw)]
+}
+
+var greetingWords = map[string]bool{}
+
+func init() {
+	for _, g := range nameGreetings {
+		if !strings.Contains(g, " ") {
+			greetingWords[g] = true
+		}
+	}
+}
+
+// midSentence reports whether a capitalised word at s follows a lower-case word of its
+// sentence directly (no punctuation between), so its capital marks a proper noun, and that word
+// is not one that introduces places and things ("in", "at", "the", "our").
+func midSentence(text string, s int) bool {
+	ps, pe, p, ok := prevWord(text, s)
+	if !ok || p != 0 || pe == ps || !isLower(text[ps]) {
+		return false
+	}
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[ps:pe])
+	return ok && !thingWords[string(lw)]
+}
+
+// thingWords before a capitalised word make it a place or a thing rather than a person.
+var thingWords = map[string]bool{
+	"in": true, "at": true, "near": true, "via": true, "into": true, "across": true,
+	"around": true, "outside": true, "inside": true, "towards": true, "toward": true, "of": true,
+	"on": true, "the": true, "a": true, "an": true, "this": true, "that": true, "our": true,
+	"your": true, "their": true, "its": true, "his": true, "her": true, "my": true, "visit": true,
+	"visiting": true, "using": true, "use": true, "run": true, "install": true, "hurricane": true,
+	"storm": true, "typhoon": true, "cyclone": true, "project": true, "operation": true,
+	"codename": true, "model": true, "brand": true,
+}
+
+// allWords reports whether every word of ws is an ordinary word and no known name.
+func allWords(ws []nameWord) bool {
+	for _, w := range ws {
+		if w.flags&gzWord == 0 || w.flags&(gzFirst|gzLast|gzProbable) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func noWords(ws []nameWord) bool {
 	for _, w := range ws {
 		if w.flags&gzWord != 0 && w.flags&(gzFirst|gzLast) == 0 {
@@ -751,7 +836,7 @@ func precededByLabel(text string, s int) bool { return labelBefore(text, s, name
 // labelBefore reports whether one of the labels and ':' end just before s.
 func labelBefore(text string, s int, labels []string) bool {
 	j := s
-	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
 	}
 	if j == 0 || text[j-1] != ':' {
@@ -761,6 +846,24 @@ func labelBefore(text string, s int, labels []string) bool {
 	for _, p := range labels {
 		if j >= len(p) && matchKeyword(text, j-len(p), p) {
 			return true
+		}
+	}
+	return false
+}
+
+// tokenGoesOn reports whether a name candidate ending at e is only the start of a longer
+// token: letters glued to digits ("G12 8QQ", a postcode) or an e-mail address's local part
+// ("no-reply@", "Support+EU@"; the address is the entity, if any, not a name).
+func tokenGoesOn(text string, e int) bool {
+	if e < len(text) && isDigit(text[e]) {
+		return true
+	}
+	for j := e; j < len(text) && j < e+64; j++ {
+		if text[j] == '@' {
+			return true
+		}
+		if !isLocalByte(text[j]) {
+			return false
 		}
 	}
 	return false
@@ -838,11 +941,11 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		return -1
 	}
 	strong := answer || precededBy(text, s, nameStrong) || precededByLabel(text, s) || precededByTitle(text, s)
-	if !strong && !precededBy(text, s, nameMedium) {
+	if !strong && !precededBy(text, s, nameMedium) && !(precededBy(text, s, nameLowerWeak) && d.givenLower(text[s:e])) {
 		return -1
 	}
 	caps := allCaps(text[s:e]) // "NAME: ANAHERA VIRTANEN", as forms write it
-	end, words := -1, 0
+	end, words, inverted := -1, 0, false
 	for n, j := 0, s; n < 4; n++ {
 		we := wordEnd(text, j)
 		w := text[j:we]
@@ -861,6 +964,16 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 			}
 			end = we
 			words++
+		}
+		if caps && strong && !inverted && k+1 < len(text) && (text[k] == '/' && isLetterAt(text, k+1) || text[k] == ',' && text[k+1] == ' ') {
+			// Family name first, as records and tickets write it: "LEOTA, TAVITA",
+			// "DELA CRUZ/MARIA CLARA".
+			inverted = true
+			if text[k] == '/' {
+				j = k + 1
+				continue
+			}
+			k++
 		}
 		k = space(text, k)
 		if k < 0 || !isLetterAt(text, k) {
@@ -881,6 +994,18 @@ func (d nameDetector) lowerSpan(text string, s, e int) int {
 		return -1 // "Agent: can you confirm ...": alone, a lower-case "can", "will", "may" is a word
 	}
 	return end
+}
+
+// givenLower reports whether w is a known given name or a probable name (the name model),
+// neither ambiguous nor an ordinary word ("tshepo", not "mark" or "will"), as a weak cue
+// requires before a lower-case name.
+func (d nameDetector) givenLower(w string) bool {
+	f := nameFlags(w)
+	if f&(gzAmbiguous|gzNotName) != 0 {
+		return false
+	}
+	m := d.modelFlags(w, nameProbableLLR)
+	return m != gzWord && (f&gzFirst != 0 || m == gzProbable)
 }
 
 // lowerSurname reports whether the ordinary word w, ending at we, is the family name of the
@@ -929,7 +1054,7 @@ func init() {
 			lowerCueBloom[h/64] |= 1 << (h % 64)
 		}
 	}
-	for _, l := range [][]string{nameStrong, nameMedium, nameLabels} {
+	for _, l := range [][]string{nameStrong, nameMedium, nameLabels, nameLowerWeak} {
 		for _, p := range l {
 			add(p)
 		}
@@ -943,7 +1068,7 @@ func init() {
 // and precededByTitle skip (blanks, one ':', ',', '=', '="' or '.'), or "".
 func prevWordBefore(text string, s int) string {
 	j := s
-	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
 	}
 	if j > 1 && text[j-1] == '"' && text[j-2] == '=' {
@@ -1007,7 +1132,8 @@ func precededByTitle(text string, s int) bool {
 	for k > 0 && isAlpha(text[k-1]) {
 		k--
 	}
-	return k < j && (k == 0 || !isWordByte(text[k-1])) && isTitle(text[k:j])
+	// Not the end of a dotted token: "societe.fr cuando" is a domain, not a title.
+	return k < j && (k == 0 || !isWordByte(text[k-1]) && strings.IndexByte(".@/-", text[k-1]) < 0) && isTitle(text[k:j])
 }
 
 // closesGreeting reports whether a greeting's name ends at e: followed by ',', '!', ':' or a
@@ -1020,7 +1146,7 @@ func closesGreeting(text string, e int) bool {
 // ':' or ',' in between ("Name: John", "Thanks, Anna").
 func precededBy(text string, s int, phrases []string) bool {
 	j := s
-	for k := 0; j > 0 && k < 2 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 		j--
 	}
 	if j == s && !(j > 1 && (text[j-1] == '=' || text[j-1] == '"' && text[j-2] == '=')) {

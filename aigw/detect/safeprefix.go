@@ -122,7 +122,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
 		// A lower-case name may follow a title, an introducing phrase or a label.
 		return !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) || precededBy(text, cs, nameMedium) ||
-			precededByLabel(text, cs) || precededByTitle(text, cs) || nameAnswer(text, cs) || e.names.layoutPending(text, cs))
+			precededByLabel(text, cs) || precededByTitle(text, cs) || nameAnswer(text, cs) || e.names.layoutPending(text, cs) ||
+			precededBy(text, cs, nameLowerWeak) && e.names.givenLower(core))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
 	if isTitle(core) || streetStart(core) {

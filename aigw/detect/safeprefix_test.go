@@ -103,7 +103,7 @@ func TestSafePrefixProperty(t *testing.T) {
 			texts = append(texts, s.Text)
 		}
 	}
-	for _, f := range []string{"testdata/realistic_holdout.txt", "testdata/realistic_holdout2.txt", "testdata/realistic_holdout3.txt", "testdata/realistic_holdout4.txt", "testdata/realistic_holdout5.txt", "testdata/realistic_holdout6.txt"} {
+	for _, f := range []string{"testdata/realistic_holdout.txt", "testdata/realistic_holdout2.txt", "testdata/realistic_holdout3.txt", "testdata/realistic_holdout4.txt", "testdata/realistic_holdout5.txt", "testdata/realistic_holdout6.txt", "testdata/realistic_holdout7.txt"} {
 		for _, s := range loadAnnotated(t, f) {
 			texts = append(texts, s.Text)
 		}

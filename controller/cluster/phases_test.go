@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/edgewan/edgewan/agent/claim"
 	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
 )
@@ -81,6 +82,7 @@ const (
 	msgConnected  = "agent: connected to the broker"
 	msgSubscribed = "agent: subscribed to the controller's topics"
 	msgPuback     = "agent: first PUBACK on this connection"
+	msgSent       = "agent: first report sent on this connection (QoS 0)" // on NATS, once the watermark is known
 	msgWatermark  = "agent: first watermark on this connection"
 )
 
@@ -130,13 +132,80 @@ func (l *timeline) failover(since time.Time) map[string][]time.Duration {
 		add("2 drop to first dial (backoff)", lost, dial)
 		add("3 first dial to CONNACK", dial, conn)
 		add("4 CONNACK to SUBACK", conn, first(msgSubscribed, conn))
-		add("5 CONNACK to first PUBACK", conn, first(msgPuback, conn))
+		firstOut := first(msgPuback, conn) // QoS 1; at QoS 0 the first report written
+		if s := first(msgSent, conn); !s.IsZero() && (firstOut.IsZero() || s.Before(firstOut)) {
+			firstOut = s
+		}
+		add("5 CONNACK to first PUBACK/QoS 0 send", conn, firstOut)
 		add("6 CONNACK to first watermark", conn, first(msgWatermark, conn))
-		add("7 kill to first PUBACK", since, first(msgPuback, conn))
+		add("7 kill to first PUBACK/QoS 0 send", since, firstOut)
 		out["attempts"] = append(out["attempts"], time.Duration(attempts))
 		out["dials"] = append(out["dials"], time.Duration(dials))
 	}
 	return out
+}
+
+// accepts records, per site, when the broker accepted each report (engine.Options.OnAccepted:
+// its PUBACK at QoS 1; at QoS 0 its send on the connection, known once a watermark covers it).
+type accepts struct {
+	mu sync.Mutex
+	at map[string][]time.Time
+}
+
+func newAccepts() *accepts { return &accepts{at: map[string][]time.Time{}} }
+
+// hook is the OnAccepted of site's agent.
+func (a *accepts) hook(site string) func(time.Time) {
+	return func(at time.Time) {
+		a.mu.Lock()
+		a.at[site] = append(a.at[site], at)
+		a.mu.Unlock()
+	}
+}
+
+// again is how long after since each of sites had a report accepted again: the earliest
+// acceptance at or after since (the minimum: at QoS 1 a report sent again is acknowledged
+// after later ones); ok is false while some site has none yet.
+func (a *accepts) again(since time.Time, sites []string) (per map[string]time.Duration, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	per = map[string]time.Duration{}
+	for _, s := range sites {
+		var best time.Time
+		for _, at := range a.at[s] {
+			if !at.Before(since) && (best.IsZero() || at.Before(best)) {
+				best = at
+			}
+		}
+		if best.IsZero() {
+			return per, false
+		}
+		per[s] = best.Sub(since)
+	}
+	return per, true
+}
+
+// maxOf is the largest duration of per, and the median.
+func maxOf(per map[string]time.Duration) (worst, median time.Duration) {
+	d := make([]time.Duration, 0, len(per))
+	for _, v := range per {
+		d = append(d, v)
+	}
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	return d[len(d)-1], d[len(d)/2]
+}
+
+// agentBroker is the broker kind the tests' agents are given: claim.BrokerNATS (QoS 0 reports,
+// QoS 0 subscriptions, nothing retained), or "" (the MQTT profile: QoS 1, retained status)
+// with EDGEWAN_TEST_AGENT_QOS1=1, to compare the two on one machine (docs/benchmarks.md).
+func agentBroker() string {
+	if os.Getenv("EDGEWAN_TEST_AGENT_QOS1") != "" {
+		return ""
+	}
+	return claim.BrokerNATS
 }
 
 // drops counts, by error, the connections the agents lost after since (their first loss each).

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/engine"
 	"github.com/edgewan/edgewan/agent/sim"
+	"github.com/edgewan/edgewan/agent/spool"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
 	"github.com/edgewan/edgewan/controller/store/storetest"
+	"github.com/edgewan/edgewan/telemetry"
 	"github.com/edgewan/edgewan/telemetry/sink/influxtest"
 )
 
@@ -80,11 +85,45 @@ func TestServeOperatorMode(t *testing.T) {
 		t.Fatalf("claim gave a password that is not a NATS user JWT")
 	}
 	acc.MQTT.URL = nc.MQTTURLs[1] // the credential as the claim gave it
+	if acc.MQTT.Broker != claim.BrokerNATS {
+		t.Fatalf("claim gave broker kind %q; want %q", acc.MQTT.Broker, claim.BrokerNATS)
+	}
+
+	// The agent's own uplink with that credential, in the NATS profile (QoS 0 reports and
+	// subscriptions, nothing retained): the device's permissions carry it, and its reports
+	// leave the spool only at the controller's watermark, heard through a QoS 0 subscription.
+	sp, err := spool.Open(spool.Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	up, err := engine.NewUplink(&claim.Credentials{Site: acc.Site.ID, Device: acc.Device, MQTTURL: acc.MQTT.URL, MQTTURLs: acc.MQTT.URLs,
+		Username: acc.MQTT.Username, Password: acc.MQTT.Password, Broker: acc.MQTT.Broker}, sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upCtx, upCancel := context.WithCancel(ctx)
+	upDone := make(chan struct{})
+	go func() { defer close(upDone); up.Run(upCtx) }()
+	tws := []telemetry.TransportWindow{{Name: "inet", Method: "icmp", Sent: 30, LatencyMs: 40, P50Ms: 40, P95Ms: 41, MinMs: 39, MaxMs: 42}}
+	for round := range 2 { // the first before any watermark (QoS 1), then at QoS 0
+		for range 3 {
+			up.Report(time.Now(), 10*time.Second, tws)
+		}
+		waitFor(t, 30*time.Second, fmt.Sprintf("the agent's uplink: spool emptied by the watermark (round %d)", round+1), func() bool { return sp.Stats().Records == 0 })
+	}
+	if m, n := up.DeleteMode(), up.PubackFallbacks(); m != "watermark" || n != 0 {
+		t.Errorf("the agent's uplink: delete mode %q, %v PUBACK fallbacks; want watermark, none", m, n)
+	}
+	upCancel()
+	<-upDone
+
 	ag, err := sim.Connect(ctx, acc)
 	if err != nil {
 		t.Fatalf("the agent with its own NATS credential: %v", err)
 	}
 	defer ag.Close()
+	ag.ResumeSeq(sp.Stats().LastID) // the same device: its sequence goes on from the uplink's
 	if err := ag.Report(ctx, time.Now(), 10*time.Second, sim.Window("inet", 30, 0, 23, 1)); err != nil {
 		t.Fatal(err)
 	}

@@ -329,7 +329,8 @@ func startUplinks(t *testing.T, c *natstest.Cluster, sites []string) *uplinks {
 		if err != nil {
 			t.Fatal(err)
 		}
-		creds := &agentclaim.Credentials{Site: s, Device: "dev-" + s, Username: natstest.User, Password: natstest.Password, MQTTURL: c.MQTTURLs[0], MQTTURLs: c.MQTTURLs}
+		creds := &agentclaim.Credentials{Site: s, Device: "dev-" + s, Username: natstest.User, Password: natstest.Password, MQTTURL: c.MQTTURLs[0], MQTTURLs: c.MQTTURLs,
+			Broker: agentclaim.BrokerNATS} // as the controller says at claim in the scaled-out mode: QoS 0
 		up, err := engine.NewUplink(creds, sp, quiet)
 		if err != nil {
 			t.Fatal(err)

@@ -119,12 +119,20 @@ type MQTTAccess struct {
 	Username string   `json:"username"`
 	Password string   `json:"password"`
 	CAPEM    string   `json:"ca_pem,omitempty"` // the controller's CA, when it made its own
+	// Broker names the broker's kind when it changes how the agent should use it: "nats" in
+	// the scaled-out mode (the agent reports and subscribes at QoS 0 there and retains
+	// nothing: docs/scale-out.md, "Agents on NATS"). Absent with an MQTT broker.
+	Broker string `json:"broker,omitempty"`
 }
+
+// BrokerNATS is MQTTAccess.Broker for a NATS cluster (agent/claim.BrokerNATS).
+const BrokerNATS = "nats"
 
 // Options configure the service.
 type Options struct {
 	BrokerURL func() string                            // the broker address given to agents at claim
 	CAPEM     string                                   // the CA agents should trust (the controller's own)
+	Broker    string                                   // MQTTAccess.Broker: "nats" in the scaled-out mode, else ""
 	OnClaimed func(ctx context.Context, siteID string) // e.g. rewrite an external broker's files
 	// NATSCredential, in the scaled-out mode with per-device NATS users, issues the device's
 	// credential: token (a NATS user JWT) is the MQTT password the agent gets, user the NATS
@@ -517,7 +525,7 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest, clientIP string) 
 	if s.o.OnClaimed != nil {
 		s.o.OnClaimed(ctx, site.ID)
 	}
-	access := MQTTAccess{Username: dev.ID, Password: password, CAPEM: s.o.CAPEM}
+	access := MQTTAccess{Username: dev.ID, Password: password, CAPEM: s.o.CAPEM, Broker: s.o.Broker}
 	for _, u := range strings.Split(s.brokerURL(), ",") { // several nodes: --mqtt-public-url a,b,c
 		if u = strings.TrimSpace(u); u != "" {
 			access.URLs = append(access.URLs, u)

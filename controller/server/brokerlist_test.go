@@ -13,7 +13,8 @@ import (
 
 // TestClaimBrokerList: with several broker nodes (--mqtt-public-url a,b,c, the scaled-out
 // mode), a claim gives the agent all of them as urls, in their order rotated by a hash of the
-// device (so that a fleet spreads over the nodes), and the first of those as url.
+// device (so that a fleet spreads over the nodes), and the first of those as url; no broker
+// kind (only the scaled-out mode names NATS).
 func TestClaimBrokerList(t *testing.T) {
 	nodes := []string{"mqtts://nats-1.example.net:8883", "mqtts://nats-2.example.net:8883", "mqtts://nats-3.example.net:8883"}
 	s := servertest.Start(t, servertest.Options{Config: func(c *config.Config) {
@@ -31,6 +32,9 @@ func TestClaimBrokerList(t *testing.T) {
 		k := slices.Index(nodes, res.MQTT.URL)
 		if k < 0 || !slices.Equal(res.MQTT.URLs, append(slices.Clone(nodes[k:]), nodes[:k]...)) {
 			t.Fatalf("claim gave url %q, urls %q; want one of %q first, then the others in order", res.MQTT.URL, res.MQTT.URLs, nodes)
+		}
+		if res.MQTT.Broker != "" { // several nodes, but not the scaled-out mode: TestClusterProcesses has "nats"
+			t.Fatalf("claim gave broker kind %q without NATS; want none (the MQTT profile)", res.MQTT.Broker)
 		}
 		first[res.MQTT.URL]++
 	}

@@ -180,6 +180,14 @@ func (s *Server) MQTTAddr() string {
 	return s.broker.Addr()
 }
 
+// brokerKind is the broker's kind agents get at claim (sdwan.MQTTAccess.Broker).
+func (s *Server) brokerKind() string {
+	if s.cfg.Scaled() {
+		return sdwan.BrokerNATS
+	}
+	return ""
+}
+
 // mqttPublicURL is the broker address agents get at claim.
 func (s *Server) mqttPublicURL() string {
 	cfg := s.cfg

@@ -310,6 +310,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.SDWAN = sdwan.NewService(s.Store, sdwan.Options{
 		Now:            s.clock.Now,
 		BrokerURL:      s.mqttPublicURL,
+		Broker:         s.brokerKind(),
 		CAPEM:          s.caPEM,
 		OnClaimed:      s.writeMosquittoFiles,
 		NATSCredential: s.natsCredential(),

@@ -94,6 +94,16 @@ func (c *Cluster) Kill(t testing.TB, n int) {
 	}
 }
 
+// LameDuck stops node n (1..3) gracefully, as for maintenance (scripts/nats.sh lameduck): it
+// hands its Raft leaderships over at once, then closes its clients over 30 s and exits. It
+// returns at once.
+func (c *Cluster) LameDuck(t testing.TB, n int) {
+	t.Helper()
+	if _, err := testserver.Run(nil, c.script, time.Minute, "lameduck", c.Dir, strconv.Itoa(n)); err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+}
+
 // Restart starts node n again with its data and waits until it is healthy.
 func (c *Cluster) Restart(t testing.TB, n int) {
 	t.Helper()
