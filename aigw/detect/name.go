@@ -344,10 +344,11 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		we, stop = stripPossessive(text, p, we)
 		f := d.flags(text[p:we])
 		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 &&
-			!(f&gzProbable != 0 && strongCue(text, words[0].s)) {
+			!(f&gzWord == 0 && strongCue(text, words[0].s)) {
 			// "Jakob Stevenson Blocked": an unknown word after a family name starts something
-			// else; but after a cue, name-like words may follow a family name written first
-			// ("Patient: Nguyễn Thị Lan", "Név: Kovács Anna").
+			// else; but after a cue, a word that is not an ordinary word may follow a family name
+			// written first ("Patient: Nguyễn Thị Lan", "Név: Kovács Anna", "Tenant: Chen
+			// Xiaoling", where the model does not find "Xiaoling" name-like).
 			break
 		}
 		if f&gzNotName != 0 {
