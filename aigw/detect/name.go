@@ -55,6 +55,7 @@ const (
 	nameProbableLLR = 0.0
 
 	nameFirstProbableScore = 0.75 // known given name + probable name
+	nameCitationScore      = 0.7  // family name, comma, initials: "Okafor, C."
 	nameProbableLastScore  = 0.6  // probable name + known family name
 	nameBothProbableScore  = 0.55 // two or more probable names: "Thandiwe Mbeki"
 	nameProbableOnlyScore  = 0.25
@@ -399,6 +400,14 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	}
 	n = m
 	start, end := words[0].s, words[n-1].e
+	// A family name written first before initials, as author lists and indexes write it:
+	// "Okafor, C.", "Lee, J. K.", "Wang, X.Y.". Not a known given name alone ("Anna, I. think").
+	cite := false
+	if fw := words[0].flags; n == 1 && !stop && !titled && (fw&gzWord == 0 || fw&gzLast != 0) && (fw&gzFirst == 0 || fw&gzLast != 0) {
+		if ce, _ := citationScan(text, end); ce > 0 {
+			cite, end = true, ce
+		}
+	}
 	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n]) || precededByOrgLabel(text, start)) {
 		return 0, -1, 0
 	}
@@ -407,6 +416,8 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	pF, pL := fw&gzProbable != 0, lw&gzProbable != 0
 	var score float64
 	switch {
+	case cite:
+		score = nameCitationScore
 	case n >= 2 && isF && isL:
 		score = nameFullScore
 		if fw&gzAmbiguous != 0 && lw&gzAmbiguous != 0 {
@@ -1223,4 +1234,46 @@ func streetAbbrev(text string, s, e int) bool {
 		k--
 	}
 	return k < s-1 && isCapWord(text[k:s-1]) && !precededBy(text, s, nameGreetings) && !precededBy(text, s, nameWeak)
+}
+
+// citationScan returns the end of the initials after a family name that ends at e, written
+// first as in author lists ("Okafor, C.", "Lee, J. K.", "Wang, X.Y."), or -1. The initials must
+// be followed by a space, a line break or punctuation that ends the name; a lone "I." is the
+// pronoun. more reports that text ends before this is decided (SafePrefix must wait).
+func citationScan(text string, e int) (end int, more bool) {
+	end = -1
+	if e+1 >= len(text) {
+		return -1, e >= len(text) || text[e] == ','
+	}
+	if text[e] != ',' || text[e+1] != ' ' {
+		return -1, false
+	}
+	j, n := e+2, 0
+	for ; n < 3; n++ {
+		if j+1 >= len(text) {
+			return -1, true
+		}
+		if !isUpper(text[j]) || text[j+1] != '.' {
+			break
+		}
+		end, j = j+2, j+2
+		if j+1 < len(text) && text[j] == ' ' && isUpper(text[j+1]) {
+			if j+2 >= len(text) {
+				return -1, true
+			}
+			if text[j+2] == '.' {
+				j++
+			}
+		}
+	}
+	if end < 0 {
+		return -1, false
+	}
+	if end >= len(text) {
+		return end, true // a batch scan accepts it; a stream waits for the next byte
+	}
+	if strings.IndexByte(" ,;)\n\r\t", text[end]) < 0 || n == 1 && text[end-2] == 'I' {
+		return -1, false
+	}
+	return end, false
 }

@@ -297,6 +297,9 @@ func capRunClosed(text string, we int) bool {
 			return false
 		}
 		if c := text[we]; c == ',' || c == ';' || c == '\t' {
+			if _, more := citationScan(text, we); more {
+				return false // "Okafor, C." (name.go) is not decided yet
+			}
 			return emailDecided(text, we) // "Obinna Eze,o.eze@..." (a CSV row)
 		}
 		if text[we] == ':' {
