@@ -216,6 +216,8 @@ func TestScan(t *testing.T) {
 		{"not a citation: pronoun", "Thanks Anna, I. think so", []string{"person:Anna"}},
 		{"not a citation: ordinary word", "However, A. said no", nil},
 		{"loyalty number not a card", "CLUBCARD 634004 0211 8820 1147", nil},
+		{"name capitals family first, mixed case", "Reviewed by HALVORSEN, Ingrid M. on 3 May", []string{"person:HALVORSEN, Ingrid M."}},
+		{"not a name: capitals before an ordinary word", "URGENT, Please reply today", nil},
 		{"name label ordinary first word", "Requester: Bold Colque (qori@andeslink.pe)", []string{"person:Bold Colque", "email:qori@andeslink.pe"}},
 		{"label not speaker", "Attn: Kgosi Modise\nsource: http://x.io/a", []string{"person:Kgosi Modise", "url:http://x.io/a"}},
 		{"products not speakers", "Apache Kafka: broker down again\nAzure DevOps: pipeline failed", nil},

@@ -402,7 +402,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	start, end := words[0].s, words[n-1].e
 	// A family name written first before initials, as author lists and indexes write it:
 	// "Okafor, C.", "Lee, J. K.", "Wang, X.Y.". Not a known given name alone ("Anna, I. think").
-	cite := false
+	cite, inverted := false, -1
+	if !titled && words[0].flags&gzFirst != 0 && words[0].flags&gzAmbiguous == 0 {
+		inverted = d.capsFamilyBefore(text, words[0].s)
+	}
 	if fw := words[0].flags; n == 1 && !stop && !titled && (fw&gzWord == 0 || fw&gzLast != 0) && (fw&gzFirst == 0 || fw&gzLast != 0) {
 		if ce, _ := citationScan(text, end); ce > 0 {
 			cite, end = true, ce
@@ -414,10 +417,25 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	fw, lw := words[0].flags, words[n-1].flags
 	isF, isL := fw&gzFirst != 0, lw&gzLast != 0
 	pF, pL := fw&gzProbable != 0, lw&gzProbable != 0
+	if inverted >= 0 {
+		// "HALVORSEN, Ingrid M.": a trailing initial belongs to the name.
+		if end+2 < len(text) && text[end] == ' ' && isUpper(text[end+1]) && text[end+2] == '.' &&
+			(end+3 == len(text) || !isLetterAt(text, end+3)) {
+			end += 3
+		}
+		start = inverted
+	}
 	var score float64
 	switch {
 	case cite:
 		score = nameCitationScore
+	case inverted >= 0:
+		score = max(nameFirstProbableScore, func() float64 {
+			if isL || pL {
+				return nameFullScore
+			}
+			return 0
+		}())
 	case n >= 2 && isF && isL:
 		score = nameFullScore
 		if fw&gzAmbiguous != 0 && lw&gzAmbiguous != 0 {
@@ -1276,4 +1294,54 @@ func citationScan(text string, e int) (end int, more bool) {
 		return -1, false
 	}
 	return end, false
+}
+
+// capsFamilyBefore returns the start of a family name in capitals written first before the given
+// name starting at s, as records write it ("HALVORSEN, Ingrid M."), or -1: ", " ends just
+// before s, and the word before it is all capitals, name-like (lowerWordOK), not a known given
+// name and not an ordinary word, at the start of the text or after a space, '(' or a quote.
+func (d nameDetector) capsFamilyBefore(text string, s int) int {
+	if s < 4 || text[s-1] != ' ' || text[s-2] != ',' {
+		return -1
+	}
+	e := s - 2
+	b := e
+	for b > 0 && (isAlpha(text[b-1]) || text[b-1] >= utf8.RuneSelf || text[b-1] == '-' || text[b-1] == '\'') {
+		b--
+	}
+	if b > 0 && strings.IndexByte(" \t\n(\"'", text[b-1]) < 0 {
+		return -1
+	}
+	w := text[b:e]
+	if !allCaps(w) || !d.lowerWordOK(w) {
+		return -1
+	}
+	if f := nameFlags(w); f&gzLast == 0 && (f&gzFirst != 0 || d.modelFlags(w, -1e9) == gzWord) {
+		return -1
+	}
+	return b
+}
+
+// capsFamilyMayStart reports whether the all-capitals word text[cs:ce] may still turn out to be
+// a family name written first (capsFamilyBefore): ", " and a capitalised word follow it, and
+// that word is incomplete or a known given name. SafePrefix holds it until then.
+func (d nameDetector) capsFamilyMayStart(text string, cs, ce int) bool {
+	if ce >= len(text) {
+		return true
+	}
+	if text[ce] != ',' {
+		return false
+	}
+	if ce+2 >= len(text) {
+		return true
+	}
+	if text[ce+1] != ' ' || !isUpper(text[ce+2]) {
+		return false
+	}
+	ne := wordEnd(text, ce+2)
+	if !wordDone(text, ne) {
+		return true
+	}
+	f := nameFlags(text[ce+2 : ne])
+	return f&gzFirst != 0 && f&gzAmbiguous == 0
 }

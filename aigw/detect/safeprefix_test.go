@@ -35,6 +35,8 @@ func TestSafePrefix(t *testing.T) {
 		{"family name before a possible initial waits", "see Makoa, J", 0, "see "},
 		{"family name before initials waits for their end", "see Makoa, J.", 0, "see "},
 		{"family name then a word passes", "see Makoa, he said ", 0, "see Makoa, "},
+		{"capitals before a given name wait", "by HALVORSEN, Ingrid ", 0, "by "},
+		{"capitals before an ordinary word pass", "URGENT, Please reply ", 0, "URGENT, Please reply "},
 		{"given name after a weak word", "with Anna today ", 0, "with "},
 		{"title", "ask Dr. Who now ", 0, "ask "},
 		{"title in the context", "Dr. Smith said so ", 4, ""},
