@@ -352,6 +352,14 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			// Xiaoling", where the model does not find "Xiaoling" name-like).
 			break
 		}
+		if f&gzNotName != 0 && f&gzPlace != 0 && (n == 1 || n == 2 && greetingWord(text[words[0].s:words[0].e])) &&
+			d.placeSurname(text, words[n-1], p, we) {
+			// "Olá Thiago Albuquerque,": many family names are places.
+			words[n] = nameWord{p, we, f&^(gzNotName|gzPlace) | gzLast}
+			n++
+			j = we
+			break
+		}
 		if f&gzNotName != 0 {
 			var buf [16]byte
 			if lw, ok := lowerInto(buf[:0:len(buf)], text[p:we]); ok && nameBreakers[string(lw)] {
@@ -1344,4 +1352,18 @@ func (d nameDetector) capsFamilyMayStart(text string, cs, ce int) bool {
 	}
 	f := nameFlags(text[ce+2 : ne])
 	return f&gzFirst != 0 && f&gzAmbiguous == 0
+}
+
+// placeSurname reports whether the place name text[p:we] is the family name of the unambiguous
+// known given name first before it: a title, an introducing phrase, a field label or a greeting
+// precedes the given name, and the name ends after the place (",", ".", a line break or the end).
+func (d nameDetector) placeSurname(text string, first nameWord, p, we int) bool {
+	if first.flags&gzFirst == 0 || first.flags&gzAmbiguous != 0 || first.e+1 != p {
+		return false
+	}
+	if we < len(text) && strings.IndexByte(",.\n\r", text[we]) < 0 {
+		return false
+	}
+	return titleBefore(text, first.s) || strongCue(text, first.s) ||
+		precededBy(text, first.s, nameGreetings) && closesGreeting(text, we)
 }
