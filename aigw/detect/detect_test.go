@@ -209,6 +209,7 @@ func TestScan(t *testing.T) {
 		{"name answer after speaker", "Agent: and the name on the booking?\nCaller: Lwazi Dube", []string{"person:Lwazi Dube"}},
 		{"dob answer", "Agent: can you confirm your date of birth?\nCaller: 4 May 1981", []string{"date_of_birth:4 May 1981"}},
 		{"dob no question", "Agent: thanks, noted.\nCaller: 4 May 1981", nil},
+		{"dob system default", "profile shows DOB 1900-01-01 again", nil},
 		{"name family first after cue", "Patient: Nguyễn Thị Lan\nWard 4", []string{"person:Nguyễn Thị Lan"}},
 		{"name family first unknown word after label", "Tenant: Chen Xiaoling\nUnit: 5", []string{"person:Chen Xiaoling"}},
 		{"name citation", "as shown by Okafor, C. and Lee, J. K. (2019)", []string{"person:Okafor, C.", "person:Lee, J. K."}},
