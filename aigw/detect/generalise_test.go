@@ -143,7 +143,7 @@ const (
 	realistic4MinPrecision = 0.90 // first run 0.887; 0.889 before the rescorer, 0.918 with it
 	realistic5MinF2        = 0.84 // first run 0.778 (P 0.934, R 0.747), 0.783 with the rescorer, 0.794 with layout.go, 0.840 with detect3's rules, 0.851 with detect4's (blind)
 	realistic5MinPrecision = 0.94 // first run 0.934, 0.934 with the rescorer, 0.935 with layout.go, 0.946 with detect3's rules, 0.953 with detect4's (blind)
-	realistic6MinF2        = 0.83 // first run 0.713 (P 0.905, R 0.677); 0.828 with layout.go, 0.837 with detect3's and detect4's rules (errors never printed)
+	realistic6MinF2        = 0.83 // first run 0.713 (P 0.905, R 0.677); 0.828 with layout.go, 0.837 with detect3's rules, 0.845 with detect4's (errors never printed)
 	realistic6MinPrecision = 0.91 // first run 0.905; 0.920 with layout.go, 0.920 with detect3's rules
 	realistic7MinF2        = 0.87 // first run 0.839 (P 0.914, R 0.822); 0.862 with detect3's rules (its author's; errors never printed), 0.890 with detect4's
 	realistic7MinPrecision = 0.94 // first run 0.914; 0.940 with detect3's rules, 0.950 with detect4's
