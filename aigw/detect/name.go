@@ -653,7 +653,6 @@ func leadingWords(ws []nameWord) int {
 	return k
 }
 
-// noWords reports whether none of the words is an ordinary word.
 // greetingWord reports whether w is a one-word greeting of nameGreetings ("Olá", "Merhaba").
 func greetingWord(w string) bool {
 	var buf [16]byte
@@ -705,6 +704,7 @@ func allWords(ws []nameWord) bool {
 	return true
 }
 
+// noWords reports whether none of the words is an ordinary word.
 func noWords(ws []nameWord) bool {
 	for _, w := range ws {
 		if w.flags&gzWord != 0 && w.flags&(gzFirst|gzLast) == 0 {

@@ -502,10 +502,6 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 	return true
 }
 
-// OnACLCheck holds agents to AgentAllowed, for publishes (write), subscription filters and each
-// delivery (read). A refusal also disconnects the client (MQTT 3.1.1 has no negative PUBACK;
-// closing the connection is what [MQTT-3.3.5-2] allows; a refused subscribe is treated the
-// same, as docs/telemetry.md says), which bounds how fast a misbehaving agent can try.
 // OnSessionEstablished drops the will of a client that got in while the broker began to close
 // (see Close); mochi adds the client to its list before calling this.
 func (h *hook) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
@@ -516,6 +512,10 @@ func (h *hook) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
 	}
 }
 
+// OnACLCheck holds agents to AgentAllowed, for publishes (write), subscription filters and each
+// delivery (read). A refusal also disconnects the client (MQTT 3.1.1 has no negative PUBACK;
+// closing the connection is what [MQTT-3.3.5-2] allows; a refused subscribe is treated the
+// same, as docs/telemetry.md says), which bounds how fast a misbehaving agent can try.
 func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	p, ok := h.b.principal(cl.Properties.Username)
 	if ok && (p.controller || agentAllowed(p.site, topic, write)) {
