@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"slices"
-	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -15,10 +13,7 @@ import (
 // The learned part of name detection: an averaged perceptron over features of each run of
 // capitalised words that the name rules score (the rules' verdict, the words' gazetteer
 // classes, the name model's log-odds, word shapes, the words and punctuation around the run and
-// its place in a CSV or TSV row, whether it starts a sentence, whether its first or last word
-// occurred before in the text, whether a verb typical after a person follows: "said",
-// "wrote", "joined"), trained on the generated corpora (among them corpus_running.jsonl:
-// names in running text with no cue, of many origins, among capitalised non-names) and hand-written sets 1-4
+// its place in a CSV or TSV row), trained on the generated corpora and hand-written sets 1-4
 // (TestNameRescorerReproducible in namerescore_test.go writes namerescorer.bin). The words of
 // the run themselves are not features: their identity and affixes would memorise the training
 // names, where the name model's log-odds carry over to names it has not seen. It does not
@@ -46,12 +41,10 @@ const (
 
 	// A rule score at or over the threshold falls under it when the model's probability is
 	// under rescoreVeto; one under it rises over it when the probability is over rescoreAccept.
-	// Chosen on the dev split and on hand-written sets 2-4, each scored by a model trained
-	// without it (leave one set out: docs/benchmarks.md); never on sets 5-8.
-	rescoreVeto   = 0.1
-	rescoreAccept = 0.7
-	// A single word alone ("Makoa said"); the same, chosen apart (0.7-0.95 tried).
-	rescoreAcceptOne = 0.7
+	// Chosen on the dev split and on hand-written sets 1-4, each scored by a model trained
+	// without it (leave one set out: docs/benchmarks.md); never on set 5.
+	rescoreVeto   = 0.2
+	rescoreAccept = 0.8
 )
 
 // nameFeats holds the hashed features of one candidate; it lives on the stack.
@@ -96,9 +89,9 @@ func (f *nameFeats) addStr(kind byte, s string) {
 // nameRescorer holds the perceptron's averaged weights and the logistic scale fitted on the
 // training margins.
 type nameRescorer struct {
-	w                       []float32
-	scale                   float64
-	veto, accept, acceptOne float64 // rescoreVeto, rescoreAccept, rescoreAcceptOne (tests vary them)
+	w            []float32
+	scale        float64
+	veto, accept float64 // rescoreVeto, rescoreAccept (tests vary them)
 }
 
 var (
@@ -144,7 +137,7 @@ func unmarshalNameRescorer(b []byte) (*nameRescorer, error) {
 	}
 	step := math.Float64frombits(binary.LittleEndian.Uint64(b[4:]))
 	r := &nameRescorer{w: make([]float32, rescoreSize), scale: math.Float64frombits(binary.LittleEndian.Uint64(b[12:])),
-		veto: rescoreVeto, accept: rescoreAccept, acceptOne: rescoreAcceptOne}
+		veto: rescoreVeto, accept: rescoreAccept}
 	for i := range r.w {
 		r.w[i] = float32(float64(int16(binary.LittleEndian.Uint16(b[20+2*i:]))) * step)
 	}
@@ -167,16 +160,12 @@ func (r *nameRescorer) prob(f *nameFeats) float64 {
 // combine moves the rule score across DefaultMinScore only when the model is confident. A run
 // that a cue confirmed (a title before it; "my name is", a field label, an e-mail after it: the
 // rules' maximum score) is never vetoed: those cues are the rules' evidence that carries over best.
-func (r *nameRescorer) combine(rule, p float64, titled bool, words int) float64 {
-	accept := r.accept
-	if words == 1 {
-		accept = r.acceptOne
-	}
+func (r *nameRescorer) combine(rule, p float64, titled bool) float64 {
 	switch {
 	case rule >= DefaultMinScore && rule < nameMaxScore && !titled && p < r.veto:
 		return DefaultMinScore - 0.05
-	case rule < DefaultMinScore && p > accept:
-		return DefaultMinScore + 0.05 + 0.25*(p-accept)/(1-accept)
+	case rule < DefaultMinScore && p > r.accept:
+		return DefaultMinScore + 0.05 + 0.25*(p-r.accept)/(1-r.accept)
 	}
 	return rule
 }
@@ -322,15 +311,6 @@ func (d nameDetector) features(f *nameFeats, text string, ws []nameWord, rule fl
 		}
 	}
 	f.addInt('k', min(commas, 3)<<4|min(tabs, 3))
-	// Sentence position, and whether the run's first or last word occurred before in the text
-	// (a person named once is often named again; both look only backwards, so they are fixed
-	// once the run is).
-	sent := 0
-	if !ok || p == '.' || p == '!' || p == '?' {
-		sent = 1
-	}
-	f.addInt('I', sent<<8|cf)
-	f.addInt('R', recurs(text, start, first)<<1|recurs(text, start, last)|len(ws)<<4)
 	// Right context: what capRunClosed requires to be known (see the comment at the top).
 	if end >= len(text) {
 		f.addInt('e', 0)
@@ -347,9 +327,6 @@ func (d nameDetector) features(f *nameFeats, text string, ws []nameWord, rule fl
 	case isLower(nc):
 		if ne := wordEnd(text, k); wordDone(text, ne) {
 			f.addStr('z', text[k:ne])
-			if personVerb(text[k:ne]) {
-				f.addInt('V', cf<<8|cl)
-			}
 		}
 	case isUpper(nc):
 		f.addInt('A', 'A')
@@ -383,53 +360,8 @@ func (d nameDetector) rescore(text string, ws []nameWord, rule float64, titled b
 		g := f // g escapes to the recorder; f stays on the stack
 		d.record(ws[0].s, ws[len(ws)-1].e, g.h[:g.n])
 	}
-	if d.rescorer == nil || len(ws) == 1 && startsCuePhrase(text, ws[0].s) {
-		// "Xin chào, ...": the first word of a greeting or closing phrase is no name.
+	if d.rescorer == nil {
 		return rule
 	}
-	return d.rescorer.combine(rule, d.rescorer.prob(&f), titled, len(ws))
-}
-
-// recurWindow bounds how far back recurs looks, so scoring stays linear in the text.
-const recurWindow = 1024
-
-// recurs returns 1 when w occurs as a whole capitalised word in the recurWindow bytes before
-// s, else 0.
-func recurs(text string, s int, w string) int {
-	if len(w) < 2 {
-		return 0
-	}
-	from := max(0, s-recurWindow)
-	for hay := text[from:s]; ; {
-		i := strings.Index(hay, w)
-		if i < 0 {
-			return 0
-		}
-		j := len(text[:s]) - len(hay) + i // offset in text
-		if (j == 0 || !isLetterAt(text, j-1)) && (j+len(w) >= len(text) || !isLetterAt(text, j+len(w))) {
-			return 1
-		}
-		hay = hay[i+1:]
-	}
-}
-
-// personVerb reports whether w is one of nameVerbs' verbs of speech and action ("said",
-// "wrote", "joined"), not its auxiliaries and function words ("will", "and", "from").
-func personVerb(w string) bool {
-	return slices.Contains(nameVerbs[:slices.Index(nameVerbs, "will")], w)
-}
-
-// startsCuePhrase reports whether a greeting or closing of two words or more starts at s
-// ("Xin chào", "Kia ora", "Dzień dobry"). The phrase's last word is complete by the time
-// SafePrefix may pass the run (capRunClosed waits for the next complete word).
-func startsCuePhrase(text string, s int) bool {
-	for _, list := range [][]string{nameGreetings, nameClosings} {
-		for _, p := range list {
-			if strings.IndexByte(p, ' ') > 0 && len(text)-s >= len(p) && strings.EqualFold(text[s:s+len(p)], p) &&
-				(s+len(p) == len(text) || !isLetterAt(text, s+len(p))) {
-				return true
-			}
-		}
-	}
-	return false
+	return d.rescorer.combine(rule, d.rescorer.prob(&f), titled)
 }

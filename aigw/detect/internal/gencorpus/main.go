@@ -68,17 +68,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gencorpus:", err)
 		os.Exit(1)
 	}
-	running, err := RunningConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gencorpus:", err)
-		os.Exit(1)
-	}
 	for _, c := range []struct {
 		file string
 		cfg  Config
 	}{
 		{"corpus.jsonl", Main(gz)},
-		{"corpus_running.jsonl", running},
 		{"corpus_holdout.jsonl", Holdout(gz)},
 		{"corpus_generalise.jsonl", gen},
 		{"corpus_generalise_dev.jsonl", dev},
@@ -438,18 +432,6 @@ func (g *gen) fill(b *builder, kind string) {
 		b.entity("date_of_birth", fmt.Sprintf("%d%s of %s %d", d, ordinalSuffix(d), m, y))
 	case "address_intl":
 		b.entity("street_address", g.addressIntl())
-	case "org":
-		b.text(g.pick(orgNegatives))
-	case "product":
-		b.text(g.pick(productNegatives))
-	case "heading":
-		b.text(g.pick(headingNegatives))
-	case "start":
-		b.text(g.pick(startNegatives))
-	case "month":
-		b.text(g.pick(monthNegatives[:12]))
-	case "weekday":
-		b.text(g.pick(monthNegatives[12:]))
 	case "place_neg":
 		b.text(g.pick(g.cfg.PlaceNegatives))
 	case "label":

@@ -24,17 +24,12 @@ func TestCorporaUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	running, err := RunningConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name string
 		file string
 		cfg  Config
 	}{
 		{"main", "corpus.jsonl", Main(gz)},
-		{"running", "corpus_running.jsonl", running},
 		{"holdout", "corpus_holdout.jsonl", Holdout(gz)},
 		{"generalise", "corpus_generalise.jsonl", gen},
 		{"generalise-dev", "corpus_generalise_dev.jsonl", dev},
