@@ -111,3 +111,10 @@ func (s *servers) connected() string {
 	s.cur = s.dialed
 	return s.urls[s.cur].String()
 }
+
+// current is the node of the current or last connection (-1 before the first).
+func (s *servers) current() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}

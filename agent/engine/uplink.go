@@ -57,6 +57,8 @@ type uplink struct {
 	storedOnly bool
 	// nats: the broker is a NATS cluster (claim.BrokerNATS): see reportQoS.
 	nats bool
+	// sb: the warm standby connection (NATS only; nil: none), see standby.
+	sb *standby
 }
 
 // reportQoS is the QoS spooled records are published at now: 0 on NATS once the controller
@@ -145,7 +147,7 @@ const (
 	holeAfter = 15 * time.Second
 )
 
-func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
+func newUplink(e *Engine, creds *claim.Credentials, standbyMode string) (*uplink, error) {
 	u := &uplink{e: e, creds: creds, wakeC: make(chan struct{}, 1), lost: make(chan struct{}, 1), nats: creds.Broker == claim.BrokerNATS}
 	if creds.Broker != "" && !u.nats {
 		e.log.Warn("agent: unknown broker kind in the credentials; using it as an MQTT broker (QoS 1, retained status)", "broker", creds.Broker)
@@ -187,6 +189,7 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 		u.servers = s
 		opts.SetCustomOpenConnectionFn(u.servers.dial)
 	}
+	u.sb = newStandby(u, opts, standbyMode)
 	opts.SetOnConnectHandler(u.onConnect)
 	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		u.lostAt.Store(time.Now().UnixNano())
@@ -195,6 +198,11 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 		time.AfterFunc(decisionGrace, e.kickReconcile) // then the agent's own choices apply
 		e.log.Warn("agent: broker connection lost; reconnecting", "err", err)
 		e.kickReconcile() // a transport held down locally is left now, not after the grace
+		if u.sb != nil {
+			u.sb.activate()
+			u.sb.wake()
+		}
+		u.wake()
 		select {
 		case u.lost <- struct{}{}:
 		default:
@@ -208,6 +216,11 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 // backoff (not at once: when a broker comes back, all its agents lost it together), until ctx
 // is done.
 func (u *uplink) connectLoop(ctx context.Context) {
+	if u.sb != nil { // owned here: it follows the primary's connection
+		done := make(chan struct{})
+		go func() { defer close(done); u.sb.loop(ctx) }()
+		defer func() { <-done }()
+	}
 	b := backoff.Reconnect() // full jitter, low cap: see package backoff
 	for {
 		select {
@@ -247,6 +260,17 @@ func (u *uplink) connectLoop(ctx context.Context) {
 
 func (u *uplink) connected() bool { return u.up.Load() }
 
+// onStandby reports whether the spool goes out on the standby connection (the primary is down).
+func (u *uplink) onStandby() bool { return u.sb != nil && u.sb.active.Load() }
+
+// client is the connection the spool goes out on: the primary, or the active standby.
+func (u *uplink) client() paho.Client {
+	if !u.connected() && u.onStandby() {
+		return u.sb.c
+	}
+	return u.c
+}
+
 func (u *uplink) onConnect(c paho.Client) {
 	e := u.e
 	handlers := map[string]func([]byte){telemetry.KindPolicy: e.onPolicy, telemetry.KindDecisions: e.onDecisions, telemetry.KindStored: u.onStored}
@@ -269,6 +293,12 @@ func (u *uplink) onConnect(c paho.Client) {
 		}
 	}
 	u.subAt.Store(0)
+	if u.sb != nil {
+		if u.sb.active.Swap(false) {
+			e.log.Info("agent: back on the primary broker connection; the standby stands by again")
+		}
+		u.sb.wake()
+	}
 	connAt := time.Now().UnixNano()
 	u.connAt.Store(connAt)
 	go u.subscribe(c, filters, on, connAt)
@@ -350,7 +380,10 @@ func (u *uplink) awaitWatermark(connAt int64, d time.Duration) bool {
 }
 
 // publishOnline publishes the agent's presence, retained, with the paths its classes use now.
-func (u *uplink) publishOnline() {
+func (u *uplink) publishOnline() { u.publishOnlineOn(u.c) }
+
+// publishOnlineOn publishes the agent's presence on the connection c.
+func (u *uplink) publishOnlineOn(c paho.Client) {
 	e := u.e
 	e.mu.Lock()
 	paths := make(map[string]string, len(e.paths))
@@ -361,7 +394,7 @@ func (u *uplink) publishOnline() {
 	online, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: u.creds.Device, State: "online",
 		Version: e.o.Version, Time: time.Now().UTC(), Paths: paths})
 	qos, retained := u.statusQoS()
-	u.c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), qos, retained, online)
+	c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), qos, retained, online)
 }
 
 func (u *uplink) wake() {
@@ -537,7 +570,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			last, pending = 0, pending[:0]
 			u.marked.Store(time.Now().UnixNano())
 		}
-		if !u.connected() {
+		if !u.connected() && !u.onStandby() {
 			if !u.waitWake(ctx, time.Second) {
 				return
 			}
@@ -708,6 +741,10 @@ func (u *uplink) logMode(mode, was string) {
 // written them).
 func (u *uplink) publish(ctx context.Context, recs []spool.Record, qos byte) error {
 	toks := make([]paho.Token, 0, len(recs))
+	c := u.client()
+	if c != u.c {
+		qos = 0 // the standby is used only at QoS 0 (standby.usable)
+	}
 	for _, r := range recs {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -717,7 +754,7 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record, qos byte) err
 			continue // not ours: skip it (the watermark moves past it)
 		}
 		// copy: the spool reuses its buffer on the next Peek, paho writes asynchronously
-		toks = append(toks, u.c.Publish(telemetry.Topic(u.creds.Site, kind), qos, false, append([]byte(nil), payload...)))
+		toks = append(toks, c.Publish(telemetry.Topic(u.creds.Site, kind), qos, false, append([]byte(nil), payload...)))
 	}
 	deadline := time.NewTimer(publishTimeout)
 	defer deadline.Stop()
@@ -737,6 +774,9 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record, qos byte) err
 		}
 	}
 	u.e.m.published.Add(float64(len(toks)))
+	if c != u.c {
+		u.e.m.standbyPublished.Add(float64(len(toks)))
+	}
 	if qos == 1 && u.e.o.OnAccepted != nil {
 		now := time.Now()
 		for _, r := range recs {
