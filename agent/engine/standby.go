@@ -40,6 +40,7 @@ type standby struct {
 	// active: the primary is down and the spool goes out here (sendLoop, client).
 	active atomic.Bool
 	node   atomic.Int32 // index in urls of the standby's node; -1 when down
+	id     atomic.Int64 // UnixNano of its connection: its connAt while active
 	lost   chan struct{}
 	kick   chan struct{} // the primary connected or dropped: look again at once
 
@@ -231,8 +232,10 @@ func (s *standby) connect(ctx context.Context) error {
 	s.mu.Lock()
 	node := s.dialed
 	s.mu.Unlock()
+	id := time.Now().UnixNano()
+	s.id.Store(id)
 	topic := telemetry.Topic(s.u.creds.Site, telemetry.KindStored)
-	st := s.c.Subscribe(topic, 0, func(_ paho.Client, m paho.Message) { s.u.onStored(m.Payload()) })
+	st := s.c.Subscribe(topic, 0, func(_ paho.Client, m paho.Message) { s.u.onStored(m.Payload(), id) })
 	err := errors.New("no SUBACK in time")
 	if st.WaitTimeout(10 * time.Second) {
 		err = st.Error()
@@ -257,8 +260,8 @@ func (s *standby) activate() bool {
 		return false
 	}
 	u := s.u
-	u.connAt.Store(time.Now().UnixNano()) // a new connection for the spool's accounting
-	u.resend.Store(true)                  // what the lost connection carried may be lost with it
+	u.connAt.Store(s.id.Load()) // the connection the spool goes out on
+	u.resend.Store(true)        // what the lost connection carried may be lost with it
 	s.active.Store(true)
 	u.e.m.standbyActivations.Inc()
 	u.e.log.Info("agent: broker connection lost; sending on the standby connection while reconnecting", "url", s.urls[max(s.node.Load(), 0)].String())

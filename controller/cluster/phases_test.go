@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
 )
@@ -208,6 +211,16 @@ func agentBroker() string {
 	return claim.BrokerNATS
 }
 
+// agentStandby is the tests' agents' warm standby connection mode: config.StandbyAuto (on, as
+// on NATS by default), or config.StandbyOff with EDGEWAN_TEST_AGENT_STANDBY=off, to compare the
+// two on one machine (docs/benchmarks.md).
+func agentStandby() string {
+	if os.Getenv("EDGEWAN_TEST_AGENT_STANDBY") == "off" {
+		return config.StandbyOff
+	}
+	return config.StandbyAuto
+}
+
 // drops counts, by error, the connections the agents lost after since (their first loss each).
 func (l *timeline) drops(since time.Time) map[string]int {
 	l.mu.Lock()
@@ -361,4 +374,41 @@ func natsErrors(dir string, nodes ...int) map[string]int {
 // the list per device).
 func sameNodes(a, b []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
+// natsLoad is what each node of the cluster in dir holds now, from its /varz: client
+// connections (MQTT ones included) and resident memory, for the standby's cost
+// (docs/scale-out.md, capacity model).
+func natsLoad(dir string, nodes ...int) string {
+	var out []string
+	for _, n := range nodes {
+		b, err := os.ReadFile(fmt.Sprintf("%s/node%d.conf", dir, n))
+		port := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			if p, ok := strings.CutPrefix(line, "http: 127.0.0.1:"); ok {
+				port = p
+			}
+		}
+		if err != nil || port == "" {
+			out = append(out, fmt.Sprintf("n%d: no monitor port (%v)", n, err))
+			continue
+		}
+		resp, err := http.Get("http://127.0.0.1:" + port + "/varz")
+		if err != nil {
+			out = append(out, fmt.Sprintf("n%d: %v", n, err))
+			continue
+		}
+		var v struct {
+			Connections int   `json:"connections"`
+			Mem         int64 `json:"mem"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil {
+			out = append(out, fmt.Sprintf("n%d: %v", n, err))
+			continue
+		}
+		out = append(out, fmt.Sprintf("n%d: %d connections, %.1f MiB RSS", n, v.Connections, float64(v.Mem)/(1<<20)))
+	}
+	return strings.Join(out, "; ")
 }
