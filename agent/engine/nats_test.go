@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
 	"github.com/edgewan/edgewan/telemetry"
 )
@@ -338,7 +339,7 @@ func TestUplinkStandbyOnNATS(t *testing.T) {
 	waitUntil(t, "the spool emptied by the watermark", func() bool { return sp.Stats().Records == 0 })
 
 	waitFor(t, 2*wait, "the primary back", func() bool { return x.Connected() && !x.OnStandby() })
-	waitUntil(t, "the standby up again on another node", func() bool {
+	waitFor(t, 2*wait, "the standby up again on another node", func() bool {
 		return x.StandbyUp() && int(x.u.sb.node.Load()) != x.u.servers.current()
 	})
 	after := x.StandbyPublished()
@@ -349,5 +350,37 @@ func TestUplinkStandbyOnNATS(t *testing.T) {
 	}
 	if n := x.PubackFallbacks(); n != 0 {
 		t.Errorf("fell back to deleting at PUBACK %v times", n)
+	}
+}
+
+// The warm standby exists only on NATS with at least 2 nodes, unless turned off: never on the
+// embedded broker or Mosquitto (one broker, and QoS 1 there).
+func TestStandbyOnlyOnNATS(t *testing.T) {
+	nodes := []string{"tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3"}
+	for _, tc := range []struct {
+		name   string
+		broker string
+		urls   []string
+		mode   string
+		want   bool
+	}{
+		{"nats, auto", claim.BrokerNATS, nodes, config.StandbyAuto, true},
+		{"nats, off", claim.BrokerNATS, nodes, config.StandbyOff, false},
+		{"nats, one node", claim.BrokerNATS, nodes[:1], config.StandbyAuto, false},
+		{"mqtt broker (embedded, Mosquitto)", "", nodes, config.StandbyAuto, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := openSpool(t, t.TempDir())
+			defer sp.Close()
+			e := &Engine{o: Options{Version: "test"}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler), sp: sp}
+			creds := &claim.Credentials{Site: "s", Device: "d", MQTTURL: tc.urls[0], MQTTURLs: tc.urls, Broker: tc.broker}
+			u, err := newUplink(e, creds, tc.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := u.sb != nil; got != tc.want {
+				t.Errorf("standby %v; want %v", got, tc.want)
+			}
+		})
 	}
 }

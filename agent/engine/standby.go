@@ -59,6 +59,9 @@ const standbySuffix = ".standby"
 // primaries' reconnect storm (which takes the first half second).
 const standbyDelay = 3 * time.Second
 
+// standbyMove: how long the primary may share the standby's node before the standby moves.
+const standbyMove = 15 * time.Second
+
 // newStandby returns the standby of u, or nil where it is not used: off, not on NATS, or one
 // node only (then there is no other node to stand by on).
 func newStandby(u *uplink, opts *paho.ClientOptions, mode string) *standby {
@@ -195,8 +198,10 @@ func (s *standby) loop(ctx context.Context) {
 			continue
 		}
 		b.Reset()
-		// Hold it until it drops, or until the primary reconnected on its node (then it would
-		// stand by for nothing: move it).
+		// Hold it until it drops, or until the primary has been on its node for standbyMove
+		// (then it would stand by for nothing: move it). Not at once: right after a failover
+		// the records it sent are not covered yet, and the watermark comes on it too.
+		var shared time.Time
 		for held := true; held; {
 			select {
 			case <-ctx.Done():
@@ -206,7 +211,12 @@ func (s *standby) loop(ctx context.Context) {
 			case <-s.kick:
 			case <-time.After(5 * time.Second):
 			}
-			if held && u.connected() && int(s.node.Load()) == u.servers.current() {
+			if !u.connected() || int(s.node.Load()) != u.servers.current() {
+				shared = time.Time{}
+			} else if shared.IsZero() {
+				shared = time.Now()
+			}
+			if held && !shared.IsZero() && time.Since(shared) >= standbyMove {
 				u.e.log.Info("agent: the primary broker connection is on the standby's node; moving the standby")
 				s.up.Store(false)
 				s.node.Store(-1)

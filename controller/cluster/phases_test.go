@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -376,39 +374,18 @@ func sameNodes(a, b []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
-// natsLoad is what each node of the cluster in dir holds now, from its /varz: client
-// connections (MQTT ones included) and resident memory, for the standby's cost
-// (docs/scale-out.md, capacity model).
-func natsLoad(dir string, nodes ...int) string {
+// natsLoad is what each node of the cluster holds now, from its /varz: client connections
+// (MQTT ones included) and resident memory, for the standby's cost (docs/scale-out.md,
+// capacity model).
+func natsLoad(nc *natstest.Cluster, nodes ...int) string {
 	var out []string
 	for _, n := range nodes {
-		b, err := os.ReadFile(fmt.Sprintf("%s/node%d.conf", dir, n))
-		port := ""
-		for _, line := range strings.Split(string(b), "\n") {
-			if p, ok := strings.CutPrefix(line, "http: 127.0.0.1:"); ok {
-				port = p
-			}
-		}
-		if err != nil || port == "" {
-			out = append(out, fmt.Sprintf("n%d: no monitor port (%v)", n, err))
-			continue
-		}
-		resp, err := http.Get("http://127.0.0.1:" + port + "/varz")
+		l, err := nc.Varz(n)
 		if err != nil {
-			out = append(out, fmt.Sprintf("n%d: %v", n, err))
+			out = append(out, err.Error())
 			continue
 		}
-		var v struct {
-			Connections int   `json:"connections"`
-			Mem         int64 `json:"mem"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&v)
-		resp.Body.Close()
-		if err != nil {
-			out = append(out, fmt.Sprintf("n%d: %v", n, err))
-			continue
-		}
-		out = append(out, fmt.Sprintf("n%d: %d connections, %.1f MiB RSS", n, v.Connections, float64(v.Mem)/(1<<20)))
+		out = append(out, fmt.Sprintf("n%d: %d connections, %.1f MiB RSS", n, l.Connections, float64(l.Mem)/(1<<20)))
 	}
 	return strings.Join(out, "; ")
 }

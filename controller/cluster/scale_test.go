@@ -2,15 +2,15 @@ package cluster
 
 import (
 	"cmp"
-	"maps"
-	"slices"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -305,7 +305,7 @@ func TestScaleOut(t *testing.T) {
 			t.Errorf("%d of %d agents' standby connections up before the node kill; want all", standbys(), len(fl.ups))
 		}
 	}
-	t.Logf("NATS nodes before the node kill (agents' standby %s): %s", agentStandby(), natsLoad(nc.Dir, 1, 2, 3))
+	t.Logf("NATS nodes before the node kill (agents' standby %s): %s", agentStandby(), natsLoad(nc, 1, 2, 3))
 
 	// kill -9 of a broker node: every agent reports again (a report evaluated by a controller)
 	// within 5 s (the time is logged).
