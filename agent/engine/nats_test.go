@@ -287,6 +287,7 @@ func TestUplinkStandbyOnNATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	x.u.sb.move = time.Second // the primary shares the standby's node: move it soon (15 s)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); x.Run(ctx) }()

@@ -43,6 +43,7 @@ type standby struct {
 	id     atomic.Int64 // UnixNano of its connection: its connAt while active
 	lost   chan struct{}
 	kick   chan struct{} // the primary connected or dropped: look again at once
+	move   time.Duration // standbyMove; shorter in tests
 
 	urls   []*url.URL
 	spread int
@@ -68,7 +69,7 @@ func newStandby(u *uplink, opts *paho.ClientOptions, mode string) *standby {
 	if mode == config.StandbyOff || !u.nats || u.servers == nil || len(u.servers.urls) < 2 {
 		return nil
 	}
-	s := &standby{u: u, lost: make(chan struct{}, 1), kick: make(chan struct{}, 1), urls: u.servers.urls, spread: u.servers.spread}
+	s := &standby{u: u, lost: make(chan struct{}, 1), kick: make(chan struct{}, 1), move: standbyMove, urls: u.servers.urls, spread: u.servers.spread}
 	s.node.Store(-1)
 	so := paho.NewClientOptions().SetClientID(u.creds.Device + standbySuffix).
 		SetUsername(u.creds.Username).SetPassword(u.creds.Password).SetTLSConfig(opts.TLSConfig).
@@ -209,14 +210,14 @@ func (s *standby) loop(ctx context.Context) {
 			case <-s.lost:
 				held = false
 			case <-s.kick:
-			case <-time.After(5 * time.Second):
+			case <-time.After(min(5*time.Second, s.move)):
 			}
 			if !u.connected() || int(s.node.Load()) != u.servers.current() {
 				shared = time.Time{}
 			} else if shared.IsZero() {
 				shared = time.Now()
 			}
-			if held && !shared.IsZero() && time.Since(shared) >= standbyMove {
+			if held && !shared.IsZero() && time.Since(shared) >= s.move {
 				u.e.log.Info("agent: the primary broker connection is on the standby's node; moving the standby")
 				s.up.Store(false)
 				s.node.Store(-1)
