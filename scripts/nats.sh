@@ -25,9 +25,13 @@
 #                                  another node at once (no election timeout), stops taking
 #                                  NATS clients, and after lame_duck_grace_period (1 s here)
 #                                  closes its clients, MQTT ones included, spread over
-#                                  lame_duck_duration (30 s here, the minimum), then exits.
-#                                  Returns at once; the node exits by itself about 31 s later.
-#   scripts/nats.sh restart DIR N  start node N again with its data
+#                                  lame_duck_duration (30 s here, the minimum) less the grace
+#                                  period, at most one a second (nats-server's lameDuckMode),
+#                                  then exits. Returns at once; the node exits by itself
+#                                  within about 31 s (at once without clients, in seconds with
+#                                  a few).
+#   scripts/nats.sh restart DIR N  start node N again with its data (after a lameduck, once the
+#                                  old process has exited)
 #   scripts/nats.sh install        install nats-server if missing (Debian's, with apt) and
 #                                  print its path
 #
@@ -240,6 +244,22 @@ stop_node() { # DIR N
 	kill -9 "$pid" 2>/dev/null || true
 }
 
+wait_exit() { # DIR N: a node still running (in lame duck mode, which leaves its pid file) must
+	# exit before it starts again: the new process could not bind its ports, and wait_healthy
+	# would take the old one's answers for the new one's
+	local dir=$1 n=$2 pid i
+	[[ -f "$dir/node$n.pid" ]] || return 0
+	pid="$(cat "$dir/node$n.pid")"
+	for ((i = 0; i < 600; i++)); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			rm -f "$dir/node$n.pid"
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "node $n of $dir (pid $pid) still runs after 60 s: stop it first"
+}
+
 case "${1:-}" in
 install) install_nats ;;
 start)
@@ -266,6 +286,7 @@ lameduck)
 	;;
 restart)
 	[[ $# -eq 3 ]] || die "usage: scripts/nats.sh restart DIR N"
+	wait_exit "$2" "$3"
 	start_node "$2" "$3"
 	wait_healthy "$2" "$3"
 	;;

@@ -134,3 +134,45 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("corrupt file: %v", err)
 	}
 }
+
+// The broker's kind comes from the claim answer and survives Save/Load; credentials stored
+// before the field existed load with none (the MQTT profile), and the hand edit
+// docs/scale-out.md gives for them ("broker": "nats") selects the NATS one.
+func TestBrokerKind(t *testing.T) {
+	srv, _ := controller(t, 200, strings.Replace(okBody, `"ca_pem":"PEM"`, `"ca_pem":"PEM","broker":"nats"`, 1))
+	hc := srv.Client()
+	c, err := Claim(context.Background(), hc, srv.URL, Request{ClaimToken: "ewc_x", Hostname: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Broker != BrokerNATS {
+		t.Fatalf("claim answer's broker gave %q; want %q", c.Broker, BrokerNATS)
+	}
+	dir := t.TempDir()
+	if err := Save(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(dir); err != nil {
+		t.Fatal(err)
+	} else if got.Broker != BrokerNATS {
+		t.Fatalf("after Save/Load: broker %q; want %q", got.Broker, BrokerNATS)
+	}
+	for _, tc := range []struct{ name, file, want string }{
+		{"stored before the field", `{"site":"s","device":"d","mqtt_url":"mqtts://x:1","username":"d","password":"p","ca_pem":"","claimed_at":"2026-01-01T00:00:00Z"}`, ""},
+		{"hand edit", `{"site":"s","device":"d","mqtt_url":"mqtts://x:1","username":"d","password":"p","ca_pem":"","broker": "nats","claimed_at":"2026-01-01T00:00:00Z"}`, BrokerNATS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, File), []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Broker != tc.want {
+				t.Fatalf("Load: broker %q; want %q", got.Broker, tc.want)
+			}
+		})
+	}
+}

@@ -1,5 +1,5 @@
 // Package probe measures one WAN transport: it sends a probe every interval through that
-// transport (ICMP echo with pro-bing, or a TCP connect) and reports each probe's fate.
+// transport (ICMP echo, or a TCP connect) and reports each probe's fate.
 //
 // Every probe ends in exactly one final Result: answered (with its RTT) or Lost when no answer
 // came within Config.Timeout. Before that, a probe still unanswered after its suspect deadline
@@ -26,9 +26,11 @@ package probe
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,7 +39,10 @@ import (
 	"syscall"
 	"time"
 
-	probing "github.com/prometheus-community/pro-bing"
+	"golang.org/x/net/bpf"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // Methods.
@@ -390,10 +395,10 @@ func (t *tracker) failed(target string, at time.Time) {
 		Result{Target: target, Sent: at, Overdue: true})
 }
 
-// answered records the answer to probe id: an answer, or a Late one if the probe was already
-// Lost; answers to unknown probes (past Timeout) are ignored. Every answer is an RTT sample:
-// each probe is sent once, so there is no retransmission ambiguity (Karn).
-func (t *tracker) answered(id uint64, rtt time.Duration) {
+// answered records the answer to probe id, received at: an answer, or a Late one if the probe
+// was already Lost; answers to unknown probes (past Timeout) are ignored. Every answer is an RTT
+// sample: each probe is sent once, so there is no retransmission ambiguity (Karn).
+func (t *tracker) answered(id uint64, at time.Time) {
 	t.mu.Lock()
 	p, ok := t.out[id]
 	if !ok || t.stopped {
@@ -402,6 +407,7 @@ func (t *tracker) answered(id uint64, rtt time.Duration) {
 	}
 	delete(t.out, id)
 	p.timer.Stop()
+	rtt := at.Sub(p.sent)
 	// RFC 6298 section 2
 	if !t.haveRTT {
 		t.srtt, t.rttvar, t.haveRTT = rtt, rtt/2, true
@@ -416,6 +422,16 @@ func (t *tracker) answered(id uint64, rtt time.Duration) {
 	t.unlockAndSend(Result{Target: p.target, Sent: p.sent, RTT: rtt, Late: p.emitted[stLost]})
 }
 
+// unsent forgets probe id, registered by sent but not sent after all (failed reports it).
+func (t *tracker) unsent(id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.out[id]; ok {
+		p.timer.Stop()
+		delete(t.out, id)
+	}
+}
+
 func (t *tracker) stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -426,81 +442,195 @@ func (t *tracker) stop() {
 	}
 }
 
-// ---- ICMP with pro-bing ----------------------------------------------------------------------
+// ---- ICMP --------------------------------------------------------------------------------------
 
-// runICMP sends one probe per Interval through a short-lived pro-bing Pinger (Count 1) on a
-// fresh raw socket, targets in turn. A long-lived Pinger would cost more at these rates: its
-// receive loop wakes on random read deadlines (about 20 times a second) whether or not a probe
-// is out, which was most of the agent's CPU, and it remembers every unanswered sequence number
-// for its lifetime (prometheus-community/pro-bing#31). A one-shot Pinger lives until its answer
-// or Timeout, so a probe's cost is a socket and a round trip, and a dead transport holds at most
-// Timeout/Interval of them.
+// runICMP sends every probe of the transport from one raw ICMP socket per address family, bound
+// to the transport (mark, interface, source), and reads the answers on one goroutine per socket
+// that sleeps in the netpoller until a packet comes, with a kernel filter (BPF) that passes only
+// echo replies carrying this prober's identifier: a probe costs a send, a receive and its
+// deadline timers. The prober before this one (pro-bing, a one-shot Pinger per probe) opened a
+// socket and started goroutines and read-deadline loops for every probe: about 0.7 ms of CPU a
+// probe, so that 100 ms probes on 4 transports cost 2.4 % of a core (docs/benchmarks.md).
+//
+// A socket whose send fails (the interface is down or gone) is closed and opened again for the
+// next probe: a socket bound to an interface that was deleted would stay bound to the old
+// interface index when it comes back. Failing that, each probe is lost at once.
 func runICMP(ctx context.Context, c Config, t *tracker, s *schedule) error {
 	addrs := make([]*net.IPAddr, len(c.Targets))
 	for i, target := range c.Targets {
 		addrs[i] = &net.IPAddr{IP: net.ParseIP(target)} // validated by defaults
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	errc := make(chan error, 1)
+	e := &echoer{c: c, t: t, id: uint16(rand.Uint32()), tag: rand.Uint64()}
+	defer e.close()
+	// the first socket of each family is opened before any probe: an error here (say, no
+	// CAP_NET_RAW) is the caller's to retry
+	for _, a := range addrs {
+		if _, err := e.conn(a.IP.To4() == nil); err != nil {
+			return err
+		}
+	}
 	for seq := uint64(0); ; seq++ {
 		ti := int(seq % uint64(len(c.Targets)))
-		sent := time.Now()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := icmpOnce(ctx, c, t, seq, c.Targets[ti], addrs[ti]); err != nil {
-				select {
-				case errc <- err:
-				default:
-				}
-			}
-		}()
-		// an error: the socket cannot be opened (say, no CAP_NET_RAW): the caller retries
-		if ok, err := s.wait(ctx, sent, errc); !ok {
+		sent := e.send(seq, c.Targets[ti], addrs[ti])
+		if ok, err := s.wait(ctx, sent, nil); !ok {
 			return err
 		}
 	}
 }
 
-// icmpOnce sends probe id and waits for its answer, at most Timeout.
-func icmpOnce(ctx context.Context, c Config, t *tracker, id uint64, target string, addr *net.IPAddr) error {
-	p := probing.New(target)
-	p.SetIPAddr(addr)
-	p.SetPrivileged(true) // raw socket: unprivileged ICMP is off on routers as here
-	p.RecordRtts, p.RecordTTLs = false, false
-	p.Count = 1
-	p.Timeout = c.Timeout
-	p.Interval = c.Timeout // never a second send
-	p.Source = c.Source
-	p.InterfaceName = c.Interface
-	if c.Mark != 0 {
-		p.SetMark(uint(c.Mark))
-	}
-	p.SetLogger(probing.NoopLogger{})
-	sent := false
-	p.OnSend = func(*probing.Packet) { sent = true; t.sent(id, target, time.Now()) }
-	p.OnRecv = func(pkt *probing.Packet) { t.answered(id, pkt.Rtt) }
-	// A send that fails (the interface is gone, no route) is a lost probe at once: pro-bing
-	// calls OnSend only for probes that left, so without this a dead link would report
-	// nothing at all instead of losses.
-	p.OnSendError = func(*probing.Packet, error) { sent = true; t.failed(target, time.Now()) }
-	err := p.RunWithContext(ctx)
-	if err != nil && ctx.Err() == nil && !sent {
-		t.failed(target, time.Now())
-		return fmt.Errorf("probe %s: %w", target, err)
-	}
-	return nil
+// echoer is runICMP's sockets, at most one per family (index 0: IPv4, 1: IPv6).
+type echoer struct {
+	c     Config
+	t     *tracker
+	id    uint16 // the echo identifier of this prober's requests
+	tag   uint64 // in every payload, with the probe's id: a reply to another prober is ignored
+	conns [2]*echoConn
+	wg    sync.WaitGroup
 }
 
-// ---- TCP connect and HTTP ---------------------------------------------------------------------
+type echoConn struct {
+	pc     *net.IPConn
+	broken atomic.Bool // its reader stopped: open another
+}
 
-// runConnect probes with TCP connects, or HTTP GETs over connections made the same way (bound
-// to the transport, a fresh connection per probe so each one measures the path).
-func runConnect(ctx context.Context, c Config, t *tracker, s *schedule) error {
-	d := net.Dialer{Timeout: c.Timeout, Control: func(network, address string, rc syscall.RawConn) error {
+// echoPayload is the data of every request: tag, probe id.
+const echoPayload = 16
+
+func (e *echoer) conn(v6 bool) (*echoConn, error) {
+	f := 0
+	if v6 {
+		f = 1
+	}
+	if ec := e.conns[f]; ec != nil && !ec.broken.Load() {
+		return ec, nil
+	}
+	if e.conns[f] != nil {
+		e.conns[f].pc.Close()
+		e.conns[f] = nil
+	}
+	network, laddr := "ip4:icmp", "0.0.0.0"
+	if v6 {
+		network, laddr = "ip6:ipv6-icmp", "::"
+	}
+	if e.c.Source != "" {
+		laddr = e.c.Source
+	}
+	lc := net.ListenConfig{Control: bindControl(e.c)}
+	pc, err := lc.ListenPacket(context.Background(), network, laddr)
+	if err != nil {
+		return nil, fmt.Errorf("probe: icmp socket: %w", err)
+	}
+	ipc := pc.(*net.IPConn)
+	if v6 {
+		err = ipv6.NewPacketConn(ipc).SetBPF(echoFilter(e.id, true))
+	} else {
+		err = ipv4.NewPacketConn(ipc).SetBPF(echoFilter(e.id, false))
+	}
+	if err != nil {
+		ipc.Close()
+		return nil, fmt.Errorf("probe: icmp socket filter: %w", err)
+	}
+	ec := &echoConn{pc: ipc}
+	e.conns[f] = ec
+	e.wg.Add(1)
+	go e.read(ec, v6)
+	return ec, nil
+}
+
+// echoFilter is the kernel filter of a socket: it passes only echo replies with identifier id,
+// so that a raw socket (which gets a copy of every ICMP packet of the namespace) wakes its reader
+// only for its own answers. An IPv4 raw socket's filter sees the IP header first, an IPv6 one's
+// the ICMPv6 header.
+func echoFilter(id uint16, v6 bool) []bpf.RawInstruction {
+	skipIP, reply := bpf.Instruction(bpf.LoadMemShift{Off: 0}), uint32(ipv4.ICMPTypeEchoReply) // X = the IP header's length
+	if v6 {
+		skipIP, reply = bpf.LoadConstant{Dst: bpf.RegX, Val: 0}, uint32(ipv6.ICMPTypeEchoReply)
+	}
+	raw, err := bpf.Assemble([]bpf.Instruction{
+		skipIP,
+		bpf.LoadIndirect{Off: 0, Size: 1}, // type
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: reply, SkipTrue: 3},
+		bpf.LoadIndirect{Off: 4, Size: 2}, // identifier
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(id), SkipTrue: 1},
+		bpf.RetConstant{Val: 1 << 16},
+		bpf.RetConstant{Val: 0},
+	})
+	if err != nil {
+		panic(err) // a constant program: found by every test
+	}
+	return raw
+}
+
+// send sends probe seq to target and returns when it went; a probe that cannot be sent is lost
+// at once (nothing can answer it), and its socket is opened again for the next one.
+func (e *echoer) send(seq uint64, target string, addr *net.IPAddr) time.Time {
+	v6 := addr.IP.To4() == nil
+	ec, err := e.conn(v6)
+	if err != nil {
+		now := time.Now()
+		e.t.failed(target, now)
+		return now
+	}
+	typ := icmp.Type(ipv4.ICMPTypeEcho)
+	if v6 {
+		typ = ipv6.ICMPTypeEchoRequest
+	}
+	data := make([]byte, echoPayload)
+	binary.BigEndian.PutUint64(data, e.tag)
+	binary.BigEndian.PutUint64(data[8:], seq)
+	b, err := (&icmp.Message{Type: typ, Body: &icmp.Echo{ID: int(e.id), Seq: int(uint16(seq)), Data: data}}).Marshal(nil)
+	if err != nil {
+		panic(err) // an echo request always marshals
+	}
+	now := time.Now()
+	e.t.sent(seq, target, now) // before the send: the answer may come before WriteTo returns
+	if _, err := ec.pc.WriteTo(b, addr); err != nil {
+		e.t.unsent(seq)
+		e.t.failed(target, now)
+		ec.broken.Store(true)
+		ec.pc.Close()
+	}
+	return now
+}
+
+// read hands every answer on ec to the tracker until ec is closed.
+func (e *echoer) read(ec *echoConn, v6 bool) {
+	defer e.wg.Done()
+	defer ec.broken.Store(true)
+	proto := 1 // ICMP
+	if v6 {
+		proto = 58
+	}
+	buf := make([]byte, 1500)
+	for {
+		n, _, err := ec.pc.ReadFrom(buf)
+		at := time.Now()
+		if err != nil {
+			return // closed, or a socket error: the next send opens another
+		}
+		m, err := icmp.ParseMessage(proto, buf[:n])
+		if err != nil {
+			continue
+		}
+		if echo, ok := m.Body.(*icmp.Echo); ok && echo.ID == int(e.id) && len(echo.Data) >= echoPayload &&
+			binary.BigEndian.Uint64(echo.Data) == e.tag {
+			e.t.answered(binary.BigEndian.Uint64(echo.Data[8:]), at)
+		}
+	}
+}
+
+func (e *echoer) close() {
+	for _, ec := range e.conns {
+		if ec != nil {
+			ec.pc.Close()
+		}
+	}
+	e.wg.Wait()
+}
+
+// bindControl binds a socket to the transport: its policy-routing mark and its interface.
+func bindControl(c Config) func(network, address string, rc syscall.RawConn) error {
+	return func(network, address string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
 			if c.Mark != 0 {
@@ -514,7 +644,15 @@ func runConnect(ctx context.Context, c Config, t *tracker, s *schedule) error {
 			return err
 		}
 		return serr
-	}}
+	}
+}
+
+// ---- TCP connect and HTTP ---------------------------------------------------------------------
+
+// runConnect probes with TCP connects, or HTTP GETs over connections made the same way (bound
+// to the transport, a fresh connection per probe so each one measures the path).
+func runConnect(ctx context.Context, c Config, t *tracker, s *schedule) error {
+	d := net.Dialer{Timeout: c.Timeout, Control: bindControl(c)}
 	if c.Source != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(c.Source)}
 	}
@@ -552,7 +690,7 @@ func runConnect(ctx context.Context, c Config, t *tracker, s *schedule) error {
 		go func() {
 			defer wg.Done()
 			if probe(target) {
-				t.answered(seq, time.Since(start))
+				t.answered(seq, time.Now())
 			}
 		}()
 		if ok, _ := s.wait(ctx, start, nil); !ok {

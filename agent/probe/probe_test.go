@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/bpf"
+
 	"github.com/edgewan/edgewan/agent/internal/netlab"
 )
 
@@ -344,7 +346,7 @@ func TestHTTPProbe(t *testing.T) {
 }
 
 // The transport's own interface going down makes sends fail: those probes are lost at once
-// (pro-bing reports only probes that left, so they must not vanish without a result).
+// (the failed sends are reported as lost, so they must not vanish without a result).
 func TestICMPInterfaceDown(t *testing.T) {
 	lab := netlab.New(t, netlab.Spec{Transports: 1})
 	w := lab.WANs[0]
@@ -438,5 +440,72 @@ func TestPace(t *testing.T) {
 	// plus the normal rate: over about 1.5 s, fewer than 30 + 5 + 8 + slack
 	if extra := n - before; extra > 50 {
 		t.Errorf("%d probes in %v: over the budget", extra, time.Since(start))
+	}
+}
+
+// The socket filter passes echo replies with the prober's identifier only, past an IPv4
+// header of any length (options) or straight at the ICMPv6 header.
+func TestEchoFilter(t *testing.T) {
+	const id = 0xbeef
+	echo := func(typ byte, ident uint16) []byte {
+		return []byte{typ, 0, 0, 0, byte(ident >> 8), byte(ident), 0, 1, 't', 'a', 'g'}
+	}
+	ip4 := func(ihl int, icmp []byte) []byte {
+		h := make([]byte, 4*ihl)
+		h[0] = 0x40 | byte(ihl)
+		h[9] = 1
+		return append(h, icmp...)
+	}
+	for _, c := range []struct {
+		name string
+		v6   bool
+		pkt  []byte
+		pass bool
+	}{
+		{"v4 reply", false, ip4(5, echo(0, id)), true},
+		{"v4 reply, IP options", false, ip4(7, echo(0, id)), true},
+		{"v4 reply to another prober", false, ip4(5, echo(0, id+1)), false},
+		{"v4 request", false, ip4(5, echo(8, id)), false},
+		{"v4 unreachable", false, ip4(5, echo(3, id)), false},
+		{"v6 reply", true, echo(129, id), true},
+		{"v6 reply to another prober", true, echo(129, 1), false},
+		{"v6 request", true, echo(128, id), false},
+		{"v4 reply on the v6 filter", true, echo(0, id), false},
+		{"truncated", false, ip4(5, []byte{0, 0}), false},
+	} {
+		prog, ok := bpf.Disassemble(echoFilter(id, c.v6))
+		if !ok {
+			t.Fatal("the filter does not disassemble")
+		}
+		vm, err := bpf.NewVM(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := vm.Run(c.pkt)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if (n > 0) != c.pass {
+			t.Errorf("%s: the filter keeps %d bytes, want pass=%v", c.name, n, c.pass)
+		}
+	}
+}
+
+// ICMPv6 echo through the same socket code: the branch namespace's kernel answers ::1 (and
+// 127.0.0.1 alongside, the two families probed in turn from one prober).
+func TestICMPv6Loopback(t *testing.T) {
+	lab := netlab.New(t, netlab.Spec{Transports: 1})
+	rs := runChild(t, lab, Config{Targets: []string{"::1", "127.0.0.1"}, Interval: 20 * time.Millisecond, Timeout: 400 * time.Millisecond}, 10)
+	if a, l := finals(rs); a != 10 || l != 0 {
+		t.Fatalf("answered %d lost %d of 10", a, l)
+	}
+	per := map[string]int{}
+	for _, r := range rs {
+		if r.Final() {
+			per[r.Target]++
+		}
+	}
+	if per["::1"] != 5 || per["127.0.0.1"] != 5 {
+		t.Fatalf("answers per target: %v", per)
 	}
 }

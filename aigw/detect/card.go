@@ -17,9 +17,11 @@ var cardContext = &contextRule{
 		"card number", "card no", "payment", "pay with", "charge", "kreditkarte", "carte", "tarjeta",
 		"carta", "cartão"),
 	neg: newKeywords("order", "invoice", "tracking", "ref", "reference", "isbn", "serial", "sku",
-		"imei", "account id", "customer id", "transaction id", "ticket"),
+		"imei", "account id", "customer id", "transaction id", "ticket",
+		// Loyalty and membership numbers are card-shaped and may pass Luhn: "CLUBCARD 6340 ...".
+		"clubcard", "loyalty", "membership", "member", "rewards", "points card", "library card"),
 	boost:   0.08,
-	penalty: 0.25,
+	penalty: 0.3, // an oddly grouped number (0.75) after such a word is not reported
 }
 
 // cardBrand returns the brand of a card number from its issuer prefix and length, or "".

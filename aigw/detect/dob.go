@@ -55,6 +55,9 @@ func validDate(y, m, d int) bool {
 	if y < 1900 || y > 2029 || m < 1 || m > 12 || d < 1 {
 		return false
 	}
+	if y == 1900 && m == 1 && d == 1 {
+		return false // the default date of systems and forms ("DOB: 1900-01-01"), no birth date
+	}
 	days := [13]int{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[m]
 	if m == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
 		days = 29

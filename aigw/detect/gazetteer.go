@@ -45,6 +45,7 @@ const (
 	gzAmbiguous             // a name that is also a common word ("Will", "May", "Grace")
 	gzProbable              // not in the gazetteer, but the name model says it looks like a name
 	gzWord                  // not in the gazetteer, and an ordinary word of the model's word set
+	gzPlace                 // with gzNotName: a place ("Albuquerque"), which is also a family name
 )
 
 var (
@@ -87,7 +88,7 @@ func loadGazetteer() {
 		for _, f := range []struct {
 			file string
 			flag uint8
-		}{{"first_names.txt", gzFirst}, {"last_names.txt", gzLast}, {"not_names.txt", gzNotName}, {"places.txt", gzNotName}} {
+		}{{"first_names.txt", gzFirst}, {"last_names.txt", gzLast}, {"not_names.txt", gzNotName}, {"places.txt", gzNotName | gzPlace}} {
 			b, err := gazetteerFS.ReadFile("gazetteer/" + f.file)
 			if err != nil {
 				panic("detect: embedded gazetteer missing: " + err.Error()) // build-time invariant

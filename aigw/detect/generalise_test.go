@@ -59,9 +59,9 @@ func TestGeneralisation(t *testing.T) {
 	}
 }
 
-// TestRealistic scores the shipped engine on seven hand-written sets, each written and committed
+// TestRealistic scores the shipped engine on eight hand-written sets, each written and committed
 // before the detector was first run on it: set 1 before issue 11's work, sets 2-7 on 2026-11-24
-// after successive rounds of work. The causes of sets 1-3's errors were then fixed by general
+// after successive rounds of work (set 8 too). The causes of sets 1-3's errors were then fixed by general
 // rules, set 4's errors were listed in the issue, and the name rescorer (namerescore.go) is
 // trained on sets 1-4, so their figures here are training figures (docs/benchmarks.md has
 // their leave-one-set-out figures). Set 5 was written before the rescorer and is the blind set:
@@ -71,7 +71,9 @@ func TestGeneralisation(t *testing.T) {
 // blind to errors but not to the kinds of layout.
 // Set 7 (quoted e-mails, git logs, contracts, discharge summaries, configs, SMS, court lists,
 // citations, invoices, nine languages, OCR noise) was written by another helper before any of
-// its changes and never prints its errors either.
+// its changes and never prints its errors either. Set 8 (chat exports, Slack JSON, pasted
+// sheets, voice transcripts, ads, manifests, vCard/GEDCOM, non-Latin scripts) was written by
+// detect4 before any of its changes, committed alone, and never prints its errors either.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -87,9 +89,10 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout5.txt", realistic5MinF2, realistic5MinPrecision, 1},
 		{"testdata/realistic_holdout6.txt", realistic6MinF2, realistic6MinPrecision, 1},
 		{"testdata/realistic_holdout7.txt", realistic7MinF2, realistic7MinPrecision, 1},
+		{"testdata/realistic_holdout8.txt", realistic8MinF2, realistic8MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -132,18 +135,20 @@ func checkTargets(t *testing.T, per map[string]*typeScore, total typeScore, minF
 const (
 	realisticMinF2         = 0.92 // measured 0.938, later 0.987 (with and without the name rescorer)
 	realisticMinPrecision  = 0.94 // measured 0.955, later 0.978
-	realistic2MinF2        = 0.92 // first run 0.870 (P 0.883); 0.904 before the rescorer, 0.937 with it (trained on it)
+	realistic2MinF2        = 0.92 // first run 0.870 (P 0.883); 0.904 before the rescorer, 0.937 with it (trained on it); 0.964 later
 	realistic2MinPrecision = 0.94 // first run 0.883; 0.940 before the rescorer, 0.951 with it
 	realistic3MinF2        = 0.86 // first run 0.744; 0.830 before the rescorer, 0.879 with it (trained on it)
 	realistic3MinPrecision = 0.94 // first run 0.840; 0.927 before the rescorer, 0.953 with it
 	realistic4MinF2        = 0.89 // first run 0.837; 0.847 before the rescorer, 0.909 with it (trained on it)
 	realistic4MinPrecision = 0.90 // first run 0.887; 0.889 before the rescorer, 0.918 with it
-	realistic5MinF2        = 0.83 // first run 0.778 (P 0.934, R 0.747), 0.783 with the rescorer, 0.794 with layout.go, 0.840 with detect3's rules (blind)
-	realistic5MinPrecision = 0.93 // first run 0.934, 0.934 with the rescorer, 0.935 with layout.go, 0.946 with detect3's rules (blind)
-	realistic6MinF2        = 0.83 // first run 0.713 (P 0.905, R 0.677); 0.828 with layout.go, 0.837 with detect3's rules (errors never printed)
+	realistic5MinF2        = 0.84 // first run 0.778 (P 0.934, R 0.747), 0.783 with the rescorer, 0.794 with layout.go, 0.840 with detect3's rules, 0.851 with detect4's (blind)
+	realistic5MinPrecision = 0.94 // first run 0.934, 0.934 with the rescorer, 0.935 with layout.go, 0.946 with detect3's rules, 0.953 with detect4's (blind)
+	realistic6MinF2        = 0.83 // first run 0.713 (P 0.905, R 0.677); 0.828 with layout.go, 0.837 with detect3's rules, 0.845 with detect4's (errors never printed)
 	realistic6MinPrecision = 0.91 // first run 0.905; 0.920 with layout.go, 0.920 with detect3's rules
-	realistic7MinF2        = 0.85 // first run 0.839 (P 0.914, R 0.822); 0.862 with detect3's rules (its author's; errors never printed)
-	realistic7MinPrecision = 0.93 // first run 0.914; 0.940 with detect3's rules
+	realistic7MinF2        = 0.87 // first run 0.839 (P 0.914, R 0.822); 0.862 with detect3's rules (its author's; errors never printed), 0.890 with detect4's
+	realistic7MinPrecision = 0.94 // first run 0.914; 0.940 with detect3's rules, 0.950 with detect4's
+	realistic8MinF2        = 0.82 // first run 0.838 (P 0.938, R 0.816; detect4, errors never printed); 0.838 with detect4's rules
+	realistic8MinPrecision = 0.92 // first run 0.938; 0.938 with detect4's rules
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].

@@ -39,7 +39,7 @@ func (d nameDetector) layoutSpan(text string, s int) int {
 	if end < 0 || end < len(text) && isLetterAt(text, end) {
 		return -1
 	}
-	if speakerSlot(text, s, end) || n >= 1 && listSlot(text, s, end) {
+	if speakerSlot(text, s, end) || n >= 1 && (listSlot(text, s, end) || caps && nameLine(text, s, end)) {
 		return end
 	}
 	if headerHas(paddedCellHeader(text, s, end), nameHeaders) {
@@ -328,4 +328,15 @@ func (d nameDetector) layoutWordOK(w string) bool {
 		}
 		w = w[k+1:]
 	}
+}
+
+// nameLine reports whether the capitals text[s:e] (two or three name-like words) fill a line of
+// their own, the first not an ambiguous name: the name line of a CV, a label or a prescription
+// ("ADEBOLA OGUNLEYE"). Headings are ordinary words ("ANNUAL REPORT") or start with an
+// ambiguous name ("GRACE CHURCH"). layoutPending already holds such a line.
+func nameLine(text string, s, e int) bool {
+	if s > 0 && text[s-1] != '\n' || e < len(text) && text[e] != '\n' && text[e] != '\r' {
+		return false
+	}
+	return nameFlags(text[s:wordEnd(text, s)])&gzAmbiguous == 0
 }

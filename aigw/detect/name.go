@@ -55,6 +55,7 @@ const (
 	nameProbableLLR = 0.0
 
 	nameFirstProbableScore = 0.75 // known given name + probable name
+	nameCitationScore      = 0.7  // family name, comma, initials: "Okafor, C."
 	nameProbableLastScore  = 0.6  // probable name + known family name
 	nameBothProbableScore  = 0.55 // two or more probable names: "Thandiwe Mbeki"
 	nameProbableOnlyScore  = 0.25
@@ -344,10 +345,19 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		we, stop = stripPossessive(text, p, we)
 		f := d.flags(text[p:we])
 		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 &&
-			!(f&gzProbable != 0 && strongCue(text, words[0].s)) {
+			!(f&gzWord == 0 && strongCue(text, words[0].s)) {
 			// "Jakob Stevenson Blocked": an unknown word after a family name starts something
-			// else; but after a cue, name-like words may follow a family name written first
-			// ("Patient: Nguyễn Thị Lan", "Név: Kovács Anna").
+			// else; but after a cue, a word that is not an ordinary word may follow a family name
+			// written first ("Patient: Nguyễn Thị Lan", "Név: Kovács Anna", "Tenant: Chen
+			// Xiaoling", where the model does not find "Xiaoling" name-like).
+			break
+		}
+		if f&gzNotName != 0 && f&gzPlace != 0 && (n == 1 || n == 2 && greetingWord(text[words[0].s:words[0].e])) &&
+			d.placeSurname(text, words[n-1], p, we) {
+			// "Olá Thiago Albuquerque,": many family names are places.
+			words[n] = nameWord{p, we, f&^(gzNotName|gzPlace) | gzLast}
+			n++
+			j = we
 			break
 		}
 		if f&gzNotName != 0 {
@@ -398,14 +408,42 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	}
 	n = m
 	start, end := words[0].s, words[n-1].e
+	// A family name written first before initials, as author lists and indexes write it:
+	// "Okafor, C.", "Lee, J. K.", "Wang, X.Y.". Not a known given name alone ("Anna, I. think").
+	cite, inverted := false, -1
+	if !titled && words[0].flags&gzFirst != 0 && words[0].flags&gzAmbiguous == 0 {
+		inverted = d.capsFamilyBefore(text, words[0].s)
+	}
+	if fw := words[0].flags; n == 1 && !stop && !titled && (fw&gzWord == 0 || fw&gzLast != 0) && (fw&gzFirst == 0 || fw&gzLast != 0) {
+		if ce, _ := citationScan(text, end); ce > 0 {
+			cite, end = true, ce
+		}
+	}
 	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n]) || precededByOrgLabel(text, start)) {
 		return 0, -1, 0
 	}
 	fw, lw := words[0].flags, words[n-1].flags
 	isF, isL := fw&gzFirst != 0, lw&gzLast != 0
 	pF, pL := fw&gzProbable != 0, lw&gzProbable != 0
+	if inverted >= 0 {
+		// "HALVORSEN, Ingrid M.": a trailing initial belongs to the name.
+		if end+2 < len(text) && text[end] == ' ' && isUpper(text[end+1]) && text[end+2] == '.' &&
+			(end+3 == len(text) || !isLetterAt(text, end+3)) {
+			end += 3
+		}
+		start = inverted
+	}
 	var score float64
 	switch {
+	case cite:
+		score = nameCitationScore
+	case inverted >= 0:
+		score = max(nameFirstProbableScore, func() float64 {
+			if isL || pL {
+				return nameFullScore
+			}
+			return 0
+		}())
 	case n >= 2 && isF && isL:
 		score = nameFullScore
 		if fw&gzAmbiguous != 0 && lw&gzAmbiguous != 0 {
@@ -615,7 +653,6 @@ func leadingWords(ws []nameWord) int {
 	return k
 }
 
-// noWords reports whether none of the words is an ordinary word.
 // greetingWord reports whether w is a one-word greeting of nameGreetings ("Olá", "Merhaba").
 func greetingWord(w string) bool {
 	var buf [16]byte
@@ -667,6 +704,7 @@ func allWords(ws []nameWord) bool {
 	return true
 }
 
+// noWords reports whether none of the words is an ordinary word.
 func noWords(ws []nameWord) bool {
 	for _, w := range ws {
 		if w.flags&gzWord != 0 && w.flags&(gzFirst|gzLast) == 0 {
@@ -1222,4 +1260,110 @@ func streetAbbrev(text string, s, e int) bool {
 		k--
 	}
 	return k < s-1 && isCapWord(text[k:s-1]) && !precededBy(text, s, nameGreetings) && !precededBy(text, s, nameWeak)
+}
+
+// citationScan returns the end of the initials after a family name that ends at e, written
+// first as in author lists ("Okafor, C.", "Lee, J. K.", "Wang, X.Y."), or -1. The initials must
+// be followed by a space, a line break or punctuation that ends the name; a lone "I." is the
+// pronoun. more reports that text ends before this is decided (SafePrefix must wait).
+func citationScan(text string, e int) (end int, more bool) {
+	end = -1
+	if e+1 >= len(text) {
+		return -1, e >= len(text) || text[e] == ','
+	}
+	if text[e] != ',' || text[e+1] != ' ' {
+		return -1, false
+	}
+	j, n := e+2, 0
+	for ; n < 3; n++ {
+		if j+1 >= len(text) {
+			return -1, true
+		}
+		if !isUpper(text[j]) || text[j+1] != '.' {
+			break
+		}
+		end, j = j+2, j+2
+		if j+1 < len(text) && text[j] == ' ' && isUpper(text[j+1]) {
+			if j+2 >= len(text) {
+				return -1, true
+			}
+			if text[j+2] == '.' {
+				j++
+			}
+		}
+	}
+	if end < 0 {
+		return -1, false
+	}
+	if end >= len(text) {
+		return end, true // a batch scan accepts it; a stream waits for the next byte
+	}
+	if strings.IndexByte(" ,;)\n\r\t", text[end]) < 0 || n == 1 && text[end-2] == 'I' {
+		return -1, false
+	}
+	return end, false
+}
+
+// capsFamilyBefore returns the start of a family name in capitals written first before the given
+// name starting at s, as records write it ("HALVORSEN, Ingrid M."), or -1: ", " ends just
+// before s, and the word before it is all capitals, name-like (lowerWordOK), not a known given
+// name and not an ordinary word, at the start of the text or after a space, '(' or a quote.
+func (d nameDetector) capsFamilyBefore(text string, s int) int {
+	if s < 4 || text[s-1] != ' ' || text[s-2] != ',' {
+		return -1
+	}
+	e := s - 2
+	b := e
+	for b > 0 && (isAlpha(text[b-1]) || text[b-1] >= utf8.RuneSelf || text[b-1] == '-' || text[b-1] == '\'') {
+		b--
+	}
+	if b > 0 && strings.IndexByte(" \t\n(\"'", text[b-1]) < 0 {
+		return -1
+	}
+	w := text[b:e]
+	if !allCaps(w) || !d.lowerWordOK(w) {
+		return -1
+	}
+	if f := nameFlags(w); f&gzLast == 0 && (f&gzFirst != 0 || d.modelFlags(w, -1e9) == gzWord) {
+		return -1
+	}
+	return b
+}
+
+// capsFamilyMayStart reports whether the all-capitals word text[cs:ce] may still turn out to be
+// a family name written first (capsFamilyBefore): ", " and a capitalised word follow it, and
+// that word is incomplete or a known given name. SafePrefix holds it until then.
+func (d nameDetector) capsFamilyMayStart(text string, cs, ce int) bool {
+	if ce >= len(text) {
+		return true
+	}
+	if text[ce] != ',' {
+		return false
+	}
+	if ce+2 >= len(text) {
+		return true
+	}
+	if text[ce+1] != ' ' || !isUpper(text[ce+2]) {
+		return false
+	}
+	ne := wordEnd(text, ce+2)
+	if !wordDone(text, ne) {
+		return true
+	}
+	f := nameFlags(text[ce+2 : ne])
+	return f&gzFirst != 0 && f&gzAmbiguous == 0
+}
+
+// placeSurname reports whether the place name text[p:we] is the family name of the unambiguous
+// known given name first before it: a title, an introducing phrase, a field label or a greeting
+// precedes the given name, and the name ends after the place (",", ".", a line break or the end).
+func (d nameDetector) placeSurname(text string, first nameWord, p, we int) bool {
+	if first.flags&gzFirst == 0 || first.flags&gzAmbiguous != 0 || first.e+1 != p {
+		return false
+	}
+	if we < len(text) && strings.IndexByte(",.\n\r", text[we]) < 0 {
+		return false
+	}
+	return titleBefore(text, first.s) || strongCue(text, first.s) ||
+		precededBy(text, first.s, nameGreetings) && closesGreeting(text, we)
 }

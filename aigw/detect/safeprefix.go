@@ -132,9 +132,10 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if !isCapWord(core) {
 		// All capitals ("API"): no street starts there, and a name only after a cue
 		// ("NAME: ANAHERA VIRTANEN").
+		// Nor a family name written first: "HALVORSEN, Ingrid".
 		return !allCaps(core) || !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) ||
 			precededBy(text, cs, nameMedium) || precededByLabel(text, cs) || precededByTitle(text, cs) ||
-			nameAnswer(text, cs) || e.names.layoutPending(text, cs))
+			nameAnswer(text, cs) || e.names.layoutPending(text, cs) || e.names.capsFamilyMayStart(text, cs, ce))
 	}
 	if numberMayFollow(text, ce) {
 		return false // "Damrak 80, 1012 LP Amsterdam": an address without a street type
@@ -297,6 +298,9 @@ func capRunClosed(text string, we int) bool {
 			return false
 		}
 		if c := text[we]; c == ',' || c == ';' || c == '\t' {
+			if _, more := citationScan(text, we); more {
+				return false // "Okafor, C." (name.go) is not decided yet
+			}
 			return emailDecided(text, we) // "Obinna Eze,o.eze@..." (a CSV row)
 		}
 		if text[we] == ':' {

@@ -24,8 +24,8 @@ func docEnv(t *testing.T, st *store.Store, keyFile string, o func(*gateway.Docum
 	})
 }
 
-// runWorker runs the service's background work until the test ends.
-func runWorker(t *testing.T, e *env) {
+// runWorker runs the service's background work until the test ends or stop is called.
+func runWorker(t *testing.T, e *env) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -33,7 +33,9 @@ func runWorker(t *testing.T, e *env) {
 		defer close(done)
 		e.svc.Run(ctx)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 func waitDoc(t *testing.T, e *env, id string) *gateway.Document {
@@ -80,11 +82,14 @@ func TestDocumentsSurviveRestart(t *testing.T) {
 		if err != nil || cd == nil || cd.Doc.ID != queued.ID {
 			t.Fatalf("claim: %+v %v", cd, err)
 		}
-		runWorker(t, other)
+		stopOther := runWorker(t, other)
 		d := waitDoc(t, other, lost.ID)
 		if d.Status != gateway.DocFailed || !strings.Contains(d.Reason, "cannot be read") {
 			t.Fatalf("the unreadable upload: status %s reason %q", d.Status, d.Reason)
 		}
+		// Stopped before the first is released: with the wrong key it would claim it and fail
+		// it as unreadable before the next controller got to it.
+		stopOther()
 
 		// The next controller with the right key resumes the first once the lease is released.
 		if err := st.Gateway().ReleaseDocument(ctx, queued.ID, cd.ClaimedUntil); err != nil {

@@ -255,23 +255,25 @@ func (b *Broker) Addr() string { return b.ln.Address() }
 // full, waiting for the bus's workers, which must keep running until Close returns. Only if
 // that takes longer than Options.DrainTimeout are they dropped (and counted); an agent's spool
 // still sends them again, as it keeps every record until the controller's watermark.
-func (b *Broker) Close() {
+func (b *Broker) Close() { b.Shutdown(context.Background()) }
+
+// Shutdown is Close with a deadline: the drain also gives up when ctx ends (the process's own
+// shutdown budget), whichever comes first with DrainTimeout.
+func (b *Broker) Shutdown(ctx context.Context) {
 	b.closeOne.Do(func() {
 		close(b.closing)
-		// A shutdown is not the agents' loss of their link: their wills ("offline") would mark
-		// every site offline, with events, while the engine still takes messages. A client that
-		// connects from now on drops its will in OnSessionEstablished.
-		for _, cl := range b.srv.Clients.GetAll() {
-			atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
-		}
 		drained := make(chan struct{})
 		go func() {
+			t := time.NewTimer(b.opts.DrainTimeout)
+			defer t.Stop()
 			select {
 			case <-drained:
-			case <-time.After(b.opts.DrainTimeout):
-				b.log.Warn("mqtt: closing the broker took too long; dropping the messages still waiting for a full queue", "timeout", b.opts.DrainTimeout)
-				close(b.abandon)
+				return
+			case <-t.C:
+			case <-ctx.Done():
 			}
+			b.log.Warn("mqtt: closing the broker took too long; dropping the messages still waiting for a full queue", "timeout", b.opts.DrainTimeout)
+			close(b.abandon)
 		}()
 		_ = b.srv.Close() // closes listeners and clients, waits for client goroutines
 		close(drained)
@@ -459,7 +461,7 @@ type hook struct {
 func (h *hook) ID() string { return "edgewan" }
 
 func (h *hook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnSessionEstablished, mochi.OnACLCheck, mochi.OnPublish, mochi.OnPacketRead, mochi.OnDisconnect}, []byte{b})
+	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnWill, mochi.OnACLCheck, mochi.OnPublish, mochi.OnPacketRead, mochi.OnDisconnect}, []byte{b})
 }
 
 // OnConnectAuthenticate admits a client whose username and password match, whose last will
@@ -502,20 +504,23 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 	return true
 }
 
+// OnWill drops a client's will while the broker closes: a shutdown is not the agents' loss of
+// their link, and their "offline" wills would mark every site offline, with events, while the
+// engine still takes messages. mochi publishes the will it gets back; an empty topic reaches no
+// subscriber and is not retained.
+func (h *hook) OnWill(_ *mochi.Client, will mochi.Will) (mochi.Will, error) {
+	select {
+	case <-h.b.closing:
+		return mochi.Will{}, nil
+	default:
+		return will, nil
+	}
+}
+
 // OnACLCheck holds agents to AgentAllowed, for publishes (write), subscription filters and each
 // delivery (read). A refusal also disconnects the client (MQTT 3.1.1 has no negative PUBACK;
 // closing the connection is what [MQTT-3.3.5-2] allows; a refused subscribe is treated the
 // same, as docs/telemetry.md says), which bounds how fast a misbehaving agent can try.
-// OnSessionEstablished drops the will of a client that got in while the broker began to close
-// (see Close); mochi adds the client to its list before calling this.
-func (h *hook) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
-	select {
-	case <-h.b.closing:
-		atomic.StoreUint32(&cl.Properties.Will.Flag, 0)
-	default:
-	}
-}
-
 func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	p, ok := h.b.principal(cl.Properties.Username)
 	if ok && (p.controller || agentAllowed(p.site, topic, write)) {

@@ -21,6 +21,7 @@ import (
 const (
 	DefaultNATSStream   = "EDGEWAN_IN"
 	DefaultNATSReplicas = 3
+	DefaultNATSInFlight = 64
 )
 
 // NATSOptions configure a NATSBus.
@@ -45,6 +46,10 @@ type NATSOptions struct {
 	// AckWait is how long a delivered message waits for its ack before it is delivered again:
 	// to the partition's next owner after a silent death, so it bounds the takeover; 0 means 5s.
 	AckWait time.Duration
+	// InFlight is how many messages of a partition the server hands out before their acks
+	// (the consumer's MaxAckPending); 0 means DefaultNATSInFlight. 1 costs a round trip and a
+	// wake-up per message.
+	InFlight int
 	// Owns, if set, is asked before each message: a partition whose lease is no longer valid
 	// gets its message back (NAK, redelivered to the next owner) instead of a handler call.
 	// controller/cluster's Member.Epoch fits.
@@ -129,6 +134,9 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 	}
 	if o.AckWait <= 0 {
 		o.AckWait = 5 * time.Second
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = DefaultNATSInFlight
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -305,12 +313,14 @@ func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration) bool {
 func (b *NATSBus) iterate(ctx context.Context, p int) (jetstream.MessagesContext, error) {
 	c, err := b.js.CreateOrUpdateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
 		Durable: "p" + strconv.Itoa(p), FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".>",
-		// One message in flight per partition: JetStream keeps stream order only then. With more,
-		// a message handed back (NAK while the lease moves) or left unacked by a dead owner comes
-		// again after later ones were handled, the engine drops it as an old sequence number,
-		// and the site's watermark then covers a report that was never stored (TestScaleOut saw
-		// 24 of 953 acknowledged reports lost that way). Throughput scales with partitions.
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: b.o.AckWait, MaxAckPending: 1,
+		// Several messages in flight: the server sends them in stream order and consume handles
+		// them one after the other, so a site's reports stay in order. Only a message handed
+		// back (NAK while the lease moves) or left unacked by a dead owner can come again after
+		// later ones; the engine then stores it as a hole filled late (the contiguous watermark
+		// waits for it), it is just not evaluated as current. With one in flight (before) each
+		// message cost an ack round trip and a wake-up: controller CPU per report rose as
+		// controllers shared the load.
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: b.o.AckWait, MaxAckPending: b.o.InFlight,
 		DeliverPolicy: jetstream.DeliverAllPolicy, Replicas: b.o.Replicas,
 	})
 	if err != nil {

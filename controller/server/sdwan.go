@@ -145,9 +145,9 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 // engine still runs: the broker first (mochi acknowledges a message before the bus sees it),
 // then the bus, which runs its queues. The NATS bus is left to the cluster member, whose leave
 // stops its partitions; a message it has not acknowledged is delivered again to the next owner.
-func (s *Server) closeIngress() {
+func (s *Server) closeIngress(ctx context.Context) {
 	if s.broker != nil {
-		s.broker.Close()
+		s.broker.Shutdown(ctx)
 	}
 	if _, isNATS := s.bus.(*mqtt.NATSBus); s.bus != nil && !isNATS {
 		s.bus.Close()
@@ -156,11 +156,11 @@ func (s *Server) closeIngress() {
 
 // closeSDWAN stops the bus, the broker and the sink (each may be nil after a failed start).
 func (s *Server) closeSDWAN() {
+	if s.broker != nil { // before the bus, see closeIngress
+		s.broker.Close()
+	}
 	if s.bus != nil {
 		s.bus.Close()
-	}
-	if s.broker != nil {
-		s.broker.Close()
 	}
 	if s.clusterDB != nil {
 		_ = s.clusterDB.Close()

@@ -460,8 +460,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	leaveCluster() // releases the leases: the other controllers take the sites over at once
 	<-clusterDone
-	s.closeIngress() // before the engine stops: what the broker acknowledged must reach it
-	stopEngine()     // saves the latest figures and flushes the time series
+	s.closeIngress(sctx) // before the engine stops: what the broker acknowledged must reach it
+	stopEngine()         // saves the latest figures and flushes the time series
 	<-engineDone
 	s.Gateway.Close() // commits the audit records of the requests just drained
 	s.stopBG()

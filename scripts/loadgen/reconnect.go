@@ -281,7 +281,9 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 				if rctx.Err() != nil {
 					return
 				}
-				if k := failureKind(err); k != "connection refused" {
+				// Refused connections and refused CONNECTs (after a completed handshake) cost no
+				// ticket; only a handshake that failed does.
+				if k := failureKind(err); k != "connection refused" && k != "CONNACK refused" {
 					failures = append(failures, fmt.Sprintf("%s %.2f s after the kill (%v)", k, time.Since(killAt).Seconds(), err))
 				}
 				fail(err, time.Now())

@@ -38,6 +38,10 @@ type Responder struct {
 
 	imp atomic.Pointer[Impairment]
 
+	// setAt is when Set last changed the impairment and firstAfter when the first request after
+	// it was received (unix ns; 0: none yet): a benchmark's fault phase against the probes.
+	setAt, firstAfter atomic.Int64
+
 	requests, replies, dropped, errors atomic.Uint64
 
 	done chan struct{} // closed by Close: pending delayed replies are abandoned
@@ -77,7 +81,20 @@ func (r *Responder) Set(imp Impairment) {
 	imp.Loss = min(max(imp.Loss, 0), 1)
 	imp.Delay = max(imp.Delay, 0)
 	imp.Jitter = max(imp.Jitter, 0)
+	r.firstAfter.Store(0)
+	r.setAt.Store(time.Now().UnixNano())
 	r.imp.Store(&imp)
+}
+
+// FirstRequestAfterSet returns how long after the last Set the first echo request was received
+// (the first one the new impairment applied to); false before any Set or before that request.
+// A benchmark that sets a fault at a random moment expects it uniform over the probe interval.
+func (r *Responder) FirstRequestAfterSet() (time.Duration, bool) {
+	set, first := r.setAt.Load(), r.firstAfter.Load()
+	if set == 0 || first == 0 {
+		return 0, false
+	}
+	return time.Duration(first - set), true
 }
 
 // Impairment returns the current impairment.
@@ -105,6 +122,7 @@ func (r *Responder) serve() {
 	buf := make([]byte, 65536)
 	for {
 		n, cm, src, err := r.p.ReadFrom(buf)
+		at := time.Now().UnixNano()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -131,6 +149,9 @@ func (r *Responder) serve() {
 		}
 		r.requests.Add(1)
 		imp := r.imp.Load()
+		if set := r.setAt.Load(); set != 0 && at >= set && r.firstAfter.Load() == 0 {
+			r.firstAfter.CompareAndSwap(0, at)
+		}
 		if imp.Loss > 0 && rand.Float64() < imp.Loss {
 			r.dropped.Add(1)
 			continue

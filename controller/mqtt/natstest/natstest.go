@@ -100,8 +100,8 @@ func (c *Cluster) Kill(t testing.TB, n int) {
 }
 
 // LameDuck stops node n (1..3) gracefully, as for maintenance (scripts/nats.sh lameduck): it
-// hands its Raft leaderships over at once, then closes its clients over 30 s and exits. It
-// returns at once.
+// hands its Raft leaderships over at once, then closes its clients over up to 30 s (at most
+// one a second) and exits. It returns at once; Restart waits for the old process to exit.
 func (c *Cluster) LameDuck(t testing.TB, n int) {
 	t.Helper()
 	if _, err := testserver.Run(nil, c.script, time.Minute, "lameduck", c.Dir, strconv.Itoa(n)); err != nil {
