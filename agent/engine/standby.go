@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -121,15 +120,7 @@ func (s *standby) dial(_ *url.URL, o paho.ClientOptions) (net.Conn, error) {
 	s.next++
 	s.dialed = i
 	s.mu.Unlock()
-	u := s.urls[i]
-	d := &net.Dialer{Timeout: o.ConnectTimeout}
-	switch u.Scheme {
-	case "mqtt", "tcp":
-		return d.Dial("tcp", u.Host)
-	case "ssl", "tls", "mqtts", "mqtt+ssl", "tcps":
-		return tls.DialWithDialer(d, "tcp", u.Host, o.TLSConfig)
-	}
-	return nil, errors.New("agent: unsupported broker URL scheme " + u.Scheme)
+	return dialNode(s.urls[i], o)
 }
 
 func (s *standby) wake() {
