@@ -283,7 +283,9 @@ func TestUplinkStandbyOnNATS(t *testing.T) {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	mu.Lock() // the subscriber reads x
 	x, err = NewUplink(creds, sp, log)
+	mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
