@@ -37,6 +37,10 @@ type Config struct {
 	Routing    Routing       `yaml:"routing"`
 	Enforce    *bool         `yaml:"enforce"` // apply routes, rules and qdiscs (default true); false: probe and report only
 	Steering   Steering      `yaml:"steering"`
+	// MQTTStandby: "auto" (default): on a NATS cluster (the claim's broker), keep a warm second
+	// connection to another node, so that a node's death costs no CONNECT before the next
+	// report; never on another broker. "off": none (one connection per agent).
+	MQTTStandby string `yaml:"mqtt_standby"`
 }
 
 // Steering is the local failover's hysteresis; keep it equal to the controller's
@@ -88,6 +92,8 @@ const (
 	MinDelayStep    = 50 * time.Millisecond
 	DefaultDown     = 3
 	DefaultSpoolMax = 64 << 20
+	StandbyAuto     = "auto" // mqtt_standby: a warm standby connection on NATS only
+	StandbyOff      = "off"
 )
 
 // Load reads the YAML file at path (unknown keys are an error: a typo must not pass silently).
@@ -171,6 +177,7 @@ func NewFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&v.Steering.HoldDown, "steering-hold-down", 0, "local failover hold-down (default 30s; keep equal to the controller's)")
 	fs.IntVar(&v.Steering.BreachAfter, "steering-breach-after", 0, "bad windows that breach an SLA locally, for windows without probe counts (default 3; with counts the SLA detector decides)")
 	fs.IntVar(&v.Steering.RecoverAfter, "steering-recover-after", 0, "good windows before a transport is used again (default 10)")
+	fs.StringVar(&v.MQTTStandby, "mqtt-standby", "", "auto (default): a warm standby broker connection to another node on a NATS cluster, none on other brokers; off: none")
 	fs.Var(&f.trans, "transport", "a transport: name=N,if=IFACE,gw=GATEWAY[,gw6=IPV6_GATEWAY],targets=IP+IP[,src=ADDR][,method=icmp|tcp|http] (repeatable; replaces the file's)")
 	return f
 }
@@ -193,6 +200,7 @@ func (f *Flags) Apply(c *Config) {
 	str("hostname", &c.Hostname, v.Hostname)
 	str("data-dir", &c.DataDir, v.DataDir)
 	str("metrics-listen", &c.MetricsListen, v.MetricsListen)
+	str("mqtt-standby", &c.MQTTStandby, v.MQTTStandby)
 	if set["window"] {
 		c.Window = v.Window
 	}
@@ -247,6 +255,13 @@ func (c *Config) Finish() error {
 	}
 	if err := checkDelayStep("probe", c.Probe.DelayStep, c.Probe.Timeout); err != nil {
 		return err
+	}
+	switch c.MQTTStandby {
+	case "":
+		c.MQTTStandby = StandbyAuto
+	case StandbyAuto, StandbyOff:
+	default:
+		return fmt.Errorf("mqtt_standby %q: auto or off", c.MQTTStandby)
 	}
 	if c.Enforce == nil {
 		t := true

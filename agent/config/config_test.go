@@ -57,8 +57,19 @@ transports:
 	if c = (&Config{}); c.Finish() != nil || c.Probe.DelayStep != 0 {
 		t.Fatalf("unset delay step: %+v", c.Probe)
 	}
-	if !*c.Enforce || c.Steering.HoldDown != 30*time.Second {
+	if !*c.Enforce || c.Steering.HoldDown != 30*time.Second || c.MQTTStandby != StandbyAuto {
 		t.Fatalf("defaults %+v", c)
+	}
+	// mqtt_standby: the file's value, the flag over it
+	fs = flag.NewFlagSet("x", flag.ContinueOnError)
+	f = NewFlags(fs)
+	if err := fs.Parse([]string{"--mqtt-standby", "off"}); err != nil {
+		t.Fatal(err)
+	}
+	c = &Config{MQTTStandby: StandbyAuto}
+	f.Apply(c)
+	if err := c.Finish(); err != nil || c.MQTTStandby != StandbyOff {
+		t.Fatalf("--mqtt-standby off: %v %q", err, c.MQTTStandby)
 	}
 }
 
@@ -79,6 +90,7 @@ func TestErrors(t *testing.T) {
 		{"probe: {delay_step: 600ms, timeout: 500ms}", "delay_step 600ms: want 50ms..500ms"},
 		{"transports: [{name: a, interface: e, delay_step: 2s}]", "transport a: delay_step 2s"},
 		{"transports: [{name: a, interface: e, delay_step: 20ms}]", "transport a: delay_step 20ms"},
+		{"mqtt_standby: on", `mqtt_standby "on": auto or off`},
 	} {
 		path := filepath.Join(t.TempDir(), "a.yaml")
 		_ = os.WriteFile(path, []byte(tc.yaml), 0o600)

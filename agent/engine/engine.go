@@ -131,7 +131,7 @@ func Run(ctx context.Context, o Options) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	e.up, err = newUplink(e, o.Creds)
+	e.up, err = newUplink(e, o.Creds, o.Config.MQTTStandby)
 	if err != nil {
 		e.stopMonitors()
 		return err

@@ -19,6 +19,9 @@ type metrics struct {
 	resent                 prometheus.Counter
 	pubackFallbacks        prometheus.Counter
 	connected              prometheus.Gauge
+	standby                prometheus.Gauge
+	standbyActivations     prometheus.Counter
+	standbyPublished       prometheus.Counter
 	verdictsRevoked        prometheus.Counter
 }
 
@@ -38,11 +41,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		pubackFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_puback_fallbacks_total",
 			Help: "Times the agent began deleting spooled records at the broker's PUBACK (no watermark from the controller within the grace: an older controller)."}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_connected", Help: "1 while connected to the broker."}),
+		standby:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_standby_connected", Help: "1 while the warm standby connection (NATS only) is up on another node."}),
+		standbyActivations: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_mqtt_standby_activations_total",
+			Help: "Times the primary broker connection dropped and the spool went out on the standby connection at once."}),
+		standbyPublished: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_mqtt_standby_published_total",
+			Help: "Spooled messages sent on the standby connection (at QoS 0) while the primary was down."}),
 		verdictsRevoked: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_dead_link_verdicts_revoked_total",
 			Help: "Dead-link verdicts withdrawn because their first unanswered probe was answered late (a delay step, not a dead link)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.pubackFallbacks, m.connected, m.verdictsRevoked)
+		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.pubackFallbacks, m.connected, m.standby, m.standbyActivations, m.standbyPublished, m.verdictsRevoked)
 	}
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
 	"github.com/edgewan/edgewan/telemetry"
 )
@@ -188,5 +190,200 @@ func TestUplinkOnNATS(t *testing.T) {
 	}
 	if len(retained) != 1 || retained[0] != telemetry.Topic(site, telemetry.KindStored) {
 		t.Errorf("retained messages %v; want only the controller's watermark", retained)
+	}
+}
+
+// With the warm standby connection (NATS only), the primary's loss moves the spool to the
+// standby at once: no CONNECT, so no wait on NATS's $MQTT_sess stream. The test makes the worst
+// case on a real 3-node cluster: the agent's primary is on the node that leads $MQTT_sess, and
+// that node is killed, so no CONNECT anywhere can succeed before the stream's election (4-9 s).
+// The next report must reach a live node while the primary is still down, sent on the standby;
+// the spool still deletes only at the watermark, the primary comes back and the standby stands
+// by again on another node.
+func TestUplinkStandbyOnNATS(t *testing.T) {
+	nc := natstest.Start(t)
+	mqttClient := func(node int, id string) paho.Client {
+		c := paho.NewClient(paho.NewClientOptions().AddBroker(nc.MQTTURLs[node]).SetClientID(id).
+			SetUsername(natstest.User).SetPassword(natstest.Password).SetCleanSession(true))
+		if tok := c.Connect(); !tok.WaitTimeout(wait) || tok.Error() != nil {
+			t.Fatalf("MQTT client on node %d: %v", node+1, tok.Error())
+		}
+		return c
+	}
+	natsConn := func(node int) *nats.Conn {
+		c, err := nats.Connect(nc.URLs[node], nats.UserInfo(natstest.User, natstest.Password))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// NATS creates its MQTT streams at the account's first MQTT connection.
+	first := mqttClient(0, "ctl-first")
+	first.Disconnect(100)
+	probe := natsConn(0)
+	js, _ := jetstream.New(probe)
+	jctx, jcancel := context.WithTimeout(context.Background(), wait)
+	defer jcancel()
+	sess, err := js.Stream(jctx, "$MQTT_sess")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := sess.Info(jctx)
+	if err != nil || info.Cluster == nil || len(info.Cluster.Leader) != 2 {
+		t.Fatalf("$MQTT_sess leader: %+v, %v", info, err)
+	}
+	probe.Close()
+	lead := int(info.Cluster.Leader[1] - '1') // server_name n1..n3 (scripts/nats.sh)
+	other := (lead + 1) % 3
+
+	conn := natsConn(other)
+	defer conn.Close()
+	const site, device = "site-s", "dev-s"
+	var mu sync.Mutex
+	type arrival struct {
+		primaryUp bool // the agent's primary connection was up when the report arrived
+	}
+	arrived := map[uint64]arrival{}
+	var x *Uplink
+	sub, err := conn.Subscribe("edgewan.in.*."+site+"."+telemetry.KindTelemetry, func(m *nats.Msg) {
+		var r telemetry.Report
+		if json.Unmarshal(m.Data, &r) != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := arrived[r.Seq]; !ok {
+			arrived[r.Seq] = arrival{primaryUp: x.Connected()}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctl := mqttClient(other, "ctl-test")
+	defer ctl.Disconnect(100)
+	stored := func(seq uint64) {
+		b, _ := json.Marshal(telemetry.Stored{V: telemetry.SchemaVersion, Site: site, Device: device, Seq: seq, Boot: "boot-1", Time: time.Now().UTC()})
+		if tok := ctl.Publish(telemetry.Topic(site, telemetry.KindStored), 1, true, b); !tok.WaitTimeout(wait) || tok.Error() != nil {
+			t.Fatalf("publishing the watermark: %v", tok.Error())
+		}
+	}
+
+	// The primary goes to the $MQTT_sess leader: before the first connection the nodes are
+	// dialed in the order given.
+	urls := []string{nc.MQTTURLs[lead], nc.MQTTURLs[other], nc.MQTTURLs[(lead+2)%3]}
+	creds := &claim.Credentials{Site: site, Device: device, MQTTURL: urls[0], MQTTURLs: urls,
+		Username: natstest.User, Password: natstest.Password, Broker: claim.BrokerNATS}
+	sp := openSpool(t, t.TempDir())
+	defer sp.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	mu.Lock() // the subscriber reads x
+	x, err = NewUplink(creds, sp, log)
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.u.sb.move = time.Second // the primary shares the standby's node: move it soon (15 s)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); x.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	reported := uint64(0)
+	report := func() uint64 {
+		x.Report(time.Now(), time.Second, []telemetry.TransportWindow{{Name: "mpls", Sent: 10}})
+		reported++
+		return reported
+	}
+	seen := func(seq uint64) func() bool {
+		return func() bool { mu.Lock(); defer mu.Unlock(); _, ok := arrived[seq]; return ok }
+	}
+
+	report()
+	waitUntil(t, "the first report on NATS", seen(1))
+	stored(1) // the controller speaks the watermark: reports go at QoS 0, the standby connects
+	waitUntil(t, "the standby connection up", x.StandbyUp)
+	waitUntil(t, "report 1 deleted at the watermark", func() bool { return sp.Stats().Records == 0 })
+	// Node indexes below are in urls (the agent's list).
+	if got := x.u.servers.current(); got != 0 {
+		t.Fatalf("primary on %s; want %s, the $MQTT_sess leader", urls[got], urls[0])
+	}
+	if n := x.u.sb.node.Load(); n == 0 {
+		t.Fatalf("standby on %s, the primary's node", urls[n])
+	}
+	report()
+	waitUntil(t, "report 2 on NATS", seen(2))
+	if n := x.StandbyPublished(); n != 0 {
+		t.Errorf("%v messages sent on the standby while the primary was up; want 0", n)
+	}
+
+	nc.Kill(t, lead+1)
+	waitUntil(t, "the primary's loss noticed", func() bool { return !x.Connected() })
+	next := report()
+	waitUntil(t, "the next report on a live node", seen(next))
+	mu.Lock()
+	if arrived[next].primaryUp {
+		t.Errorf("report %d arrived after the primary reconnected; want it sent at once on the standby", next)
+	}
+	mu.Unlock()
+	if x.StandbyPublished() < 1 || x.StandbyActivations() != 1 {
+		t.Errorf("standby: %v published, %v activations; want >= 1 and 1", x.StandbyPublished(), x.StandbyActivations())
+	}
+	// Sent at QoS 0 on the standby is not deleted until the watermark covers it.
+	if n := sp.Stats().Records; n != int(next-1) {
+		t.Errorf("spool holds %d records; want %d (those after the watermark)", n, next-1)
+	}
+	stored(next)
+	waitUntil(t, "the spool emptied by the watermark", func() bool { return sp.Stats().Records == 0 })
+
+	waitFor(t, 2*wait, "the primary back", func() bool { return x.Connected() && !x.OnStandby() })
+	waitFor(t, 2*wait, "the standby up again on another node", func() bool {
+		return x.StandbyUp() && int(x.u.sb.node.Load()) != x.u.servers.current()
+	})
+	after := x.StandbyPublished()
+	last := report()
+	waitUntil(t, "a report on the primary", seen(last))
+	if n := x.StandbyPublished(); n != after {
+		t.Errorf("%v messages sent on the standby with the primary back; want 0", n-after)
+	}
+	if n := x.PubackFallbacks(); n != 0 {
+		t.Errorf("fell back to deleting at PUBACK %v times", n)
+	}
+}
+
+// The warm standby exists only on NATS with at least 2 nodes, unless turned off: never on the
+// embedded broker or Mosquitto (one broker, and QoS 1 there).
+func TestStandbyOnlyOnNATS(t *testing.T) {
+	nodes := []string{"tcp://127.0.0.1:1", "tcp://127.0.0.1:2", "tcp://127.0.0.1:3"}
+	for _, tc := range []struct {
+		name   string
+		broker string
+		urls   []string
+		mode   string
+		want   bool
+	}{
+		{"nats, auto", claim.BrokerNATS, nodes, config.StandbyAuto, true},
+		{"nats, off", claim.BrokerNATS, nodes, config.StandbyOff, false},
+		{"nats, one node", claim.BrokerNATS, nodes[:1], config.StandbyAuto, false},
+		{"mqtt broker (embedded, Mosquitto)", "", nodes, config.StandbyAuto, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := openSpool(t, t.TempDir())
+			defer sp.Close()
+			e := &Engine{o: Options{Version: "test"}, m: newMetrics(nil), log: slog.New(slog.DiscardHandler), sp: sp}
+			creds := &claim.Credentials{Site: "s", Device: "d", MQTTURL: tc.urls[0], MQTTURLs: tc.urls, Broker: tc.broker}
+			u, err := newUplink(e, creds, tc.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := u.sb != nil; got != tc.want {
+				t.Errorf("standby %v; want %v", got, tc.want)
+			}
+		})
 	}
 }

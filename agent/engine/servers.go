@@ -89,19 +89,23 @@ func (s *servers) dial(_ *url.URL, o paho.ClientOptions) (net.Conn, error) {
 	s.mu.Unlock()
 	u := s.urls[i]
 	s.log.Debug("agent: dialing a broker node", "url", u.String())
-	d := &net.Dialer{Timeout: o.ConnectTimeout}
-	var c net.Conn
-	err := errors.New("agent: unsupported broker URL scheme " + u.Scheme)
-	switch u.Scheme {
-	case "mqtt", "tcp":
-		c, err = d.Dial("tcp", u.Host)
-	case "ssl", "tls", "mqtts", "mqtt+ssl", "tcps":
-		c, err = tls.DialWithDialer(d, "tcp", u.Host, o.TLSConfig)
-	}
+	c, err := dialNode(u, o)
 	if err != nil {
 		s.log.Debug("agent: dialing a broker node", "url", u.String(), "err", err)
 	}
 	return c, err
+}
+
+// dialNode opens a network connection to the broker node u, as paho's dialer would (TCP or TLS).
+func dialNode(u *url.URL, o paho.ClientOptions) (net.Conn, error) {
+	d := &net.Dialer{Timeout: o.ConnectTimeout}
+	switch u.Scheme {
+	case "mqtt", "tcp":
+		return d.Dial("tcp", u.Host)
+	case "ssl", "tls", "mqtts", "mqtt+ssl", "tcps":
+		return tls.DialWithDialer(d, "tcp", u.Host, o.TLSConfig)
+	}
+	return nil, errors.New("agent: unsupported broker URL scheme " + u.Scheme)
 }
 
 // connected records that the last dial's node accepted the connection, and returns its URL.
@@ -110,4 +114,11 @@ func (s *servers) connected() string {
 	defer s.mu.Unlock()
 	s.cur = s.dialed
 	return s.urls[s.cur].String()
+}
+
+// current is the node of the current or last connection (-1 before the first).
+func (s *servers) current() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
 }

@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/agent/spool"
 	"github.com/edgewan/edgewan/telemetry"
 )
@@ -31,7 +32,7 @@ func NewUplink(creds *claim.Credentials, sp *spool.Spool, log *slog.Logger) (*Up
 	e := &Engine{o: Options{Creds: creds, Version: "uplink"}, m: newMetrics(nil), log: log, sp: sp,
 		kick: make(chan struct{}, 1), events: make(chan telemetry.AgentEvent, 16),
 		monitors: map[string]*monitor{}, decisions: map[string]string{}, paths: map[string]string{}, acked: map[string]string{}}
-	u, err := newUplink(e, creds)
+	u, err := newUplink(e, creds, config.StandbyAuto)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +59,26 @@ func (x *Uplink) Report(now time.Time, window time.Duration, tws []telemetry.Tra
 
 // OnAccepted sets Options.OnAccepted (before Run).
 func (x *Uplink) OnAccepted(f func(at time.Time)) { x.e.o.OnAccepted = f }
+
+// SetStandby sets the warm standby connection's mode (config.StandbyAuto, the default, or StandbyOff;
+// config.Config.MQTTStandby); before Run.
+func (x *Uplink) SetStandby(mode string) {
+	if mode == config.StandbyOff {
+		x.u.sb = nil
+	}
+}
+
+// OnStandby reports whether the spool goes out on the standby connection now (the primary is down).
+func (x *Uplink) OnStandby() bool { return x.u.onStandby() }
+
+// StandbyPublished is how many spooled messages went out on the standby connection.
+func (x *Uplink) StandbyPublished() float64 { return counterOf(x.e.m.standbyPublished) }
+
+// StandbyActivations is how many times the spool moved to the standby connection.
+func (x *Uplink) StandbyActivations() float64 { return counterOf(x.e.m.standbyActivations) }
+
+// StandbyUp reports whether the standby connection is up.
+func (x *Uplink) StandbyUp() bool { return x.u.sb != nil && x.u.sb.up.Load() }
 
 // Watermark is the controller's last watermark for this device: what the spool has deleted.
 func (x *Uplink) Watermark() uint64 { return x.u.mark.Load() }

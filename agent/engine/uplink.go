@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,10 +55,17 @@ type uplink struct {
 	subAt  atomic.Int64 // UnixNano of its confirmed subscriptions; 0 until then
 	// ackedOn: the connAt of the last PUBACK (the first on each connection is logged)
 	ackedOn, markedOn atomic.Int64 // and of the last watermark heard
+	primaryAt         atomic.Int64 // the connAt of the primary's current or last connection
 	// storedOnly: the uplink alone (Uplink), with no engine to take policies and decisions
 	storedOnly bool
 	// nats: the broker is a NATS cluster (claim.BrokerNATS): see reportQoS.
 	nats bool
+	// sb: the warm standby connection (NATS only; nil: none), see standby.
+	sb *standby
+	// heard: per connection (its connAt; the standby's id), the highest watermark heard on it,
+	// for Options.OnAccepted only (accepted.covered).
+	heardMu sync.Mutex
+	heard   map[int64]uint64
 }
 
 // reportQoS is the QoS spooled records are published at now: 0 on NATS once the controller
@@ -145,7 +154,7 @@ const (
 	holeAfter = 15 * time.Second
 )
 
-func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
+func newUplink(e *Engine, creds *claim.Credentials, standbyMode string) (*uplink, error) {
 	u := &uplink{e: e, creds: creds, wakeC: make(chan struct{}, 1), lost: make(chan struct{}, 1), nats: creds.Broker == claim.BrokerNATS}
 	if creds.Broker != "" && !u.nats {
 		e.log.Warn("agent: unknown broker kind in the credentials; using it as an MQTT broker (QoS 1, retained status)", "broker", creds.Broker)
@@ -187,6 +196,7 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 		u.servers = s
 		opts.SetCustomOpenConnectionFn(u.servers.dial)
 	}
+	u.sb = newStandby(u, opts, standbyMode)
 	opts.SetOnConnectHandler(u.onConnect)
 	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		u.lostAt.Store(time.Now().UnixNano())
@@ -195,6 +205,11 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 		time.AfterFunc(decisionGrace, e.kickReconcile) // then the agent's own choices apply
 		e.log.Warn("agent: broker connection lost; reconnecting", "err", err)
 		e.kickReconcile() // a transport held down locally is left now, not after the grace
+		if u.sb != nil {
+			u.sb.activate()
+			u.sb.wake()
+		}
+		u.wake()
 		select {
 		case u.lost <- struct{}{}:
 		default:
@@ -208,6 +223,11 @@ func newUplink(e *Engine, creds *claim.Credentials) (*uplink, error) {
 // backoff (not at once: when a broker comes back, all its agents lost it together), until ctx
 // is done.
 func (u *uplink) connectLoop(ctx context.Context) {
+	if u.sb != nil { // owned here: it follows the primary's connection
+		done := make(chan struct{})
+		go func() { defer close(done); u.sb.loop(ctx) }()
+		defer func() { <-done }()
+	}
 	b := backoff.Reconnect() // full jitter, low cap: see package backoff
 	for {
 		select {
@@ -247,11 +267,24 @@ func (u *uplink) connectLoop(ctx context.Context) {
 
 func (u *uplink) connected() bool { return u.up.Load() }
 
+// onStandby reports whether the spool goes out on the standby connection (the primary is down).
+func (u *uplink) onStandby() bool { return u.sb != nil && u.sb.active.Load() }
+
+// client is the connection the spool goes out on: the primary, or the active standby.
+func (u *uplink) client() paho.Client {
+	if !u.connected() && u.onStandby() {
+		return u.sb.c
+	}
+	return u.c
+}
+
 func (u *uplink) onConnect(c paho.Client) {
 	e := u.e
-	handlers := map[string]func([]byte){telemetry.KindPolicy: e.onPolicy, telemetry.KindDecisions: e.onDecisions, telemetry.KindStored: u.onStored}
+	connAt := time.Now().UnixNano()
+	onStored := func(p []byte) { u.onStored(p, connAt) }
+	handlers := map[string]func([]byte){telemetry.KindPolicy: e.onPolicy, telemetry.KindDecisions: e.onDecisions, telemetry.KindStored: onStored}
 	if u.storedOnly {
-		handlers = map[string]func([]byte){telemetry.KindStored: u.onStored}
+		handlers = map[string]func([]byte){telemetry.KindStored: onStored}
 	}
 	filters := make(map[string]byte, len(handlers))
 	byTopic := make(map[string]func([]byte), len(handlers))
@@ -269,8 +302,14 @@ func (u *uplink) onConnect(c paho.Client) {
 		}
 	}
 	u.subAt.Store(0)
-	connAt := time.Now().UnixNano()
+	if u.sb != nil {
+		if u.sb.active.Swap(false) {
+			e.log.Info("agent: back on the primary broker connection; the standby stands by again")
+		}
+		u.sb.wake()
+	}
 	u.connAt.Store(connAt)
+	u.primaryAt.Store(connAt)
 	go u.subscribe(c, filters, on, connAt)
 	u.publishOnline()
 	u.resend.Store(true) // what the controller has not confirmed may be lost with the old connection
@@ -350,7 +389,10 @@ func (u *uplink) awaitWatermark(connAt int64, d time.Duration) bool {
 }
 
 // publishOnline publishes the agent's presence, retained, with the paths its classes use now.
-func (u *uplink) publishOnline() {
+func (u *uplink) publishOnline() { u.publishOnlineOn(u.c) }
+
+// publishOnlineOn publishes the agent's presence on the connection c.
+func (u *uplink) publishOnlineOn(c paho.Client) {
 	e := u.e
 	e.mu.Lock()
 	paths := make(map[string]string, len(e.paths))
@@ -361,7 +403,7 @@ func (u *uplink) publishOnline() {
 	online, _ := json.Marshal(telemetry.Status{V: telemetry.SchemaVersion, Device: u.creds.Device, State: "online",
 		Version: e.o.Version, Time: time.Now().UTC(), Paths: paths})
 	qos, retained := u.statusQoS()
-	u.c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), qos, retained, online)
+	c.Publish(telemetry.Topic(u.creds.Site, telemetry.KindStatus), qos, retained, online)
 }
 
 func (u *uplink) wake() {
@@ -383,8 +425,9 @@ func (u *uplink) deleteMode() string {
 	}
 }
 
-// onStored takes the controller's watermark: the spooled records it covers may go.
-func (u *uplink) onStored(payload []byte) {
+// onStored takes the controller's watermark, heard on the connection conn (the primary's
+// connAt, or the standby's id): the spooled records it covers may go.
+func (u *uplink) onStored(payload []byte, conn int64) {
 	var m telemetry.Stored
 	if len(payload) > telemetry.MaxPayload || json.Unmarshal(payload, &m) != nil || m.Site != u.creds.Site {
 		return
@@ -400,8 +443,23 @@ func (u *uplink) onStored(payload []byte) {
 	if m.Device != u.creds.Device {
 		return
 	}
-	if c := u.connAt.Load(); u.markedOn.Swap(c) != c {
+	if c := u.connAt.Load(); c == conn && u.markedOn.Swap(c) != c {
 		u.e.log.Debug("agent: first watermark on this connection", "after", time.Since(time.Unix(0, c)), "seq", m.Seq)
+	}
+	if u.e.o.OnAccepted != nil {
+		u.heardMu.Lock()
+		if u.heard == nil {
+			u.heard = map[int64]uint64{}
+		}
+		u.heard[conn] = max(u.heard[conn], m.Seq)
+		if len(u.heard) > 4 { // the primary's and the standby's current connections are enough
+			var sb int64
+			if u.sb != nil {
+				sb = u.sb.id.Load()
+			}
+			maps.DeleteFunc(u.heard, func(c int64, _ uint64) bool { return c != u.primaryAt.Load() && c != sb })
+		}
+		u.heardMu.Unlock()
 	}
 	if old, _ := u.boot.Load().(string); old != m.Boot {
 		u.boot.Store(m.Boot)
@@ -429,6 +487,7 @@ type sent struct {
 // list, as pending is cleared at each resend; kept only with a hook (tests).
 type accepted struct {
 	sent []sentOn
+	told map[uint64]bool // reports of sent already told
 }
 
 type sentOn struct {
@@ -448,26 +507,45 @@ func (a *accepted) add(u *uplink, recs []spool.Record, at, conn int64) {
 	}
 }
 
-// covered tells the hook of the reports up to w, sent on the connection the watermark came on
-// (markedOn), once each (the first send of a report on that connection); the others up to w
-// are forgotten.
+// covered tells the hook of the reports up to w sent on a connection that then heard a
+// watermark covering them (it stayed up from the send to the watermark), once each (the first
+// send of a report on that connection); the others up to w are forgotten.
 func (a *accepted) covered(u *uplink, w uint64) {
 	if u.e.o.OnAccepted == nil || len(a.sent) == 0 {
 		return
 	}
-	on := u.markedOn.Load()
-	told := map[uint64]bool{}
+	u.heardMu.Lock()
+	heard := maps.Clone(u.heard)
+	u.heardMu.Unlock()
+	if a.told == nil {
+		a.told = map[uint64]bool{}
+	}
 	keep := a.sent[:0]
 	for _, x := range a.sent { // in the order sent; resends put lower IDs after higher ones
 		switch {
 		case x.id > w:
 			keep = append(keep, x)
-		case x.conn == on && !told[x.id]:
-			told[x.id] = true
+		case a.told[x.id]:
+		case heard[x.conn] >= x.id:
+			a.told[x.id] = true
 			u.e.o.OnAccepted(time.Unix(0, x.at))
+		case u.live(x.conn) && time.Since(time.Unix(0, x.at)) < time.Minute:
+			// The watermark came on the other connection first (the primary and the standby
+			// both hear it); this one's copy may be on its way.
+			keep = append(keep, x)
 		}
 	}
 	a.sent = keep
+	ids := make(map[uint64]bool, len(keep))
+	for _, x := range keep {
+		ids[x.id] = true
+	}
+	maps.DeleteFunc(a.told, func(id uint64, _ bool) bool { return !ids[id] })
+}
+
+// live reports whether the connection conn (a connAt, or the standby's id) is up.
+func (u *uplink) live(conn int64) bool {
+	return (conn == u.primaryAt.Load() && u.connected()) || (u.sb != nil && conn == u.sb.id.Load() && u.sb.up.Load())
 }
 
 // held is the oldest spool sequence the agent may still send, for its reports (Held): below
@@ -537,7 +615,7 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			last, pending = 0, pending[:0]
 			u.marked.Store(time.Now().UnixNano())
 		}
-		if !u.connected() {
+		if !u.connected() && !u.onStandby() {
 			if !u.waitWake(ctx, time.Second) {
 				return
 			}
@@ -708,6 +786,10 @@ func (u *uplink) logMode(mode, was string) {
 // written them).
 func (u *uplink) publish(ctx context.Context, recs []spool.Record, qos byte) error {
 	toks := make([]paho.Token, 0, len(recs))
+	c := u.client()
+	if c != u.c {
+		qos = 0 // the standby is used only at QoS 0 (standby.usable)
+	}
 	for _, r := range recs {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -717,7 +799,7 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record, qos byte) err
 			continue // not ours: skip it (the watermark moves past it)
 		}
 		// copy: the spool reuses its buffer on the next Peek, paho writes asynchronously
-		toks = append(toks, u.c.Publish(telemetry.Topic(u.creds.Site, kind), qos, false, append([]byte(nil), payload...)))
+		toks = append(toks, c.Publish(telemetry.Topic(u.creds.Site, kind), qos, false, append([]byte(nil), payload...)))
 	}
 	deadline := time.NewTimer(publishTimeout)
 	defer deadline.Stop()
@@ -737,6 +819,9 @@ func (u *uplink) publish(ctx context.Context, recs []spool.Record, qos byte) err
 		}
 	}
 	u.e.m.published.Add(float64(len(toks)))
+	if c != u.c {
+		u.e.m.standbyPublished.Add(float64(len(toks)))
+	}
 	if qos == 1 && u.e.o.OnAccepted != nil {
 		now := time.Now()
 		for _, r := range recs {

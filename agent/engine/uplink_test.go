@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/agent/spool"
 	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/controller/tlsgen"
@@ -26,10 +27,16 @@ const wait = 30 * time.Second
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
+	waitFor(t, wait, what, cond)
+}
+
+// waitFor waits for cond at most d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", wait, what)
+			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronising on time
 	}
@@ -128,7 +135,7 @@ func startUplink(t *testing.T, c *controllerSide, sp *spool.Spool, grace time.Du
 	if testing.Verbose() {
 		e.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	u, err := newUplink(e, c.creds)
+	u, err := newUplink(e, c.creds, config.StandbyAuto)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
 )
@@ -208,6 +209,16 @@ func agentBroker() string {
 	return claim.BrokerNATS
 }
 
+// agentStandby is the tests' agents' warm standby connection mode: config.StandbyAuto (on, as
+// on NATS by default), or config.StandbyOff with EDGEWAN_TEST_AGENT_STANDBY=off, to compare the
+// two on one machine (docs/benchmarks.md).
+func agentStandby() string {
+	if os.Getenv("EDGEWAN_TEST_AGENT_STANDBY") == "off" {
+		return config.StandbyOff
+	}
+	return config.StandbyAuto
+}
+
 // drops counts, by error, the connections the agents lost after since (their first loss each).
 func (l *timeline) drops(since time.Time) map[string]int {
 	l.mu.Lock()
@@ -361,4 +372,20 @@ func natsErrors(dir string, nodes ...int) map[string]int {
 // the list per device).
 func sameNodes(a, b []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
+// natsLoad is what each node of the cluster holds now, from its /varz: client connections
+// (MQTT ones included) and resident memory, for the standby's cost (docs/scale-out.md,
+// capacity model).
+func natsLoad(nc *natstest.Cluster, nodes ...int) string {
+	var out []string
+	for _, n := range nodes {
+		l, err := nc.Varz(n)
+		if err != nil {
+			out = append(out, err.Error())
+			continue
+		}
+		out = append(out, fmt.Sprintf("n%d: %d connections, %.1f MiB RSS", n, l.Connections, float64(l.Mem)/(1<<20)))
+	}
+	return strings.Join(out, "; ")
 }

@@ -395,6 +395,7 @@ func startAgent(t *testing.T, creds *claim.Credentials, target string, log *time
 		cfg.Transports = append(cfg.Transports, config.Transport{Name: name, Interface: "lo", Method: "tcp",
 			ProbeTargets: []string{target}, Interval: 500 * time.Millisecond})
 	}
+	cfg.MQTTStandby = agentStandby()
 	if err := cfg.Finish(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,16 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/edgewan/edgewan/agent/claim"
+	"github.com/edgewan/edgewan/agent/config"
 	"github.com/edgewan/edgewan/agent/engine"
 	"github.com/edgewan/edgewan/agent/spool"
 	"github.com/edgewan/edgewan/controller/ingest"
@@ -284,6 +288,25 @@ func TestScaleOut(t *testing.T) {
 	}
 	t.Logf("controller kill: %d reports spooled, %d never evaluated", want, missing)
 
+	// The warm standby connections (on by default on NATS) are up before the node's death: each
+	// connects a random 0-3 s after its agent's first watermark, and again after the controller
+	// kill if it was on the primary's node.
+	if agentStandby() != config.StandbyOff {
+		standbys := func() int {
+			n := 0
+			for _, up := range fl.ups {
+				if up.StandbyUp() {
+					n++
+				}
+			}
+			return n
+		}
+		if !waitCond(30*time.Second, func() bool { return standbys() == len(fl.ups) }) {
+			t.Errorf("%d of %d agents' standby connections up before the node kill; want all", standbys(), len(fl.ups))
+		}
+	}
+	t.Logf("NATS nodes before the node kill (agents' standby %s): %s", agentStandby(), natsLoad(nc, 1, 2, 3))
+
 	// kill -9 of a broker node: every agent reports again (a report evaluated by a controller)
 	// within 5 s (the time is logged).
 	nodeKilledAt := time.Now()
@@ -314,6 +337,10 @@ func TestScaleOut(t *testing.T) {
 		return ok
 	})
 	acceptedMax, acceptedMedian := maxOf(accepted)
+	slowest := slices.SortedFunc(maps.Keys(accepted), func(a, b string) int { return cmp.Compare(accepted[b], accepted[a]) })
+	for _, id := range slowest[:min(3, len(slowest))] {
+		t.Logf("reported again after %v: %s (its standby: %v activations)", accepted[id].Round(time.Millisecond), id, fl.ups[id].StandbyActivations())
+	}
 	waitFor(t, 30*time.Second, "every agent reports again after a broker node died", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -329,6 +356,12 @@ func TestScaleOut(t *testing.T) {
 	t.Logf("kill -9 of a NATS node (agents' broker profile %q): every agent reported again (a report accepted by a live node) after %v (median %v; goal 5 s); every agent's report written (QoS 0) or PUBACKed (QoS 1) again after %v; every site evaluated by a controller again after %v",
 		agentBroker(), acceptedMax.Round(time.Millisecond), acceptedMedian.Round(time.Millisecond), sentAgain.Round(time.Millisecond), evaluatedAgain.Round(time.Millisecond))
 	logFailover(t, "failover phases of the agents whose node died", fl.log.failover(nodeKilledAt))
+	var activations, onStandby float64
+	for _, up := range fl.ups {
+		activations += up.StandbyActivations()
+		onStandby += up.StandbyPublished()
+	}
+	t.Logf("standby connections: %v agents moved to theirs at the node kill, %v messages sent on them", activations, onStandby)
 	t.Logf("connections the agents lost, by error: %v", fl.log.drops(nodeKilledAt))
 	t.Logf("the live NATS nodes' logs: %v", natsErrors(nc.Dir, 2, 3))
 	h.mu.Lock()
@@ -484,6 +517,7 @@ func startAgents(t *testing.T, ctx context.Context, nc *natstest.Cluster, ids []
 		if err != nil {
 			t.Fatal(err)
 		}
+		up.SetStandby(agentStandby())
 		up.SetHoleAfter(3 * time.Second) // three of the controllers' flush intervals (FlushEvery 1 s here)
 		up.OnAccepted(fl.acc.hook(id))
 		fl.ups[id], fl.spools[id] = up, sp

@@ -4,9 +4,11 @@ package natstest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +31,9 @@ type Cluster struct {
 	Dir      string
 	URLs     []string // nats://, one per node
 	MQTTURLs []string // tcp://, one per node
-	script   string
+	// MonitorURLs are the nodes' HTTP monitoring endpoints (http://, /varz /jsz /healthz).
+	MonitorURLs []string
+	script      string
 }
 
 // Start starts a cluster on free loopback ports with one user (User, Password), or fails t
@@ -72,6 +76,7 @@ func start(t testing.TB, env ...string) *Cluster {
 			p := base + 10*n
 			c.URLs = append(c.URLs, fmt.Sprintf("nats://127.0.0.1:%d", p))
 			c.MQTTURLs = append(c.MQTTURLs, fmt.Sprintf("tcp://127.0.0.1:%d", p+2))
+			c.MonitorURLs = append(c.MonitorURLs, fmt.Sprintf("http://127.0.0.1:%d", p+3))
 		}
 		t.Cleanup(func() {
 			if _, err := testserver.Run(nil, script, time.Minute, "stop", dir); err != nil {
@@ -122,6 +127,26 @@ func (c *Cluster) MQTTAuthFailures(t testing.TB, n int) int {
 		t.Fatalf("natstest: %v", err)
 	}
 	return bytes.Count(b, []byte("unable to connect: authentication error"))
+}
+
+// Load is what a node holds, from its /varz.
+type Load struct {
+	Connections int   `json:"connections"` // client connections, MQTT ones included
+	Mem         int64 `json:"mem"`         // resident memory, bytes
+}
+
+// Varz reads node n's (1..3) /varz.
+func (c *Cluster) Varz(n int) (Load, error) {
+	var l Load
+	resp, err := http.Get(c.MonitorURLs[n-1] + "/varz")
+	if err != nil {
+		return l, fmt.Errorf("natstest: varz of node %d: %w", n, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		return l, fmt.Errorf("natstest: varz of node %d: %w", n, err)
+	}
+	return l, nil
 }
 
 // freeRange returns a port p such that p..p+n look free (checked by listening on them). The
