@@ -6,6 +6,8 @@
 #
 #   scripts/bench-cluster.sh                       300 sites, 1 report/s, 3 transports (900 samples/s), 30 s per step
 #   SITES=1000 STEP_SECONDS=60 scripts/bench-cluster.sh   more load, longer steps
+#   EDGEWAN_BENCH_PROFILE=/tmp/prof SITES=1000 scripts/bench-cluster.sh
+#       also a CPU profile of each controller per window (--pprof): /tmp/prof/{N}ctl-{idle,load}-{id}.pprof
 #
 # PostgreSQL and InfluxDB: EDGEWAN_TEST_POSTGRES_URL and EDGEWAN_TEST_INFLUX_URL if set, else
 # the test helpers start their own (scripts/postgres.sh, scripts/influxdb.sh).

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -34,7 +37,19 @@ func BenchmarkClusterCPU(b *testing.B) {
 	so := newScaledOut(b, 3*time.Second)
 	so.env = append(so.env, "EDGEWAN_RATE_LIMIT=0") // the set-up creates and claims sites in a burst
 	ids := []string{"ctl-1", "ctl-2", "ctl-3"}
-	procs := []*serveProc{startServe(b, so.bin, so.env, ids[0])}
+	// EDGEWAN_BENCH_PROFILE=dir: each controller serves --pprof and a CPU profile of each load
+	// window goes to dir/{n}ctl-{id}.pprof (diagnosis; the profiling itself costs CPU).
+	profDir := os.Getenv("EDGEWAN_BENCH_PROFILE")
+	pprofAddrs := map[string]string{}
+	start := func(id string) *serveProc {
+		env := so.env
+		if profDir != "" {
+			pprofAddrs[id] = freeAddr(b)
+			env = append(append([]string{}, env...), "EDGEWAN_PPROF=true", "EDGEWAN_METRICS_LISTEN="+pprofAddrs[id])
+		}
+		return startServe(b, so.bin, env, id)
+	}
+	procs := []*serveProc{start(ids[0])}
 	waitFor(b, 60*time.Second, "ctl-1 holds the 16 partitions", func() bool { return leasesHeld(so.db, ids[0]) == 16 })
 	token := so.apiKey(b, procs[0].dataDir)
 
@@ -109,21 +124,33 @@ func BenchmarkClusterCPU(b *testing.B) {
 	b.ResetTimer()
 	for n := 1; n <= 3; n++ {
 		if n > 1 {
-			procs = append(procs, startServe(b, so.bin, so.env, ids[n-1]))
+			procs = append(procs, start(ids[n-1]))
 		}
 		waitFor(b, 60*time.Second, fmt.Sprintf("%d controllers share the partitions", n), func() bool { return shared(so.db, ids[:n]) })
-		time.Sleep(5 * time.Second) // settle: takeovers, the backlog of the move (pacing a benchmark)
+		// Settle (pacing a benchmark): a controller's start-up work must not be measured as a
+		// cost of the load. A newcomer publishes every site's policy at start (1,000 retained
+		// QoS 1 publishes one after the other at 1,000 sites: 5-15 s on a loaded box) and
+		// checkpoints every second for 2 FlushEvery after its takeovers; with 5 s here that
+		// landed in the windows and made the figure rise with N.
+		time.Sleep(20 * time.Second)
 		// Idle first (what the controllers cost with no telemetry: leases, timers, consumers),
 		// then under load.
 		paused.Store(true)
-		time.Sleep(2 * time.Second) // the last round in flight
+		// The last round in flight, and the checkpoint (every 5 s: InfluxDB flush, figures,
+		// watermarks) of what was handled before the pause: that is a cost of the load, not of
+		// idling.
+		time.Sleep(7 * time.Second)
 		idle0, ti := cpuSeconds(b, procs), time.Now()
+		profs := profileAll(b, profDir, pprofAddrs, procs, seconds/2-1, fmt.Sprintf("%dctl-idle", n))
 		time.Sleep(time.Duration(seconds) * time.Second / 2)
+		profs.Wait()
 		idle1, iel := cpuSeconds(b, procs), time.Since(ti)
 		paused.Store(false)
 		time.Sleep(2 * time.Second)
 		cpu0, s0, t0 := cpuSeconds(b, procs), samples.Load(), time.Now()
+		profs = profileAll(b, profDir, pprofAddrs, procs, seconds-2, fmt.Sprintf("%dctl-load", n))
 		time.Sleep(time.Duration(seconds) * time.Second)
+		profs.Wait()
 		cpu1, s1, el := cpuSeconds(b, procs), samples.Load(), time.Since(t0)
 		rate := float64(s1-s0) / el.Seconds()
 		var total, idle float64
@@ -140,6 +167,52 @@ func BenchmarkClusterCPU(b *testing.B) {
 			n, rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog)
 		b.ReportMetric(netK, fmt.Sprintf("net-cpu-ms/s/1k-samples/s@%dctl", n))
 		b.ReportMetric(perK, fmt.Sprintf("cpu-ms/s/1k-samples/s@%dctl", n))
+	}
+}
+
+// freeAddr returns a free loopback address.
+func freeAddr(tb testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// profileAll takes a CPU profile of each controller over the next seconds, into
+// dir/{tag}-{id}.pprof, if dir is set; Wait for them.
+func profileAll(tb testing.TB, dir string, addrs map[string]string, procs []*serveProc, seconds int, tag string) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	if dir == "" {
+		return &wg
+	}
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			profileCPU(tb, addrs[p.id], seconds, fmt.Sprintf("%s/%s-%s.pprof", dir, tag, p.id))
+		}()
+	}
+	return &wg
+}
+
+// profileCPU saves a controller's CPU profile over the next seconds (its --pprof endpoint).
+func profileCPU(tb testing.TB, addr string, seconds int, path string) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds))
+	if err != nil {
+		tb.Error(err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Error(err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		tb.Error(err)
 	}
 }
 
