@@ -264,7 +264,7 @@ func pending(tb testing.TB, c *natstest.Cluster) uint64 {
 	}
 	var n uint64
 	for p := range 16 {
-		if cons, err := st.Consumer(ctx, fmt.Sprintf("p%d", p)); err == nil {
+		if cons, err := mqtt.PartitionConsumer(ctx, st, p); err == nil {
 			if ci, err := cons.Info(ctx); err == nil {
 				n += ci.NumPending + uint64(ci.NumAckPending)
 			}
