@@ -151,21 +151,18 @@ func (e *Engine) takeOvers(ctx context.Context, done chan<- struct{}) {
 	}
 }
 
-// takeOverSites takes over the sites of in that this engine owns and has not taken over yet.
+// takeOverSites takes over the sites of in that this engine owns and has not taken over yet,
+// and publishes the policies of all it owns of them.
 func (e *Engine) takeOverSites(ctx context.Context, in func(string) bool) {
 	if e.o.Owner == nil {
 		return
 	}
 	e.mu.RLock()
 	var ids []string
-	for id, st := range e.sites {
+	for id := range e.sites {
+		// Those taken over already (owns, at a message) too: their policies are published here.
 		if in(id) && e.o.Owner.Owns(id) {
-			st.mu.Lock()
-			owned := st.owned
-			st.mu.Unlock()
-			if !owned {
-				ids = append(ids, id)
-			}
+			ids = append(ids, id)
 		}
 	}
 	e.mu.RUnlock()
@@ -196,6 +193,7 @@ func (e *Engine) takeOverSites(ctx context.Context, in func(string) bool) {
 				continue
 			}
 		}
+		owned := make([]string, 0, len(chunk))
 		for _, id := range chunk {
 			st := e.site(id)
 			if st == nil || !e.o.Owner.Owns(id) {
@@ -206,7 +204,12 @@ func (e *Engine) takeOverSites(ctx context.Context, in func(string) bool) {
 			} else {
 				e.owns(st)
 			}
+			owned = append(owned, id)
 		}
+		// Their policies, retained: only the owner publishes them (publishAll does not, with
+		// an Owner), now that it holds them; what changed while no controller held them, or
+		// before this version, reaches the agents.
+		e.publishPolicies(ctx, owned, rows)
 	}
 }
 
