@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/edgewan/edgewan/controller/cluster"
@@ -35,15 +34,7 @@ import (
 func TestNATSBusAcks(t *testing.T) {
 	c := natstest.Start(t)
 	ctx := context.Background()
-	nc, err := nats.Connect(strings.Join(c.URLs, ","), nats.UserInfo(natstest.User, natstest.Password))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamOf(t, c)
 	newBus := func(t *testing.T, id string, batch int, delay time.Duration, owns func(int) bool) *mqtt.NATSBus {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(ctx, wait)
