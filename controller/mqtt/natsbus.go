@@ -605,6 +605,9 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			if !b.bind(p, np, 2*time.Second, fresh) {
 				return
 			}
+			if fresh {
+				b.replayStatus(p, np)
+			}
 			if resumed.IsZero() {
 				resumed = time.Now()
 			}
@@ -634,6 +637,7 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			if !b.bind(p, np, bindTimeout, true) {
 				return
 			}
+			b.replayStatus(p, np) // the engine took its sites as lost: it waits for their paths again
 			continue
 		}
 		b.mu.Lock()
