@@ -224,6 +224,9 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 		if s > 0 && (isDigit(text[s-1]) || strings.IndexByte("_@/\\#$%&=+.", text[s-1]) >= 0) {
 			continue
 		}
+		if c, _ := classAt(text, s); c != scNone {
+			continue // a word of another script: its own rules (script.go)
+		}
 		if !isCapWord(text[s:e]) {
 			if isLower(text[s]) || text[s] >= 0x80 || allCaps(text[s:e]) {
 				end := d.lowerSpan(text, s, e)
@@ -269,7 +272,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return out
+	return scriptNames(text, out)
 }
 
 func isTitle(w string) bool {
