@@ -548,11 +548,14 @@ var patronymicEndings = []string{"ович", "овича", "овичу", "ови
 	"евну", "евной", "ична", "ичны", "ичне", "ичну", "ичной", "івна", "івни", "івні", "івну",
 	"івною", "ївна", "ївни", "ївні", "ївну", "йович", "йовича", "ійович"}
 
-func patronymic(w string) bool {
-	if runeCount(w) < 6 {
+func patronymic(w string) bool { return endsWithAny(w, 6, patronymicEndings) }
+
+// endsWithAny reports whether w has at least minRunes letters and one of the endings.
+func endsWithAny(w string, minRunes int, endings []string) bool {
+	if runeCount(w) < minRunes {
 		return false
 	}
-	for _, suf := range patronymicEndings {
+	for _, suf := range endings {
 		if strings.HasSuffix(w, suf) {
 			return true
 		}
@@ -564,17 +567,7 @@ var surnameEndings = []string{"ов", "ова", "ев", "ева", "ёв", "ёв�
 	"ский", "ская", "цкий", "цкая", "енко", "ук", "юк", "чук", "ян", "дзе", "швили", "ых", "их",
 	"ко", "ич", "ський", "ська", "цький", "цька"}
 
-func surnameShape(w string) bool {
-	if runeCount(w) < 4 {
-		return false
-	}
-	for _, suf := range surnameEndings {
-		if strings.HasSuffix(w, suf) {
-			return true
-		}
-	}
-	return false
-}
+func surnameShape(w string) bool { return endsWithAny(w, 4, surnameEndings) }
 
 // listCue reports whether the name at s follows a label that introduces a list of people
 // ("Присутствовали:").
