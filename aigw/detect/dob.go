@@ -16,13 +16,18 @@ var dobContext = &contextRule{
 	pos: newKeywords("born", "birth", "date of birth", "birthdate", "birthday", "birth date", "dob",
 		"d.o.b", "b.", "geboren", "geb.", "geburtsdatum", "geburtstag", "né", "née", "né le",
 		"naissance", "nacido", "nacida", "nacimiento", "nato", "nata", "nascita", "nascimento",
-		"nasceu", "geboortedatum", "age", "aged"),
+		"nasceu", "geboortedatum", "age", "aged",
+		// Cyrillic and Greek: "дата рождения", "дата народження", "ημερομηνία γέννησης"
+		"рождения", "родился", "родилась", "народження", "народився", "народилася", "γέννησης",
+		"γεννήθηκε"),
 	neg: newKeywords("invoice", "order", "ordered", "due", "shipped", "delivered", "delivery",
 		"meeting", "expires", "expiry", "expiration", "exp", "created", "updated", "issued",
 		"since", "released", "release", "deadline", "appointment", "scheduled", "paid", "payment",
 		"effective", "valid", "posted", "modified", "login", "logged", "timestamp", "version",
 		"build", "published", "signed", "starts", "start", "ends", "until", "from", "on call",
-		"vom", "rechnung", "facture", "factura", "fattura"),
+		"vom", "rechnung", "facture", "factura", "fattura",
+		// an obituary's other dates: "born 4 June 1938, died 16 November 2026"
+		"died", "death", "deceased", "passed away", "funeral", "buried"),
 	boost:   0.55,
 	penalty: 0.2,
 }

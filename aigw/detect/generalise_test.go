@@ -249,6 +249,15 @@ func TestNoPlaceAsPerson(t *testing.T) {
 		"Buenos Aires and Rio de Janeiro flights.",
 		"Mercedes-Benz Sprinter fleet tablets",
 		"Goldman Sachs lobby",
+		// things named after people (name.go: possessive + business noun, animals, titled
+		// runs before a place noun)
+		"Dinner at Rosa Delgado's Kitchen tonight.",
+		"Lunch at Chef Amir Haddad's Mezze Grill, then coffee.",
+		"Our beagle Winston ate a sock, and my other dog Lady Penelope ignored it.",
+		"Patient: Biscuit (Labrador, 6 yrs) is due for boosters.",
+		"The ship Queen Adelaide docks at 10.",
+		"Evensong is in the Lady Eleanor Hall chapel on Sunday.",
+		"Apply for the Ada Lovelace scholarship and the Rhodes fund.",
 	} {
 		for _, x := range e.Scan(text) {
 			if x.Type == TypePerson {

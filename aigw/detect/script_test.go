@@ -47,6 +47,10 @@ func TestScriptNames(t *testing.T) {
 		{"japanese label with space", "氏名：山田 太郎\n", []string{"山田 太郎"}},
 		{"japanese moushimasu", "はじめまして、木村と申します。", []string{"木村"}},
 		{"japanese specification", "仕様書を確認してください。", nil},
+		// name.go's vetoes for things named after people keep people
+		{"possessive without a business noun", "We met Maria Lopez's sister at the Kitchen.", []string{"Maria Lopez"}},
+		{"dog walker", "Our dog walker, Tomasz Nowak, is away.", []string{"Tomasz Nowak"}},
+		{"owner of a pet", "Patient: Biscuit (cat). Owner: Eleni Papadopoulou (client since 2019).", []string{"Eleni Papadopoulou"}},
 	}
 	e := newEngine(t, Options{Types: []string{TypePerson}})
 	for _, tt := range tests {
