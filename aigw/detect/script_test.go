@@ -70,3 +70,26 @@ func TestScriptNames(t *testing.T) {
 		})
 	}
 }
+
+// TestNumbersInUnspacedScripts: numbers glued to Chinese, Japanese and Korean text or to
+// full-width punctuation are found (with a birth word for dates).
+func TestNumbersInUnspacedScripts(t *testing.T) {
+	e := newEngine(t, Options{})
+	for _, tt := range []struct{ text, typ, want string }{
+		{"电话：+86 139 1234 5678", TypePhone, "+86 139 1234 5678"},
+		{"生年月日：1985年11月3日", TypeDateOfBirth, "1985年11月3日"},
+		{"생년월일: 1990년 2월 14일", TypeDateOfBirth, "1990년 2월 14일"},
+		{"出生日期1992年7月30日", TypeDateOfBirth, "1992年7月30日"},
+		{"会议日期：2026年11月3日", TypeDateOfBirth, ""},
+	} {
+		got := ""
+		for _, x := range e.Scan(tt.text) {
+			if x.Type == tt.typ {
+				got = x.Text
+			}
+		}
+		if got != tt.want {
+			t.Errorf("Scan(%q) %s = %q; want %q", tt.text, tt.typ, got, tt.want)
+		}
+	}
+}
