@@ -509,6 +509,11 @@ func casedName(text string, s, e int, c scriptClass) (int, int) {
 		}
 		return s, end
 	}
+	if c == scCyrillic && n >= 1 && !isInit(0) {
+		if end := cyrillicKnownName(text, s, ws[:n]); end > 0 {
+			return s, end
+		}
+	}
 	if isInit(0) { // "А. В. Смирнов"
 		for p := 1; p < n; p++ {
 			if !isInit(p) {
@@ -1113,4 +1118,126 @@ func scriptInert(text string, t, u int) bool {
 		}
 	}
 	return true
+}
+
+// cyrillicKnownName returns the end of a name starting at the first of the capitalised words
+// ws when the gazetteer knows it in transliteration: a given name followed by a family name
+// ("Дмитрий Орлов"), a family name followed by a given name ("Орлов Дмитрий"), or a given name
+// alone after a lower-case word of its sentence ("курьер Алексей привёз"): Russian, Ukrainian
+// and Belarusian capitalise only proper nouns there, and the gazetteer tells a person's given
+// name from a place.
+func cyrillicKnownName(text string, s int, ws [][2]int) int {
+	for _, w := range ws {
+		if text[w[1]-1] == '.' {
+			return -1 // initials: casedName's own rule
+		}
+	}
+	f0 := cyrillicFlags(text[ws[0][0]:ws[0][1]])
+	given0 := f0&gzFirst != 0 && f0&(gzAmbiguous|gzNotName) == 0
+	if len(ws) >= 2 {
+		w1 := text[ws[1][0]:ws[1][1]]
+		f1 := cyrillicFlags(w1)
+		if given0 && (f1&gzLast != 0 || surnameShape(w1) || patronymic(w1)) && f1&gzNotName == 0 {
+			end := ws[1][1]
+			if len(ws) >= 3 {
+				if w2 := text[ws[2][0]:ws[2][1]]; cyrillicFlags(w2)&gzLast != 0 || surnameShape(w2) {
+					end = ws[2][1]
+				}
+			}
+			return end
+		}
+		if (f0&gzLast != 0 || surnameShape(text[ws[0][0]:ws[0][1]])) && f0&gzNotName == 0 &&
+			f1&gzFirst != 0 && f1&(gzAmbiguous|gzNotName) == 0 {
+			return ws[1][1]
+		}
+	}
+	if given0 && len(ws) == 1 {
+		// after a lower-case word of the same sentence
+		j := s - 1
+		if j > 0 && text[j] == ' ' {
+			if k, st := classBefore(text, j); k == scCyrillic {
+				ps := st
+				for {
+					k2, st2 := classBefore(text, ps)
+					if k2 != scCyrillic {
+						break
+					}
+					ps = st2
+				}
+				if r, _ := utf8.DecodeRuneInString(text[st:]); unicode.IsLower(r) && !cyrPlaceNouns[text[ps:j]] {
+					return ws[0][1]
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// cyrillicFlags returns the gazetteer flags of a Cyrillic word in its common transliterations
+// ("Алексей": aleksey, alexei; "Дмитрий": dmitriy, dmitry).
+func cyrillicFlags(w string) uint8 {
+	var buf [64]byte
+	for v := 0; v < 3; v++ {
+		b, ok := translitCyrillic(buf[:0:len(buf)], w, v)
+		if !ok {
+			return 0
+		}
+		if f := gazetteer[string(b)]; f != 0 {
+			return f
+		}
+	}
+	return 0
+}
+
+// cyrPlaceNouns before a capitalised word make it a place, a street or a business named after
+// a person ("проспект Мира", "кафе Маша").
+var cyrPlaceNouns = map[string]bool{"улица": true, "улице": true, "улицу": true, "проспект": true,
+	"проспекте": true, "площадь": true, "площади": true, "переулок": true, "бульвар": true,
+	"шоссе": true, "набережная": true, "город": true, "города": true, "городе": true, "село": true,
+	"станция": true, "станции": true, "метро": true, "река": true, "реки": true, "озеро": true,
+	"компания": true, "компании": true, "завод": true, "кафе": true, "ресторан": true,
+	"ресторане": true, "магазин": true, "магазине": true, "гостиница": true, "отель": true,
+	"театр": true, "музей": true, "аэропорт": true, "вулиця": true, "вулиці": true, "місто": true,
+	"пароход": true, "судно": true, "теплоход": true, "собака": true, "кошка": true, "кот": true,
+	"пёс": true, "премия": true, "премии": true, "фонд": true, "имени": true}
+
+var cyrLatin = map[rune]string{
+	'а': "a", 'б': "b", 'в': "v", 'г': "g", 'д': "d", 'е': "e", 'ё': "e", 'ж': "zh", 'з': "z",
+	'и': "i", 'й': "y", 'к': "k", 'л': "l", 'м': "m", 'н': "n", 'о': "o", 'п': "p", 'р': "r",
+	'с': "s", 'т': "t", 'у': "u", 'ф': "f", 'х': "kh", 'ц': "ts", 'ч': "ch", 'ш': "sh",
+	'щ': "shch", 'ъ': "", 'ы': "y", 'ь': "", 'э': "e", 'ю': "yu", 'я': "ya", 'і': "i", 'ї': "yi",
+	'є': "ye", 'ґ': "g", 'ў': "u",
+}
+
+// translitCyrillic appends the lower-case Latin form of w in variant v: 0 the common one
+// (BGN-like), 1 with й as i, х as h and кс as x, 2 with a final -ий as -y. ok is false for a
+// letter outside the table or when buf is full.
+func translitCyrillic(buf []byte, w string, v int) ([]byte, bool) {
+	prev := rune(0)
+	for i, r := range w {
+		r = unicode.ToLower(r)
+		if r == '-' || r == '\'' || r == '’' {
+			continue
+		}
+		lat, ok := cyrLatin[r]
+		if !ok {
+			return buf, false
+		}
+		switch {
+		case v == 1 && r == 'й':
+			lat = "i"
+		case v == 1 && r == 'х':
+			lat = "h"
+		case v == 1 && r == 'с' && prev == 'к':
+			buf, lat = buf[:len(buf)-1], "x"
+		case v == 2 && r == 'и' && (w[i:] == "ий" || w[i:] == "ИЙ"):
+			lat = ""
+		}
+		if len(buf)+len(lat) > cap(buf) {
+			return buf, false
+		}
+		buf = append(buf, lat...)
+		prev = r
+	}
+	return buf, len(buf) > 0
 }
