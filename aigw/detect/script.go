@@ -459,6 +459,9 @@ func casedName(text string, s, e int, c scriptClass) (int, int) {
 		return 0, -1
 	}
 	if cueBefore(text, s, c) != cueNone || closingAbove(text, s) || dashSignature(text, s) {
+		if casedRoles[strings.ToLower(text[s:e])] {
+			return 0, -1 // "Уважаемый Клиент", "Исполнитель: Компания Альфа"
+		}
 		_, end := casedRun(text, s, e, c, 3)
 		return s, end
 	}
@@ -526,6 +529,18 @@ func casedName(text string, s, e int, c scriptClass) (int, int) {
 	}
 	return 0, -1
 }
+
+// casedRoles are Cyrillic and Greek nouns that follow the same cues as names: roles addressed in
+// letters and organisations in fields.
+var casedRoles = map[string]bool{"клиент": true, "покупатель": true, "пользователь": true,
+	"коллега": true, "коллеги": true, "партнёр": true, "партнер": true, "абонент": true,
+	"заказчик": true, "директор": true, "пациент": true, "компания": true, "служба": true,
+	"отдел": true, "фирма": true, "банк": true, "магазин": true, "завод": true, "группа": true,
+	"центр": true, "управление": true, "министерство": true, "департамент": true, "общество": true,
+	"корпорация": true, "агентство": true, "фонд": true, "администрация": true, "товарищество": true,
+	"клієнт": true, "користувач": true, "компанія": true, "служба підтримки": true, "відділ": true,
+	"πελάτη": true, "πελάτης": true, "συνάδελφε": true, "εταιρεία": true, "τμήμα": true,
+	"υπηρεσία": true}
 
 // dashSignature reports a name after a dash that ends a line ("— Игорь К."), the signature of a
 // review or a quotation.
@@ -607,6 +622,14 @@ var uncasedStops = map[string]bool{
 	"है": true, "हैं": true, "ने": true, "को": true, "से": true, "का": true, "की": true, "के": true,
 	"और": true, "में": true, "पर": true, "जी": true, "था": true, "थी": true, "हूँ": true, "हूं": true,
 	"भी": true, "तो": true, "जो": true, "ही": true,
+	// roles and organisations after the same cues: "عزيزي العميل", "السيد الرئيس", "לכבוד חברת",
+	// "आदरणीय महोदय"
+	"العميل": true, "العملاء": true, "المستخدم": true, "الزبون": true, "المشترك": true,
+	"الرئيس": true, "المدير": true, "المديرة": true, "الوزير": true, "الوزيرة": true,
+	"النائب": true, "السفير": true, "المحافظ": true, "العميد": true, "الرئيسة": true,
+	"حضرة": true, "شركة": true, "חברת": true, "משרד": true, "מחלקת": true, "הנהלת": true,
+	"ועד": true, "עיריית": true, "לקוח": true, "לקוחה": true, "महोदय": true, "महोदया": true,
+	"मित्र": true, "साथी": true, "सर": true, "मैडम": true, "ग्राहक": true,
 }
 
 // uncasedName returns the end of a name starting at s in a script without capitals (Arabic,
@@ -681,7 +704,7 @@ func thaiName(text string, s, e int) int {
 			continue
 		}
 		ns := s + len(t)
-		if ns >= e {
+		if ns >= e || thaiCompound(t, text[ns:e]) {
 			return -1
 		}
 		if k := runeCount(text[ns:e]); k < 2 || k > 15 || !thaiChunkEnds(text, e) {
@@ -699,6 +722,23 @@ func thaiName(text string, s, e int) int {
 		return end
 	}
 	return -1
+}
+
+// thaiCompounds are words that begin with a title's letters: "คุณภาพ" (quality), "นายก" (mayor,
+// prime minister), "นางพยาบาล" (nurse), and kinship terms after คุณ.
+var thaiCompounds = map[string][]string{
+	"คุณ": {"ภาพ", "ค่า", "สมบัติ", "ธรรม", "ประโยชน์", "ลักษณะ", "ครู", "หมอ", "พ่อ", "แม่", "ป้า", "ลุง", "ยาย", "ตา", "ปู่", "ย่า", "น้า", "อา"},
+	"นาย": {"ก", "จ้าง", "หน้า", "ทุน", "พล", "อำเภอ", "ทหาร", "ร้อย", "สถานี", "ด่าน", "ประตู", "ช่าง", "ห้าง", "งาน", "ตำรวจ"},
+	"นาง": {"พยาบาล", "แบบ", "งาม", "ฟ้า", "เอก", "สนม", "กำนัล", "รำ"},
+}
+
+func thaiCompound(title, rest string) bool {
+	for _, p := range thaiCompounds[title] {
+		if strings.HasPrefix(rest, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func thaiChunkEnds(text string, e int) bool {
@@ -746,7 +786,10 @@ var koreanRoles = map[string]bool{"고객": true, "선생": true, "교수": true
 	"부장": true, "과장": true, "차장": true, "대표": true, "팀장": true, "실장": true, "이사": true,
 	"원장": true, "회장": true, "기사": true, "손님": true, "여러분": true, "주인": true,
 	"사모": true, "선배": true, "후배": true, "동생": true, "담당자": true, "관리자": true,
-	"상담원": true, "간호사": true, "의사": true, "어머": true, "아버": true, "부모": true}
+	"상담원": true, "간호사": true, "의사": true, "어머": true, "아버": true, "부모": true,
+	"사용자": true, "전무": true, "전문가": true, "방문자": true, "신청자": true, "구매자": true,
+	"도우미": true, "강사": true, "안내원": true, "조교": true, "지도교수": true, "배송기사": true,
+	"마음": true, "주민": true, "이용자": true, "수강생": true, "학부모": true, "보호자": true}
 
 func koreanNameWord(w string) bool {
 	n := runeCount(w)
@@ -818,7 +861,7 @@ var cjkTitles = []struct {
 	{"教授", false}, {"律师", false}, {"律師", false}, {"主任", false}, {"同学", false},
 	{"同學", false}, {"太太", false},
 	{"さん", true}, {"様", true}, {"さま", true}, {"氏", true}, {"くん", true}, {"ちゃん", true},
-	{"殿", true}, {"先輩", true}, {"部長", true}, {"課長", true}, {"社長", true},
+	{"殿", true}, {"先輩", true},
 }
 
 // cjkRoles are nouns that take a title like a name ("患者様", "担当者さん", "ユーザー様").
@@ -829,7 +872,14 @@ var cjkRoles = map[string]bool{"患者": true, "担当": true, "担当者": true
 	"お客": true, "各位": true, "仕": true, "同": true, "模": true, "多": true, "異": true,
 	"ユーザー": true, "メンバー": true, "ゲスト": true, "オーナー": true, "スタッフ": true,
 	"ドライバー": true, "ファン": true, "パパ": true, "ママ": true, "ファミリー": true,
-	"お母": true, "お父": true, "お兄": true, "お姉": true, "赤": true, "子供": true}
+	"お母": true, "お父": true, "お兄": true, "お姉": true, "赤": true, "子供": true,
+	"取引先": true, "店長": true, "社長": true, "部長": true, "課長": true, "先生": true,
+	"監督": true, "駅員": true, "王子": true, "王女": true, "姫": true, "ワン": true, "ネコ": true,
+	"苦労": true, "世話": true, "馳走": true, "疲れ": true}
+
+// cjkOrgEndings end the names of organisations, shops and departments, which take 様 and さん.
+var cjkOrgEndings = []string{"会社", "社", "店", "屋", "所", "院", "部", "課", "局", "協会", "大学", "銀行",
+	"学校", "病院", "公司", "集团", "中心", "银行", "医院"}
 
 // cjkLabels are field labels before a name ("姓名：", "氏名：", "担当者："); japanese ones
 // accept any short name, Chinese ones a family name of the closed class.
@@ -1012,6 +1062,14 @@ func cjkBeforeTitle(text string, rs, t int, japanese bool) (int, int) {
 		j, n = st2, n+1
 	}
 	name := text[j:end]
+	if r, _ := utf8.DecodeLastRuneInString(text[:j]); r == 'お' || r == 'ご' || strings.HasPrefix(name, "御") {
+		return 0, -1 // an honorific prefix makes a noun polite, never a name: "ご苦労様", "お得意様"
+	}
+	for _, suf := range cjkOrgEndings {
+		if strings.HasSuffix(name, suf) {
+			return 0, -1 // "ABC株式会社様", "八百屋さん"
+		}
+	}
 	delimited := j == rs || !sameKind(text, j)
 	if kata {
 		if !japanese || cjkRoles[name] || n < 2 {
@@ -1058,7 +1116,7 @@ func cjkBeforeTitle(text string, rs, t int, japanese bool) (int, int) {
 		if r, _ := utf8.DecodeLastRuneInString(text[:a]); strings.ContainsRune(cjkBoundary, r) {
 			return a, end
 		}
-		if best < 0 {
+		if best < 0 && k >= 2 { // a family name alone needs a boundary: "担任の先生" is no 任
 			best = a
 		}
 	}
