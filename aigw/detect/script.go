@@ -293,10 +293,10 @@ func cueBefore(text string, s int, c scriptClass) cueKind {
 	}
 	cs := scriptCues[c]
 	for k := max(0, j-cueMaxLen); k < j; k++ {
-		if !utf8.RuneStart(text[k]) {
+		if !utf8.RuneStart(text[k]) || !cueBoundary(text, k) {
 			continue
 		}
-		if kind, ok := lookupFold(cs, text[k:j]); ok && cueBoundary(text, k) {
+		if kind, ok := lookupFold(cs, text[k:j]); ok {
 			if kind == cueLabel || kind == cueList {
 				if label {
 					return kind
