@@ -1191,7 +1191,7 @@ func cyrillicKnownName(text string, s int, ws [][2]int) int {
 		}
 	}
 	f0 := cyrillicFlags(text[ws[0][0]:ws[0][1]])
-	given0 := f0&gzFirst != 0 && f0&(gzAmbiguous|gzNotName) == 0
+	given0 := f0&gzFirst != 0 && f0&(gzAmbiguous|gzNotName) == 0 || f0 == 0 && cyrillicInflectedGiven(text[ws[0][0]:ws[0][1]])
 	if len(ws) >= 2 {
 		w1 := text[ws[1][0]:ws[1][1]]
 		f1 := cyrillicFlags(w1)
@@ -1229,6 +1229,31 @@ func cyrillicKnownName(text string, s int, ws [][2]int) int {
 		}
 	}
 	return -1
+}
+
+// cyrillicInflectedGiven reports whether w is a known given name in an oblique case: its case
+// ending replaced by a nominative one is in the gazetteer as a given name and nothing else
+// ("Ирины", "Алексею", "Дмитрием").
+func cyrillicInflectedGiven(w string) bool {
+	for _, end := range [...]string{"ой", "ей", "ою", "ом", "ем", "ём", "ы", "и", "у", "ю", "е", "а", "я"} {
+		stem, ok := strings.CutSuffix(w, end)
+		if !ok || runeCount(stem) < 3 {
+			continue
+		}
+		for _, nom := range [...]string{"а", "я", "й", "ий", ""} {
+			var buf [64]byte
+			for v := 0; v < 3; v++ {
+				b, ok := translitCyrillic(buf[:0:len(buf)], stem+nom, v)
+				if !ok {
+					break
+				}
+				if f := gazetteer[string(b)]; f&gzFirst != 0 && f&(gzAmbiguous|gzNotName|gzLast) == 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // cyrillicFlags returns the gazetteer flags of a Cyrillic word in its common transliterations

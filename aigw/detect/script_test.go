@@ -22,6 +22,8 @@ func TestScriptNames(t *testing.T) {
 		{"russian known given and family name", "Вчера Дмитрий Орлов приехал в офис.", []string{"Дмитрий Орлов"}},
 		{"russian family name first", "Список: Орлова Наталья, затем остальные.", []string{"Орлова Наталья"}},
 		{"russian given name mid-sentence", "Посылку привёз курьер Алексей вчера.", []string{"Алексей"}},
+		{"russian given names in oblique cases", "Встреча с Ириной и письмо от Алексея.", []string{"Ириной", "Алексея"}},
+		{"russian places in oblique cases", "Встреча в Казани и в Москве.", nil},
 		{"russian street named after a word", "Офис на проспект Мира и в Казани.", nil},
 		{"russian places", "Мы летим из Москвы в Новосибирск.", nil},
 		{"greek title", "Παρακαλώ ενημερώστε την κυρία Σοφία Αντωνίου για την αλλαγή.", []string{"Σοφία Αντωνίου"}},
