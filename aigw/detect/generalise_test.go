@@ -93,8 +93,8 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout6.txt", realistic6MinF2, realistic6MinPrecision, 1},
 		{"testdata/realistic_holdout7.txt", realistic7MinF2, realistic7MinPrecision, 1},
 		{"testdata/realistic_holdout8.txt", realistic8MinF2, realistic8MinPrecision, 1},
-		// Set 10: floors 0, first run by the lead (the blind estimate); floors are set from it.
-		{"testdata/realistic_holdout10.txt", 0, 0, 0},
+		// Set 10: blind; floors set just under its first run (below).
+		{"testdata/realistic_holdout10.txt", realistic10MinF2, realistic10MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout10") {
@@ -154,6 +154,10 @@ const (
 	realistic7MinPrecision = 0.94 // first run 0.914; 0.940 with detect3's rules, 0.950 with detect4's
 	realistic8MinF2        = 0.82 // first run 0.838 (P 0.938, R 0.816; detect4, errors never printed); 0.838 with detect4's rules
 	realistic8MinPrecision = 0.92 // first run 0.938; 0.938 with detect4's rules
+	// Set 10 (set10 helper, written without reading the detector or the other sets' texts; first
+	// run by the lead on main 694bd21, errors never printed): P 0.818, R 0.677, F2 0.701.
+	realistic10MinF2        = 0.68
+	realistic10MinPrecision = 0.80
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
