@@ -59,7 +59,7 @@ func TestGeneralisation(t *testing.T) {
 	}
 }
 
-// TestRealistic scores the shipped engine on eight hand-written sets, each written and committed
+// TestRealistic scores the shipped engine on hand-written sets, each written and committed
 // before the detector was first run on it: set 1 before issue 11's work, sets 2-7 on 2026-11-24
 // after successive rounds of work (set 8 too). The causes of sets 1-3's errors were then fixed by general
 // rules, set 4's errors were listed in the issue, and the name rescorer (namerescore.go) is
@@ -77,6 +77,9 @@ func TestGeneralisation(t *testing.T) {
 // Set 9 (ten non-Latin scripts, referral letters, claim forms, tenancy and payroll records,
 // reviews, forums, minutes, CRM exports, things named after people) was written by detect6 and
 // committed before the detector ran on it; it is a study set: its errors are printed and read.
+// Set 10 (tribunal judgments, Hansard, credits, crew lists, registers, statements, labels,
+// e-mail threads in Hungarian, Hebrew and Japanese, Thai, Swahili, Polish and Turkish notices)
+// was written by set10, who never ran the detector on it; committed alone, errors never printed.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -94,9 +97,11 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout7.txt", realistic7MinF2, realistic7MinPrecision, 1},
 		{"testdata/realistic_holdout8.txt", realistic8MinF2, realistic8MinPrecision, 1},
 		{"testdata/realistic_study9.txt", realistic9MinF2, realistic9MinPrecision, 1},
+		// Set 10: blind; floors set just under its first run (below).
+		{"testdata/realistic_holdout10.txt", realistic10MinF2, realistic10MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout10") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -155,6 +160,10 @@ const (
 	realistic8MinPrecision = 0.92 // first run 0.938; 0.938 with detect4's rules
 	realistic9MinF2        = 0.92 // first run 0.645 (P 0.908, R 0.601); 0.934 with script.go (a study set: its errors were read)
 	realistic9MinPrecision = 0.93 // first run 0.908; 0.939 with script.go
+	// Set 10 (set10 helper, written without reading the detector or the other sets' texts; first
+	// run by the lead on main 694bd21, errors never printed): P 0.818, R 0.677, F2 0.701.
+	realistic10MinF2        = 0.68
+	realistic10MinPrecision = 0.80
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
