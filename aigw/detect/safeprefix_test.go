@@ -196,4 +196,9 @@ func TestSafePrefixAllocations(t *testing.T) {
 	if allocs := testing.AllocsPerRun(100, func() { e.SafePrefix(text, 0) }); allocs != 0 {
 		t.Errorf("SafePrefix allocated %v times per run; want 0", allocs)
 	}
+	// words of other scripts run script.go's rules on a window (script.go)
+	text = "Уважаемый Клиент, меня зовут Ольга. 请联系王先生。 저는 이민준입니다 감사합니다 "
+	if allocs := testing.AllocsPerRun(100, func() { e.SafePrefix(text, 0) }); allocs != 0 {
+		t.Errorf("SafePrefix on other scripts allocated %v times per run; want 0", allocs)
+	}
 }

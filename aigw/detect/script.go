@@ -333,6 +333,20 @@ func cueBoundary(text string, k int) bool {
 	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r) && !unicode.Is(unicode.Mc, r)
 }
 
+// foldedIn reports whether w, its case folded, is in m; it allocates nothing.
+func foldedIn(m map[string]bool, w string) bool {
+	var buf [64]byte
+	b := buf[:0]
+	for _, r := range w {
+		r = unicode.ToLower(r)
+		if r == utf8.RuneError || len(b)+utf8.RuneLen(r) > len(buf) {
+			return false
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return m[string(b)]
+}
+
 // lookupFold looks w up in m, folding the case of Cyrillic and Greek letters.
 func lookupFold(m map[string]cueKind, w string) (cueKind, bool) {
 	if k, ok := m[w]; ok {
@@ -459,7 +473,7 @@ func casedName(text string, s, e int, c scriptClass) (int, int) {
 		return 0, -1
 	}
 	if cueBefore(text, s, c) != cueNone || closingAbove(text, s) || dashSignature(text, s) {
-		if casedRoles[strings.ToLower(text[s:e])] {
+		if foldedIn(casedRoles, text[s:e]) {
 			return 0, -1 // "Уважаемый Клиент", "Исполнитель: Компания Альфа"
 		}
 		_, end := casedRun(text, s, e, c, 3)
