@@ -227,8 +227,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run publishes every site's policies and decisions (retained, so agents that connect later
-// get them), then keeps liveness and figures, and stores status changes and events (see
+// Run publishes every site's policies and watermark (retained, so agents that connect later
+// get them; with several controllers each owner publishes its sites' at takeover instead),
+// then keeps liveness and figures, and stores status changes and events (see
 // recorder), until ctx is done; then it stores what is pending and saves the figures.
 func (e *Engine) Run(ctx context.Context) error {
 	recDone := make(chan struct{})
