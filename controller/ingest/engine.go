@@ -147,6 +147,10 @@ type site struct {
 	dirty      bool
 	owned      bool // with an Owner: owned at the last check (owner.go)
 	fenced     bool // a write was fenced since it was last owned: logged once (owner.go)
+	// policyOut: with an Owner, its policy was published at a takeover since this engine
+	// started (owner.go); later takeovers (leases moving back and forth) leave it: a change
+	// is published when it is made, by whichever controller makes it.
+	policyOut bool
 }
 
 type transport struct {

@@ -152,7 +152,7 @@ func (e *Engine) takeOvers(ctx context.Context, done chan<- struct{}) {
 }
 
 // takeOverSites takes over the sites of in that this engine owns and has not taken over yet,
-// and publishes the policies of all it owns of them.
+// and publishes the policies of those it owns whose policy it has not published yet.
 func (e *Engine) takeOverSites(ctx context.Context, in func(string) bool) {
 	if e.o.Owner == nil {
 		return
@@ -204,12 +204,20 @@ func (e *Engine) takeOverSites(ctx context.Context, in func(string) bool) {
 			} else {
 				e.owns(st)
 			}
-			owned = append(owned, id)
+			st.mu.Lock()
+			if !st.policyOut {
+				st.policyOut = true
+				owned = append(owned, id)
+			}
+			st.mu.Unlock()
 		}
-		// Their policies, retained: only the owner publishes them (publishAll does not, with
-		// an Owner), now that it holds them; what changed while no controller held them, or
-		// before this version, reaches the agents.
-		e.publishPolicies(ctx, owned, rows)
+		// Their policies, retained, once per start of this engine: only an owner publishes
+		// them (publishAll does not, with an Owner), so that N controllers do not each publish
+		// the whole fleet's; what changed while this engine was down, or before this version,
+		// reaches the agents.
+		if len(owned) > 0 {
+			e.publishPolicies(ctx, owned, rows)
+		}
 	}
 }
 
