@@ -147,6 +147,7 @@ func BenchmarkClusterCPU(b *testing.B) {
 		idle1, iel := cpuSeconds(b, procs), time.Since(ti)
 		paused.Store(false)
 		time.Sleep(2 * time.Second)
+		moves0, warns0 := logCount(procs, "cluster: partition acquired"), logCount(procs, "level=WARN")
 		cpu0, s0, t0 := cpuSeconds(b, procs), samples.Load(), time.Now()
 		profs = profileAll(b, profDir, pprofAddrs, procs, seconds-2, fmt.Sprintf("%dctl-load", n))
 		time.Sleep(time.Duration(seconds) * time.Second)
@@ -163,11 +164,23 @@ func BenchmarkClusterCPU(b *testing.B) {
 		perK := 1000 * total / el.Seconds() / (rate / 1000)                      // CPU ms per second, per 1,000 samples/s
 		netK := 1000 * (total/el.Seconds() - idle/iel.Seconds()) / (rate / 1000) // the same above the idle cost
 		backlog := pending(b, so.nc)
-		b.Logf("%d controller(s): %.0f samples/s offered, controllers' CPU %.1f%% of a core (%s), idle %.1f%%; %.1f CPU-ms per s per 1,000 samples/s, %.1f above idle; stream backlog at the end %d messages",
-			n, rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog)
+		// Partitions that moved, and warnings, during the load window: a window with either
+		// measured a takeover (consumer, status replay, policies), not the steady state.
+		moves, warns := logCount(procs, "cluster: partition acquired")-moves0, logCount(procs, "level=WARN")-warns0
+		b.Logf("%d controller(s): %.0f samples/s offered, controllers' CPU %.1f%% of a core (%s), idle %.1f%%; %.1f CPU-ms per s per 1,000 samples/s, %.1f above idle; stream backlog at the end %d messages (handled, not yet acked included); %d partitions moved, %d warnings logged in the window",
+			n, rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog, moves, warns)
 		b.ReportMetric(netK, fmt.Sprintf("net-cpu-ms/s/1k-samples/s@%dctl", n))
 		b.ReportMetric(perK, fmt.Sprintf("cpu-ms/s/1k-samples/s@%dctl", n))
 	}
+}
+
+// logCount counts the lines of the controllers' logs that contain s.
+func logCount(procs []*serveProc, s string) int {
+	n := 0
+	for _, p := range procs {
+		n += strings.Count(p.log.String(), s)
+	}
+	return n
 }
 
 // freeAddr returns a free loopback address.

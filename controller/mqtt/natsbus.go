@@ -505,9 +505,11 @@ func (b *NATSBus) handled(p int, np *natsPart, m jetstream.Msg) {
 	}
 }
 
-// flushAck acknowledges the last message handled, if it is not yet; with wait, it waits
-// (up to a second) for the server's confirmation: the partition is being given up and its
-// next owner starts after the ack floor.
+// flushAck acknowledges the last message handled, if it is not yet; with wait, the ack is
+// on the server before it returns (a PING round trip, up to 250 ms): the partition is being
+// given up and its next owner starts after the ack floor. It does not wait for the consumer's
+// own confirmation (DoubleAck): StopPartition runs on the member's lease goroutine, and an ack
+// the consumer takes a moment later costs only duplicates (handlers tolerate them).
 func (b *NATSBus) flushAck(p int, np *natsPart, wait bool) {
 	np.ackMu.Lock()
 	m := np.unacked
@@ -517,13 +519,9 @@ func (b *NATSBus) flushAck(p int, np *natsPart, wait bool) {
 	if m == nil {
 		return
 	}
-	var err error
-	if wait && b.nc.IsConnected() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = m.DoubleAck(ctx)
-		cancel()
-	} else {
-		err = m.Ack()
+	err := m.Ack()
+	if err == nil && wait && b.nc.IsConnected() {
+		err = b.nc.FlushTimeout(250 * time.Millisecond)
 	}
 	if err != nil {
 		b.log.Debug("NATS ack", "partition", p, "err", err) // redelivered: handlers tolerate duplicates
