@@ -48,6 +48,8 @@ func numLeftOK(text string, i int) bool {
 func commaJoinsNumber(text string, c int) bool {
 	k := digitsAt(text, c+1)
 	switch n := k - (c + 1); {
+	case n == 0:
+		return false
 	case n <= 2:
 		return true
 	case n == 3:
