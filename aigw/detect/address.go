@@ -2,6 +2,7 @@ package detect
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // addressDetector finds street addresses in four layouts:
@@ -123,6 +124,11 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 		switch {
 		case isDigit(c):
 			if numLeftOK(text, i) {
+				if e := japaneseAddress(text, i); e > 0 {
+					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: addrScore + addrLocalBoost})
+					i = e
+					continue
+				}
 				if e, score := addressAt(text, i); e > 0 {
 					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
 					i = e
@@ -1042,3 +1048,60 @@ func hasSuffixFold(s, suffix string) bool {
 	}
 	return true
 }
+
+// japaneseAddress returns the end of a Japanese address written in Japanese after its postal
+// code at i ("530-0001 大阪府大阪市北区梅田3-1-3 ノースゲートビル12F"), or -1: the postal code,
+// then without a break the prefecture, city, ward and block numbers (chōme-ban-gō), and a
+// building and floor when they end the line.
+func japaneseAddress(text string, i int) int {
+	if i+8 >= len(text) || digitsAt(text, i) != i+3 || text[i+3] != '-' || digitsAt(text, i+4) != i+8 {
+		return -1
+	}
+	j := i + 8
+	if strings.HasPrefix(text[j:], " ") {
+		j++
+	} else if strings.HasPrefix(text[j:], "\u3000") {
+		j += len("\u3000")
+	}
+	r, _ := utf8.DecodeRuneInString(text[j:])
+	if !isHan(r) {
+		return -1
+	}
+	end, admin, digits := -1, false, false
+	for k := j; k < len(text); {
+		r, n := utf8.DecodeRuneInString(text[k:])
+		switch {
+		case isDigit(text[k]) || text[k] == '-':
+			digits = true
+		case r == '都' || r == '道' || r == '府' || r == '県' || r == '市' || r == '区' || r == '町' || r == '村':
+			admin = true
+		case isHan(r) || isKana(r) || r == 'ー' || r == '－':
+		default:
+			k = len(text)
+			continue
+		}
+		k += n
+		if digits && isDigit(text[k-1]) {
+			end = k
+		}
+	}
+	if end < 0 || !admin {
+		return -1
+	}
+	// The building and floor: one more word that ends the line ("ノースゲートビル12F").
+	if end < len(text) && text[end] == ' ' {
+		k := end + 1
+		if r, _ := utf8.DecodeRuneInString(text[k:]); isHan(r) || isKana(r) {
+			for k < len(text) && text[k] != ' ' && text[k] != '\n' && text[k] != '\r' && text[k] != '\t' && k-end < 64 {
+				k++
+			}
+			if k == len(text) || text[k] == '\n' || text[k] == '\r' {
+				return k
+			}
+		}
+	}
+	return end
+}
+
+func isHan(r rune) bool  { return r >= 0x4e00 && r <= 0x9fff }
+func isKana(r rune) bool { return r >= 0x3040 && r <= 0x30ff }
