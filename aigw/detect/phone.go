@@ -52,7 +52,9 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	"joindre", "llámame", "llamar", "llame", "chiamami", "chiamare", "ligue", "ligar", "bel",
 	"contact", "reach", "hotline", "number", "telefon", "telefono", "teléfono", "téléphone", "tél",
 	"portable", "handy", "móvil", "movil", "cellulare", "celular", "telemóvel", "mobil", "nummer",
-	"numéro", "número", "numero", "rufnummer",
+	"numéro", "número", "numero", "rufnummer", "gsm", "pbx", "hp", "tlf", "tlf.", "puh", "puh.",
+	"sími", "farsími", "kom.", "mobiel", "cel.", "cep", "telefone", "điện thoại", "τηλ", "κιν",
+	"nr tel", "wa", "ussd",
 	// "You can get me at ...": contact idioms whose verb is not a phone word.
 	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
 	"ping me at", "ping me on", "get hold of me at", "get hold of me on")
@@ -354,6 +356,7 @@ func acronymNumber(text string, s int) bool {
 	for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
 		j--
 	}
+	bare := false
 	switch {
 	case j >= 6 && matchKeyword(text, j-6, "number"):
 		j -= 6
@@ -361,6 +364,11 @@ func acronymNumber(text string, s int) bool {
 		j -= 3
 	case j >= 1 && text[j-1] == '#':
 		j--
+	case text[s] != '+' && text[s] != '(':
+		// A national identifier named by its acronym alone: "CPF 123.456.789-09", "NIP
+		// 526-104-08-28", "PESEL 85010112345"; not a phone acronym ("TEL", "GSM", "PBX").
+		bare = true
+		j++
 	default:
 		return false
 	}
@@ -372,8 +380,12 @@ func acronymNumber(text string, s int) bool {
 	for k > 0 && isUpper(text[k-1]) {
 		k--
 	}
-	if n := j - k; n < 2 || n > 6 || k > 0 && isWordByte(text[k-1]) {
+	if n := j - k; n < 2 || n > 6 || bare && n < 3 || k > 0 && isWordByte(text[k-1]) {
 		return false
+	}
+	if bare && (hasKeyword(text[:j], k, j, phoneWords) || lookupName(text[k:j])&(gzFirst|gzLast) != 0 ||
+		k >= 2 && text[k-1] == ' ' && isUpper(text[k-2])) {
+		return false // a name in capitals: "sent to JOSEPH KAMAU 0722 456 789"
 	}
 	return !hasKeywordBefore(text[:j], j, phoneWords)
 }
