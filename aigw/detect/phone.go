@@ -135,7 +135,7 @@ func (d phoneDetector) Detect(text string, out []Entity) []Entity {
 			}
 			e := groups[last].end
 			attempts++
-			if score, ok := d.validate(text, i, e, last+1, nd, &hints); ok {
+			if score, ok := d.validate(text, i, e, last+1, nd, last == ng-1, &hints); ok {
 				e = extensionEnd(text, e)
 				out = append(out, Entity{Type: TypePhone, Start: i, End: e, Score: score})
 				i = e
@@ -260,7 +260,7 @@ func phoneGroups(text string, i int, groups *[phoneMaxGroups]phoneGroup) (int, i
 }
 
 // validate parses text[s:e] with libphonenumber and returns the score of a valid number.
-func (d phoneDetector) validate(text string, s, e, groups, nd int, hints *phoneHints) (float64, bool) {
+func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, hints *phoneHints) (float64, bool) {
 	cand := text[s:e]
 	if !numRightOK(text, e) && !(e < len(text) && text[e] == ')') {
 		return 0, false
@@ -304,8 +304,12 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, hints *phoneH
 		hints.compute(text)
 	}
 	parses := 0
+	// Parses are dear (libphonenumber allocates): none for a run of digits without a phone
+	// word, a prefix of a longer run, more digits than national numbers have, or a number
+	// after a word such as "order" or "invoice".
+	tryHints := whole && nd <= 12 && (word || groups > 1 && !hasKeyword(text, s, e, phoneContext.neg))
 	for _, r := range hints.regions[:hints.n] {
-		if r == d.region || parses == phoneMaxHintParses {
+		if r == d.region || parses == phoneMaxHintParses || !tryHints {
 			continue
 		}
 		parses++
@@ -313,10 +317,8 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, hints *phoneH
 			switch {
 			case word:
 				return phoneFallbackScore, true
-			case groups > 1:
-				return phoneHintScore, true
 			}
-			return 0, false // one run of digits from elsewhere: an identifier as often as not
+			return phoneHintScore, true
 		}
 	}
 	// With a phone word before or after it ("Is 07700 900461 still the best number?"), a
