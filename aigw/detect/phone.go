@@ -29,6 +29,8 @@ const (
 	// national numbers of other regions: parses per attempt for the text's hinted regions, and
 	// in all with the fallback regions after a phone word
 	phoneMaxHintParses     = 4
+	phoneHintBefore        = 120 // bytes before a number searched for its country
+	phoneHintAfter         = 60  // bytes after its start
 	phoneMaxFallbackParses = 8
 )
 
@@ -88,7 +90,7 @@ type phoneGroup struct{ start, end, digits int }
 
 func (d phoneDetector) Detect(text string, out []Entity) []Entity {
 	var groups [phoneMaxGroups]phoneGroup
-	var hints phoneHints
+	var hints phoneHints // reused: compute resets it
 	for i := 0; i < len(text); {
 		c := text[i]
 		if !(isDigit(c) || (c == '+' || c == '(') && i+1 < len(text) && isDigit(text[i+1])) {
@@ -300,14 +302,17 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 	// numbers' country codes, ccTLDs, script, letters, currency: phoneregion.go) is tried
 	// first; a number valid there and written in groups is a phone even without a phone word.
 	word := hasKeyword(text, s, e, phoneWords)
-	if !hints.done {
-		hints.compute(text)
-	}
 	parses := 0
 	// Parses are dear (libphonenumber allocates): none for a run of digits without a phone
 	// word, a prefix of a longer run, more digits than national numbers have, or a number
 	// after a word such as "order" or "invoice".
 	tryHints := whole && nd <= 12 && (word || groups > 1 && !hasKeyword(text, s, e, phoneContext.neg))
+	if tryHints {
+		// Only text near the number counts, so that a stream, which scans a window of the
+		// text, decides as a scan of the whole text does (aigw/guard's streamContext of 128
+		// bytes before an entity, MinStreamWindow of 64 after its start).
+		hints.compute(text[max(0, s-phoneHintBefore):min(len(text), s+phoneHintAfter)])
+	}
 	for _, r := range hints.regions[:hints.n] {
 		if r == d.region || parses == phoneMaxHintParses || !tryHints {
 			continue
@@ -334,7 +339,6 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 			if r.region != d.region && n >= r.min && n <= r.max && parses < phoneMaxFallbackParses {
 				parses++
 				if phoneValid(cand, r.region) {
-					hints.add(r.region) // the text's other numbers are likely from there too
 					return phoneFallbackScore, true
 				}
 			}

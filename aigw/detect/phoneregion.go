@@ -10,13 +10,12 @@ import (
 // A national number ("0722 456 789", "42 630 11 25", "551 2345") can be validated only for its
 // country. The text usually says which country it is from: the country codes of its other
 // numbers, the country-code TLDs of its e-mail addresses and links, its script, letters that
-// only some languages use, and currency signs. phoneHints collects those regions, in that
-// order; they are only parse hints: a number still has to be valid for one of them.
+// only some languages use, and currency signs. phoneHints collects those regions near the
+// number, in that order; they are only parse hints: a number still has to be valid for one.
 
 const maxPhoneHints = 6
 
 type phoneHints struct {
-	done    bool
 	n       int
 	regions [maxPhoneHints]string
 }
@@ -66,6 +65,10 @@ func letterRegions(r rune) (string, string) {
 		return "GR", ""
 	case r >= 0x0900 && r <= 0x097f:
 		return "IN", ""
+	case r >= 0x0600 && r <= 0x06ff: // Arabic script: the largest numbering plans first
+		return "EG", "SA"
+	case r >= 0x4e00 && r <= 0x9fff: // Han without kana: Japanese written in kanji, or Chinese
+		return "JP", "CN"
 	}
 	switch r {
 	case 'ő', 'ű', 'Ő', 'Ű':
@@ -115,10 +118,10 @@ var currencyWords = [...]struct{ word, region string }{
 	{"NOK", "NO"}, {"DKK", "DK"}, {"ISK", "IS"},
 }
 
-// compute fills h from text; it runs once per scan, and only when a national number of
-// another region needs it.
+// compute fills h from text, the surroundings of one number (phoneHintBefore, phoneHintAfter);
+// it runs only when a national number of another region needs it.
 func (h *phoneHints) compute(text string) {
-	h.done = true
+	h.n = 0
 	// Country codes of the text's international numbers.
 	for i := 0; i+2 < len(text); i++ {
 		if text[i] != '+' || !isDigit(text[i+1]) || i > 0 && isAlnum(text[i-1]) {
