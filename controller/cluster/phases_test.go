@@ -156,17 +156,44 @@ func (l *timeline) failover(since time.Time) map[string][]time.Duration {
 type accepts struct {
 	mu sync.Mutex
 	at map[string][]time.Time
+	// told: when the hook was told of each (at QoS 0: when the watermark covering it came)
+	told map[string][]time.Time
 }
 
-func newAccepts() *accepts { return &accepts{at: map[string][]time.Time{}} }
+func newAccepts() *accepts {
+	return &accepts{at: map[string][]time.Time{}, told: map[string][]time.Time{}}
+}
 
 // hook is the OnAccepted of site's agent.
 func (a *accepts) hook(site string) func(time.Time) {
 	return func(at time.Time) {
+		now := time.Now()
 		a.mu.Lock()
 		a.at[site] = append(a.at[site], at)
+		a.told[site] = append(a.told[site], now)
 		a.mu.Unlock()
 	}
+}
+
+// confirmed is how long after since each of sites first had a report sent at or after since
+// confirmed: at QoS 0, when a watermark covering it came on the connection it was sent on (at
+// QoS 1, its PUBACK). The agent deletes it then; until then it keeps it and may send it again.
+func (a *accepts) confirmed(since time.Time, sites []string) map[string]time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	per := map[string]time.Duration{}
+	for _, s := range sites {
+		var best time.Time
+		for i, at := range a.at[s] {
+			if told := a.told[s][i]; !at.Before(since) && (best.IsZero() || told.Before(best)) {
+				best = told
+			}
+		}
+		if !best.IsZero() {
+			per[s] = best.Sub(since)
+		}
+	}
+	return per
 }
 
 // again is how long after since each of sites had a report accepted again: the earliest

@@ -190,6 +190,10 @@ func (b markingBus) PublishLive(topic string, payload []byte) error {
 	return err
 }
 
+// retainedOnly hides PublishLive: the engine publishes its watermarks retained only, on its
+// loop, as it did before.
+type retainedOnly struct{ mqtt.Bus }
+
 // markPub is one watermark a controller published: when Publish was called and how long it
 // took to return (the MQTT publisher's PUBACK), for reading a failover.
 type markPub struct {
@@ -259,7 +263,11 @@ func startController(t *testing.T, id string, db *sql.DB, nc *natstest.Cluster, 
 	if testing.Verbose() { // the ingest's warnings (e.g. sequences given up) help read a failure
 		elog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("ctl", id)
 	}
-	e := ingest.New(f, markingBus{NATSBus: c.bus, h: h, ctl: id}, recordingSink{h: h, ctl: id, m: c.m}, ingest.Options{Owner: c.m, Logger: elog, FlushEvery: time.Second})
+	var bus mqtt.Bus = markingBus{NATSBus: c.bus, h: h, ctl: id}
+	if os.Getenv("EDGEWAN_TEST_RETAINED_MARKS_ONLY") != "" { // as before PublishLive, to compare (docs/benchmarks.md)
+		bus = retainedOnly{bus}
+	}
+	e := ingest.New(f, bus, recordingSink{h: h, ctl: id, m: c.m}, ingest.Options{Owner: c.m, Logger: elog, FlushEvery: time.Second})
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -446,6 +454,9 @@ func TestScaleOut(t *testing.T) {
 		return ok
 	})
 	acceptedMax, acceptedMedian := maxOf(accepted)
+	confirmedMax, confirmedMedian := maxOf(fl.acc.confirmed(nodeKilledAt, ids))
+	t.Logf("kill -9 of a NATS node: every agent had a report sent after the kill confirmed by a watermark on its connection after %v (median %v)",
+		confirmedMax.Round(time.Millisecond), confirmedMedian.Round(time.Millisecond))
 	slowest := slices.SortedFunc(maps.Keys(accepted), func(a, b string) int { return cmp.Compare(accepted[b], accepted[a]) })
 	for _, id := range slowest[:min(3, len(slowest))] {
 		t.Logf("reported again after %v: %s (its standby: %v activations)", accepted[id].Round(time.Millisecond), id, fl.ups[id].StandbyActivations())
