@@ -1,11 +1,15 @@
 package mqtt_test
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
 	"github.com/edgewan/edgewan/telemetry"
 )
@@ -17,8 +21,17 @@ import (
 // Publish begun before the live one returns only after the live one was delivered.
 func TestNATSBusPublishLive(t *testing.T) {
 	c := natstest.Start(t)
-	bus := newNATSBus(t, c, "ctl-live") // its MQTT publisher is on node 1, the first listed
-	c.LeadOn(t, "$MQTT_sess", 1)        // the stream exists once an MQTT client connected
+	// Its MQTT publisher is on node 1, the first listed. Its first connection creates NATS's
+	// MQTT streams (R3), which on a loaded machine took longer than newNATSBus's 20 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+	defer cancel()
+	bus, err := mqtt.NewNATSBus(ctx, mqtt.NATSOptions{URLs: c.URLs, MQTTURLs: c.MQTTURLs, User: natstest.User,
+		Password: natstest.Password, ClientID: "ctl-live", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bus.Close)
+	c.LeadOn(t, "$MQTT_sess", 1) // the stream exists once an MQTT client connected
 	topic := telemetry.Topic("site-live", telemetry.KindStored)
 
 	if err := bus.PublishLive("edgewan/v1/sites/+/stored", []byte("x")); err == nil {
