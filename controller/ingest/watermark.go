@@ -158,10 +158,25 @@ func (e *Engine) startRetaining(ctx context.Context) (stop func()) {
 		r.mu.Lock()
 		r.on = false
 		r.mu.Unlock()
+		// Bounded as the last checkpoint is: a publisher that cannot publish must not hold the
+		// stop for 10 s per site. What is left was delivered live; an agent that subscribes
+		// later gets an older retained watermark and sends again what it does not cover.
+		deadline := time.Now().Add(retainDrain)
+		left := 0
 		for site, m := range r.take() {
+			if time.Now().After(deadline) {
+				left++
+				continue
+			}
 			if err := e.publishRetained(site, m); err != nil {
 				e.o.Logger.Warn("ingest: publishing a watermark, retained", "site", site, "err", err)
 			}
 		}
+		if left > 0 {
+			e.o.Logger.Warn("ingest: stopping: watermarks not published retained (delivered live)", "sites", left)
+		}
 	}
 }
+
+// retainDrain bounds the publishing of the queued retained watermarks at the engine's stop.
+const retainDrain = 10 * time.Second
