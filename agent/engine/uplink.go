@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -448,10 +449,12 @@ func (u *uplink) onStored(payload []byte, conn int64) {
 	}
 	// Which connection heard which watermark, for reading a failover (TestScaleOut's timeline):
 	// the primary and the standby both hear each one.
-	if u.sb != nil && conn == u.sb.id.Load() {
-		u.e.log.Debug(msgWatermarkHeard, "on", "standby", "seq", m.Seq)
-	} else {
-		u.e.log.Debug(msgWatermarkHeard, "on", "primary", "seq", m.Seq)
+	if u.e.log.Enabled(context.Background(), slog.LevelDebug) {
+		on := "primary"
+		if u.sb != nil && conn == u.sb.id.Load() {
+			on = "standby"
+		}
+		u.e.log.Debug(msgWatermarkHeard, "on", on, "seq", m.Seq)
 	}
 	if u.e.o.OnAccepted != nil {
 		u.heardMu.Lock()
