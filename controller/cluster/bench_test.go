@@ -128,10 +128,11 @@ func BenchmarkClusterCPU(b *testing.B) {
 		}
 		waitFor(b, 60*time.Second, fmt.Sprintf("%d controllers share the partitions", n), func() bool { return shared(so.db, ids[:n]) })
 		// Settle (pacing a benchmark): a controller's start-up work must not be measured as a
-		// cost of the load. A newcomer publishes every site's policy at start (1,000 retained
-		// QoS 1 publishes one after the other at 1,000 sites: 5-15 s on a loaded box) and
-		// checkpoints every second for 2 FlushEvery after its takeovers; with 5 s here that
-		// landed in the windows and made the figure rise with N.
+		// cost of the load. A newcomer publishes its sites' policies at its takeovers (it
+		// published every site's at start until 2026-11-24: 1,000 retained QoS 1 publishes
+		// one after the other at 1,000 sites, 5-15 s on a loaded box) and checkpoints every
+		// second for 2 FlushEvery after its takeovers; with 5 s here that landed in the
+		// windows and made the figure rise with N.
 		time.Sleep(20 * time.Second)
 		// Idle first (what the controllers cost with no telemetry: leases, timers, consumers),
 		// then under load.
