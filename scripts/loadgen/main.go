@@ -61,6 +61,7 @@ type options struct {
 	Outage, ReconnectTimeout     time.Duration
 	ProfileDir                   string
 	ProfileFor                   time.Duration
+	TraceFor                     time.Duration
 }
 
 func main() {
@@ -113,6 +114,8 @@ func main() {
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "with --reconnect: save the restarted controller's CPU profile (from its restart, --profile-for long) and its goroutine,\n"+
 		"block and mutex profiles (2 s after ready) here; the controller must run with --pprof (served next to --metrics)")
 	fs.DurationVar(&o.ProfileFor, "profile-for", 12*time.Second, "with --profile-dir: the CPU profile's length")
+	fs.DurationVar(&o.TraceFor, "trace-for", 0, "with --profile-dir: also save a runtime execution trace (trace.out, for `go tool trace`) of the restarted controller\n"+
+		"this long from ready (0: none)")
 	_ = fs.Parse(os.Args[1:])
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
@@ -179,6 +182,9 @@ func (o *options) validate() error {
 		}
 		if o.ProfileFor < time.Second || o.ProfileFor > 5*time.Minute {
 			errs = append(errs, fmt.Errorf("--profile-for %s: want 1s..5m", o.ProfileFor))
+		}
+		if o.TraceFor != 0 && (o.ProfileDir == "" || o.TraceFor < time.Second || o.TraceFor > time.Minute) {
+			errs = append(errs, fmt.Errorf("--trace-for %s: want 1s..1m, with --profile-dir", o.TraceFor))
 		}
 	} else if o.ProfileDir != "" {
 		errs = append(errs, errors.New("--profile-dir is only for --reconnect"))

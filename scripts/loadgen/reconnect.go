@@ -321,6 +321,12 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	if err != nil {
 		return nil, err
 	}
+	if prof != nil && o.TraceFor > 0 {
+		profWG.Add(1)
+		go func() { defer profWG.Done(); prof.trace(ctx, o.TraceFor) }()
+		profWG.Add(1)
+		go func() { defer profWG.Done(); prof.traceSelf(ctx, o.TraceFor) }()
+	}
 	if prof != nil {
 		profWG.Add(1)
 		go func() { // in the thick of the reconnect
