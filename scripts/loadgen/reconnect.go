@@ -240,9 +240,17 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each agent's own context, made once here: a connect timeout derived from rctx
+			// itself would register with rctx's one mutex at every attempt, and 10,000 agents
+			// contending for it (its holder parked in a GC assist, the next in line waiting in a
+			// run queue of thousands) stalled loadgen for seconds, which the figures then
+			// showed as seconds without a CONNACK (docs/benchmarks.md, "What stalls the
+			// CONNACKs"). Real agents share nothing.
+			actx, acancel := context.WithCancel(rctx)
+			defer acancel()
 			select {
 			case <-down:
-			case <-rctx.Done():
+			case <-actx.Done():
 				return
 			}
 			lostAt[i] = time.Now()
@@ -253,14 +261,14 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 				t := time.NewTimer(b.Next())
 				select {
 				case <-t.C:
-				case <-rctx.Done():
+				case <-actx.Done():
 					t.Stop()
 					return
 				}
 				now := time.Now()
 				attempts.add(now)
 				nAttempts.Add(1)
-				cctx, cancel := context.WithTimeout(rctx, 10*time.Second) // the agent's ConnectTimeout
+				cctx, cancel := context.WithTimeout(actx, 10*time.Second) // the agent's ConnectTimeout
 				err := ag.connect(cctx, addr, o.CleanSession)
 				cancel()
 				if err == nil {
@@ -278,7 +286,7 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 					}
 					return
 				}
-				if rctx.Err() != nil {
+				if actx.Err() != nil {
 					return
 				}
 				// Refused connections and refused CONNECTs (after a completed handshake) cost no
