@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,6 +130,9 @@ type reconnectResults struct {
 	outage, startup         time.Duration // kill to restart; restart to /readyz 200
 	notLost, notBack        int           // agents whose connection survived the kill; agents not back in time
 	earlyBack               int           // back before /readyz answered 200 (counted as 0 s)
+	gcLimit                 int64         // loadgen's --gc-limit
+	loadgenGCs              uint32        // loadgen's collections from the kill to the end
+	loadgenHeap             uint64        // loadgen's heap at the end
 	back                    []time.Duration
 	attempts, attemptsAfter int64
 	resumed                 int64 // reconnects that resumed their TLS session
@@ -203,7 +207,7 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	if o.KillSignal == "TERM" {
 		sig = syscall.SIGTERM
 	}
-	r := &reconnectResults{agents: len(agents), signal: "SIG" + o.KillSignal, failedKinds: map[string]int64{}}
+	r := &reconnectResults{agents: len(agents), signal: "SIG" + o.KillSignal, failedKinds: map[string]int64{}, gcLimit: o.GCLimit}
 	killAt := time.Now()
 	attempts := newTimeline(killAt, o.Outage+readyTimeout+o.ReconnectTimeout)
 	success := newTimeline(killAt, o.Outage+readyTimeout+o.ReconnectTimeout)
@@ -301,6 +305,17 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
+	// loadgen's 10,000 agents share one heap, and its collections stalled them all at once:
+	// thousands of goroutines parked in GC assists for seconds (execution traces,
+	// docs/benchmarks.md "What stalls the CONNACKs"), which the figures showed as seconds
+	// without a CONNACK. Real agents each have their own small heap: collect only past
+	// --gc-limit until the fleet is back.
+	var gcBefore runtime.MemStats
+	runtime.ReadMemStats(&gcBefore)
+	if o.GCLimit > 0 {
+		pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(o.GCLimit)
+		defer func() { debug.SetGCPercent(pct); debug.SetMemoryLimit(limit) }()
+	}
 	log.Printf("reconnect: stopping the controller with %s; restarting it after %s", r.signal, o.Outage)
 	ctl.stop(sig)
 	sleep(ctx, time.Until(killAt.Add(o.Outage)))
@@ -370,6 +385,9 @@ wait:
 	stopAgents()
 	<-done
 	r.window = time.Since(restartAt)
+	var gcAfter runtime.MemStats
+	runtime.ReadMemStats(&gcAfter)
+	r.loadgenGCs, r.loadgenHeap = gcAfter.NumGC-gcBefore.NumGC, gcAfter.HeapAlloc
 	if c, err := procCPU(ctl.cmd.Process.Pid); err == nil {
 		r.ctlCores = c.Seconds() / r.window.Seconds()
 	}
@@ -454,6 +472,11 @@ func reconnectRows(r *reconnectResults) [][2]string {
 				fmt.Sprintf("%.2f / %.2f ms", per(r.ctlCores), per(r.genCores)))
 		}
 	}
+	gc := "as usual (--gc-limit 0)"
+	if r.gcLimit > 0 {
+		gc = fmt.Sprintf("only past %d MiB (--gc-limit)", r.gcLimit>>20)
+	}
+	add("loadgen's own GC from the kill to the end: collections / heap at the end", fmt.Sprintf("%d / %d MiB, collecting %s", r.loadgenGCs, r.loadgenHeap>>20, gc))
 	add("reconnected / not back in time / connection not lost", fmt.Sprintf("%d / %d / %d", len(r.back), r.notBack, r.notLost))
 	add("reconnects that resumed their TLS session", fmt.Sprintf("%d of %d", r.resumed, len(r.back)))
 	if n := len(r.notResumed); n > 0 {

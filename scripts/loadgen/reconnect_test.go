@@ -57,7 +57,7 @@ func TestReconnectScenario(t *testing.T) {
 		MQTT: "127.0.0.1:" + mqtt, State: filepath.Join(dir, "state.json"), Prefix: "rc",
 		Sites: agents, Rate: 1, Duration: time.Minute, Warmup: time.Second, Drain: time.Second,
 		StageWorkers: 8, ConnectWorkers: 16, HealthWorkers: 1, Policy: true, TLSResume: true,
-		Metrics: "http://127.0.0.1:" + metrics + "/metrics", ProfileDir: filepath.Join(dir, "profiles"), ProfileFor: 2 * time.Second, TraceFor: time.Second,
+		Metrics: "http://127.0.0.1:" + metrics + "/metrics", ProfileDir: filepath.Join(dir, "profiles"), ProfileFor: 2 * time.Second, TraceFor: time.Second, GCLimit: 1 << 30,
 		Reconnect: true, ControllerLog: filepath.Join(dir, "controller.log"), KillSignal: "KILL",
 		ControllerCmd: strings.Join([]string{bin, "serve", "--data-dir", data, "--listen", "127.0.0.1:" + api,
 			"--mqtt-listen", "127.0.0.1:" + mqtt, "--metrics-listen", "127.0.0.1:" + metrics, "--rate-limit", "0", "--log-level", "warn", "--pprof"}, " "),
