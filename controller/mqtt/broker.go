@@ -313,9 +313,7 @@ func (b *Broker) authenticate(user string, pass []byte) (principal, error) {
 		VerifyPassword(dummyHash, string(pass))
 		return principal{}, errors.New("bad username")
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, b.opts.LookupTimeout)
-	defer cancel()
-	c, err := b.opts.Credentials.MQTTCredential(ctx, user)
+	c, err := b.lookup(user)
 	switch {
 	case err != nil:
 		VerifyPassword(dummyHash, string(pass))
@@ -330,6 +328,20 @@ func (b *Broker) authenticate(user string, pass []byte) (principal, error) {
 		return principal{}, errors.New("bad password")
 	}
 	return principal{username: user, site: c.Site}, nil
+}
+
+// lookup finds user's credential: from the store's memory if it keeps them there, else with
+// LookupTimeout. (A timeout is a context derived from the broker's, and every derived context
+// registers with its parent's one mutex: a fleet's CONNECTs all at once contend for it.)
+func (b *Broker) lookup(user string) (*Credential, error) {
+	if m, ok := b.opts.Credentials.(CredentialMemory); ok {
+		if c, ok := m.CachedMQTTCredential(user); ok {
+			return c, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, b.opts.LookupTimeout)
+	defer cancel()
+	return b.opts.Credentials.MQTTCredential(ctx, user)
 }
 
 // errLookup is a CONNECT refused because the credential store did not answer: not the

@@ -50,8 +50,9 @@ func (s *Store) LoadMQTTCredentials(ctx context.Context) error {
 	return nil
 }
 
-// cachedCredential returns username's credential from memory, if loaded and there.
-func (s *Store) cachedCredential(username string) (*mqtt.Credential, bool) {
+// CachedMQTTCredential returns username's credential from memory, if loaded and there
+// (mqtt.CredentialMemory: the broker asks this first).
+func (s *Store) CachedMQTTCredential(username string) (*mqtt.Credential, bool) {
 	s.creds.mu.RLock()
 	defer s.creds.mu.RUnlock()
 	c, ok := s.creds.byUser[username]

@@ -378,12 +378,15 @@ func (s *Store) DecommissionSite(ctx context.Context, id string, at time.Time) e
 	return nil
 }
 
-var _ mqtt.CredentialStore = (*Store)(nil)
+var (
+	_ mqtt.CredentialStore  = (*Store)(nil)
+	_ mqtt.CredentialMemory = (*Store)(nil)
+)
 
 // MQTTCredential returns an agent's active broker credential; a revoked or unknown one is
 // (nil, nil), which refuses the client.
 func (s *Store) MQTTCredential(ctx context.Context, username string) (*mqtt.Credential, error) {
-	if c, ok := s.cachedCredential(username); ok {
+	if c, ok := s.CachedMQTTCredential(username); ok {
 		return c, nil
 	}
 	var c mqtt.Credential
