@@ -40,9 +40,14 @@ type standby struct {
 	active atomic.Bool
 	node   atomic.Int32 // index in urls of the standby's node; -1 when down
 	id     atomic.Int64 // UnixNano of its connection: its connAt while active
-	lost   chan struct{}
-	kick   chan struct{} // the primary connected or dropped: look again at once
-	move   time.Duration // standbyMove; shorter in tests
+	// heard: a watermark came on the current connection's subscription; subAt: when it was
+	// (last) subscribed. See resubscribe.
+	heard atomic.Bool
+	subAt time.Time // loop's goroutine only
+	resub int       // subscriptions sent again on this connection
+	lost  chan struct{}
+	kick  chan struct{} // the primary connected or dropped: look again at once
+	move  time.Duration // standbyMove; shorter in tests
 
 	urls   []*url.URL
 	spread int
@@ -203,6 +208,9 @@ func (s *standby) loop(ctx context.Context) {
 			case <-s.kick:
 			case <-time.After(min(5*time.Second, s.move)):
 			}
+			if held {
+				s.resubscribe()
+			}
 			if !u.connected() || int(s.node.Load()) != u.servers.current() {
 				shared = time.Time{}
 			} else if shared.IsZero() {
@@ -234,18 +242,10 @@ func (s *standby) connect(ctx context.Context) error {
 	s.mu.Lock()
 	node := s.dialed
 	s.mu.Unlock()
-	id := time.Now().UnixNano()
-	s.id.Store(id)
-	topic := telemetry.Topic(s.u.creds.Site, telemetry.KindStored)
-	st := s.c.Subscribe(topic, 0, func(_ paho.Client, m paho.Message) { s.u.onStored(m.Payload(), id) })
-	err := errors.New("no SUBACK in time")
-	if st.WaitTimeout(10 * time.Second) {
-		err = st.Error()
-		if t, ok := st.(*paho.SubscribeToken); ok && err == nil && t.Result()[topic] == 0x80 {
-			err = errors.New("the broker refused the subscription to " + topic)
-		}
-	}
-	if err != nil {
+	s.id.Store(time.Now().UnixNano())
+	s.heard.Store(false)
+	s.resub = 0
+	if err := s.subscribe(); err != nil {
 		s.c.Disconnect(100)
 		return err
 	}
@@ -269,4 +269,45 @@ func (s *standby) activate() bool {
 	u.e.log.Info("agent: broker connection lost; sending on the standby connection while reconnecting", "url", s.urls[max(s.node.Load(), 0)].String())
 	u.publishOnlineOn(s.c)
 	return true
+}
+
+// subscribe subscribes the current connection to the site's watermark at QoS 0 and waits for
+// the SUBACK.
+func (s *standby) subscribe() error {
+	id := s.id.Load()
+	topic := telemetry.Topic(s.u.creds.Site, telemetry.KindStored)
+	st := s.c.Subscribe(topic, 0, func(_ paho.Client, m paho.Message) {
+		s.heard.Store(true)
+		s.u.onStored(m.Payload(), id)
+	})
+	s.subAt = time.Now()
+	err := errors.New("no SUBACK in time")
+	if st.WaitTimeout(10 * time.Second) {
+		err = st.Error()
+		if t, ok := st.(*paho.SubscribeToken); ok && err == nil && t.Result()[topic] == 0x80 {
+			err = errors.New("the broker refused the subscription to " + topic)
+		}
+	}
+	return err
+}
+
+// standbyResubscribes bounds the subscriptions the standby sends again on one connection.
+const standbyResubscribes = 3
+
+// resubscribe subscribes the standby again when its subscription has brought no watermark
+// for resubscribeAfter, as the primary does (uplink.subscribe): nats-server 2.9 now and then
+// confirms a subscription it never serves, and a standby that hears no watermark cannot
+// confirm what it sends while the primary is down (the spool keeps it until the primary is
+// back). The retained watermark comes with each subscription (the standby connects only
+// after the primary heard one), so silence means a subscription not served, or no retained
+// copy; at most standbyResubscribes times per connection, for the latter.
+func (s *standby) resubscribe() {
+	if s.heard.Load() || !s.up.Load() || s.resub >= standbyResubscribes || time.Since(s.subAt) < resubscribeAfter {
+		return
+	}
+	s.resub++
+	s.u.e.log.Warn("agent: no watermark on the standby connection since subscribing; subscribing again", "after", time.Since(s.subAt).Round(time.Second))
+	if err := s.subscribe(); err != nil {
+		s.u.e.log.Info("agent: subscribing the standby connection again", "err", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -446,6 +447,15 @@ func (u *uplink) onStored(payload []byte, conn int64) {
 	if c := u.connAt.Load(); c == conn && u.markedOn.Swap(c) != c {
 		u.e.log.Debug("agent: first watermark on this connection", "after", time.Since(time.Unix(0, c)), "seq", m.Seq)
 	}
+	// Which connection heard which watermark, for reading a failover (TestScaleOut's timeline):
+	// the primary and the standby both hear each one.
+	if u.e.log.Enabled(context.Background(), slog.LevelDebug) {
+		on := "primary"
+		if u.sb != nil && conn == u.sb.id.Load() {
+			on = "standby"
+		}
+		u.e.log.Debug(msgWatermarkHeard, "on", on, "seq", m.Seq)
+	}
 	if u.e.o.OnAccepted != nil {
 		u.heardMu.Lock()
 		if u.heard == nil {
@@ -474,6 +484,10 @@ func (u *uplink) onStored(payload []byte, conn int64) {
 	u.wake()
 }
 
+// msgWatermarkHeard is the Debug log of each watermark heard, with the connection ("on":
+// primary or standby) and its sequence.
+const msgWatermarkHeard = "agent: watermark heard"
+
 // sent is a record published but not yet covered by the watermark.
 type sent struct {
 	id     uint64
@@ -488,7 +502,14 @@ type sent struct {
 type accepted struct {
 	sent []sentOn
 	told map[uint64]bool // reports of sent already told
+	// held: when a copy of a report was first found covered on its connection while an
+	// earlier copy, on a connection still up, was not yet (see covered)
+	held map[uint64]time.Time
 }
+
+// acceptWait bounds how long a report's copy confirmed on one connection waits for an earlier
+// copy on another connection, still up, to be confirmed there too.
+const acceptWait = 5 * time.Second
 
 type sentOn struct {
 	id       uint64
@@ -518,20 +539,44 @@ func (a *accepted) covered(u *uplink, w uint64) {
 	heard := maps.Clone(u.heard)
 	u.heardMu.Unlock()
 	if a.told == nil {
-		a.told = map[uint64]bool{}
+		a.told, a.held = map[uint64]bool{}, map[uint64]time.Time{}
 	}
+	confirmed := map[uint64]bool{} // a copy is covered on its own connection
+	for _, x := range a.sent {
+		if x.id <= w && heard[x.conn] >= x.id {
+			confirmed[x.id] = true
+		}
+	}
+	// The time told is that of the first copy confirmed on its own connection: around a switch
+	// between the primary and the standby a report has a copy on each (the standby's sent at
+	// once, the primary's sent again at its reconnect), and both connections hear the same
+	// watermark in either order. Telling the first copy confirmed, whichever that was, made
+	// a standby's report sent 0.04 s after a node's death count as sent at the primary's
+	// reconnect, 9 s later, whenever the primary heard the watermark a millisecond first.
+	waiting := map[uint64]bool{} // an earlier copy, on a connection still up, may yet be confirmed
 	keep := a.sent[:0]
 	for _, x := range a.sent { // in the order sent; resends put lower IDs after higher ones
 		switch {
 		case x.id > w:
 			keep = append(keep, x)
 		case a.told[x.id]:
-		case heard[x.conn] >= x.id:
+		case heard[x.conn] >= x.id && !waiting[x.id]:
 			a.told[x.id] = true
 			u.e.o.OnAccepted(time.Unix(0, x.at))
+		case heard[x.conn] >= x.id: // behind an earlier copy still waited for
+			keep = append(keep, x)
 		case u.live(x.conn) && time.Since(time.Unix(0, x.at)) < time.Minute:
 			// The watermark came on the other connection first (the primary and the standby
 			// both hear it); this one's copy may be on its way.
+			if confirmed[x.id] {
+				if a.held[x.id].IsZero() {
+					a.held[x.id] = time.Now()
+				}
+				if time.Since(a.held[x.id]) >= acceptWait { // its connection does not hear it
+					continue
+				}
+				waiting[x.id] = true
+			}
 			keep = append(keep, x)
 		}
 	}
@@ -541,6 +586,7 @@ func (a *accepted) covered(u *uplink, w uint64) {
 		ids[x.id] = true
 	}
 	maps.DeleteFunc(a.told, func(id uint64, _ bool) bool { return !ids[id] })
+	maps.DeleteFunc(a.held, func(id uint64, _ time.Time) bool { return !ids[id] })
 }
 
 // live reports whether the connection conn (a connAt, or the standby's id) is up.

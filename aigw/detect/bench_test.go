@@ -65,3 +65,41 @@ func BenchmarkDetector4KB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScanScripts scans the texts of set 9 (ten non-Latin scripts mixed with Latin text,
+// about 9 KB) in one piece, and the SafePrefix of a stream over them, word by word.
+func BenchmarkScanScripts(b *testing.B) {
+	e, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb []byte
+	for _, s := range loadAnnotated(b, "testdata/realistic_study9.txt") {
+		sb = append(append(sb, s.Text...), '\n', '\n')
+	}
+	text := string(sb)
+	b.Run("scan", func(b *testing.B) {
+		dst := make([]Entity, 0, 256)
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		for b.Loop() {
+			dst = e.AppendScan(dst[:0], text)
+		}
+	})
+	b.Run("safeprefix", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		for b.Loop() {
+			for start := 0; start < len(text); {
+				p := e.SafePrefix(text, start)
+				if p == start {
+					p = start + 1 // held: move on as a stream's window would
+					for p < len(text) && !isSpaceByte(text[p-1]) {
+						p++
+					}
+				}
+				start = p
+			}
+		}
+	})
+}

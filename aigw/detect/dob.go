@@ -1,5 +1,7 @@
 package detect
 
+import "strings"
+
 // dobDetector finds calendar dates (numeric "1985-03-12", "12/03/1985", "12.03.85" and written
 // "12 March 1985", "March 12th, 1985", "12. März 1985", "12 de marzo de 1985", "12-Mar-1985")
 // that are valid days between 1900 and 2029. A date alone scores below the default threshold;
@@ -16,13 +18,21 @@ var dobContext = &contextRule{
 	pos: newKeywords("born", "birth", "date of birth", "birthdate", "birthday", "birth date", "dob",
 		"d.o.b", "b.", "geboren", "geb.", "geburtsdatum", "geburtstag", "né", "née", "né le",
 		"naissance", "nacido", "nacida", "nacimiento", "nato", "nata", "nascita", "nascimento",
-		"nasceu", "geboortedatum", "age", "aged"),
+		"nasceu", "geboortedatum", "age", "aged",
+		// Cyrillic and Greek: "дата рождения", "дата народження", "ημερομηνία γέννησης"
+		"рождения", "родился", "родилась", "народження", "народився", "народилася", "γέννησης",
+		"γεννήθηκε",
+		// other scripts: Chinese, Japanese, Korean, Arabic, Hebrew, Hindi, Thai
+		"生年月日", "出生日期", "出生", "生日", "誕生日", "생년월일", "생일", "تاريخ الميلاد", "مواليد",
+		"תאריך לידה", "נולד", "נולדה", "जन्म तिथि", "जन्मतिथि", "जन्म", "วันเกิด"),
 	neg: newKeywords("invoice", "order", "ordered", "due", "shipped", "delivered", "delivery",
 		"meeting", "expires", "expiry", "expiration", "exp", "created", "updated", "issued",
 		"since", "released", "release", "deadline", "appointment", "scheduled", "paid", "payment",
 		"effective", "valid", "posted", "modified", "login", "logged", "timestamp", "version",
 		"build", "published", "signed", "starts", "start", "ends", "until", "from", "on call",
-		"vom", "rechnung", "facture", "factura", "fattura"),
+		"vom", "rechnung", "facture", "factura", "fattura",
+		// an obituary's other dates: "born 4 June 1938, died 16 November 2026"
+		"died", "death", "deceased", "passed away", "funeral", "buried"),
 	boost:   0.55,
 	penalty: 0.2,
 }
@@ -48,7 +58,53 @@ var months = map[string]int{
 
 func (dobDetector) Detect(text string, out []Entity) []Entity {
 	out = numericDates(text, out)
+	out = cjkDates(text, out)
 	return writtenDates(text, out)
+}
+
+// cjkDates finds dates written with the year, month and day characters of Chinese and Japanese
+// (1979年5月3日) and Korean (1979년 5월 3일).
+func cjkDates(text string, out []Entity) []Entity {
+	for _, u := range [...]struct{ y, m, d, sp string }{{"年", "月", "日", ""}, {"년", "월", "일", " "}} {
+		from := 0
+		for {
+			k := strings.Index(text[from:], u.y)
+			if k < 0 {
+				break
+			}
+			y := from + k
+			from = y + len(u.y)
+			i := y
+			for i > 0 && y-i < 4 && isDigit(text[i-1]) {
+				i--
+			}
+			if y-i != 4 || !numLeftOK(text, i) {
+				continue
+			}
+			j := from
+			if u.sp != "" && strings.HasPrefix(text[j:], u.sp) {
+				j += len(u.sp)
+			}
+			ms := j
+			a := digitsAt(text, j)
+			if a == j || a-j > 2 || !strings.HasPrefix(text[a:], u.m) {
+				continue
+			}
+			j = a + len(u.m)
+			if u.sp != "" && strings.HasPrefix(text[j:], u.sp) {
+				j += len(u.sp)
+			}
+			b := digitsAt(text, j)
+			if b == j || b-j > 2 || !strings.HasPrefix(text[b:], u.d) {
+				continue
+			}
+			if !validDate(atoi(text[i:y]), atoi(text[ms:a]), atoi(text[j:b])) {
+				continue
+			}
+			out = append(out, Entity{Type: TypeDateOfBirth, Start: i, End: b + len(u.d), Score: dateScore})
+		}
+	}
+	return out
 }
 
 func validDate(y, m, d int) bool {

@@ -59,7 +59,7 @@ func TestGeneralisation(t *testing.T) {
 	}
 }
 
-// TestRealistic scores the shipped engine on eight hand-written sets, each written and committed
+// TestRealistic scores the shipped engine on hand-written sets, each written and committed
 // before the detector was first run on it: set 1 before issue 11's work, sets 2-7 on 2026-11-24
 // after successive rounds of work (set 8 too). The causes of sets 1-3's errors were then fixed by general
 // rules, set 4's errors were listed in the issue, and the name rescorer (namerescore.go) is
@@ -74,6 +74,12 @@ func TestGeneralisation(t *testing.T) {
 // its changes and never prints its errors either. Set 8 (chat exports, Slack JSON, pasted
 // sheets, voice transcripts, ads, manifests, vCard/GEDCOM, non-Latin scripts) was written by
 // detect4 before any of its changes, committed alone, and never prints its errors either.
+// Set 9 (ten non-Latin scripts, referral letters, claim forms, tenancy and payroll records,
+// reviews, forums, minutes, CRM exports, things named after people) was written by detect6 and
+// committed before the detector ran on it; it is a study set: its errors are printed and read.
+// Set 10 (tribunal judgments, Hansard, credits, crew lists, registers, statements, labels,
+// e-mail threads in Hungarian, Hebrew and Japanese, Thai, Swahili, Polish and Turkish notices)
+// was written by set10, who never ran the detector on it; committed alone, errors never printed.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -90,9 +96,12 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout6.txt", realistic6MinF2, realistic6MinPrecision, 1},
 		{"testdata/realistic_holdout7.txt", realistic7MinF2, realistic7MinPrecision, 1},
 		{"testdata/realistic_holdout8.txt", realistic8MinF2, realistic8MinPrecision, 1},
+		{"testdata/realistic_study9.txt", realistic9MinF2, realistic9MinPrecision, 1},
+		// Set 10: blind; floors set just under its first run (below).
+		{"testdata/realistic_holdout10.txt", realistic10MinF2, realistic10MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout10") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -147,8 +156,15 @@ const (
 	realistic6MinPrecision = 0.91 // first run 0.905; 0.920 with layout.go, 0.920 with detect3's rules
 	realistic7MinF2        = 0.87 // first run 0.839 (P 0.914, R 0.822); 0.862 with detect3's rules (its author's; errors never printed), 0.890 with detect4's
 	realistic7MinPrecision = 0.94 // first run 0.914; 0.940 with detect3's rules, 0.950 with detect4's
-	realistic8MinF2        = 0.82 // first run 0.838 (P 0.938, R 0.816; detect4, errors never printed); 0.838 with detect4's rules
-	realistic8MinPrecision = 0.92 // first run 0.938; 0.938 with detect4's rules
+	realistic8MinF2        = 0.86 // first run 0.838 (P 0.938, R 0.816; detect4, errors never printed); 0.838 with detect4's rules; 0.883 with detect6's script.go (P 0.934; detect6 had seen 6 of its lines)
+	realistic8MinPrecision = 0.92 // first run 0.938; 0.938 with detect4's rules; 0.934 with detect6's
+	realistic9MinF2        = 0.95 // first run 0.645 (P 0.908, R 0.601); 0.977 with detect6's changes (a study set: its errors were read)
+	realistic9MinPrecision = 0.95 // first run 0.908; 0.967 with detect6's changes
+	// Set 10 (set10 helper, written without reading the detector or the other sets' texts; first
+	// run by the lead on main 694bd21, errors never printed): P 0.818, R 0.677, F2 0.701;
+	// P 0.829, R 0.692, F2 0.715 with detect6's changes (script.go; blind).
+	realistic10MinF2        = 0.70
+	realistic10MinPrecision = 0.81
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
@@ -243,6 +259,15 @@ func TestNoPlaceAsPerson(t *testing.T) {
 		"Buenos Aires and Rio de Janeiro flights.",
 		"Mercedes-Benz Sprinter fleet tablets",
 		"Goldman Sachs lobby",
+		// things named after people (name.go: possessive + business noun, animals, titled
+		// runs before a place noun)
+		"Dinner at Rosa Delgado's Kitchen tonight.",
+		"Lunch at Chef Amir Haddad's Mezze Grill, then coffee.",
+		"Our beagle Winston ate a sock, and my other dog Lady Penelope ignored it.",
+		"Patient: Biscuit (Labrador, 6 yrs) is due for boosters.",
+		"The ship Queen Adelaide docks at 10.",
+		"Evensong is in the Lady Eleanor Hall chapel on Sunday.",
+		"Apply for the Ada Lovelace scholarship and the Rhodes fund.",
 	} {
 		for _, x := range e.Scan(text) {
 			if x.Type == TypePerson {

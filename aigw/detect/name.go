@@ -71,7 +71,11 @@ var nameLabels = []string{"owner", "assignee", "assigned to", "reporter", "repor
 	"submitted by", "approved by", "created by", "updated by", "opened by", "closed by",
 	"lead", "contact name", "customer name", "owner name", "user name", "emergency contact",
 	"next of kin", "spouse", "witness", "landlord", "passenger", "insured", "policyholder",
-	"kunde", "kundin", "mitarbeiter", "client·e", "cliente", "titular", "destinataire"}
+	"kunde", "kundin", "mitarbeiter", "client·e", "cliente", "titular", "destinataire",
+	// roles of police, insurance and court forms
+	"complainant", "claimant", "suspect", "victim", "defendant", "plaintiff", "respondent",
+	"petitioner", "deceased", "accused", "informant", "caller", "reporting officer",
+	"officer in charge", "lessee", "lessor", "payee", "guarantor", "executor", "next of kin name"}
 
 // orgLabels are field labels whose value is an organisation, shop or place, never a person:
 // "Employer: Harvey Norman", "Merchant: Tim Hortons". The label says what kind of name follows,
@@ -119,6 +123,10 @@ var placeCues = map[string]bool{
 	"edition": true, "model": true, "series": true, "pro": true, "plus": true, "max": true,
 	"mini": true, "ultra": true, "cloud": true, "engine": true, "studio": true, "suite": true,
 	"rollout": true, "migration": true, "pilot": true, "shipment": true, "account": true,
+	// buildings, funds and works named after people: "the Lady Margaret Hall chapel"
+	"chapel": true, "wing": true, "hospice": true, "room": true, "fund": true, "fellowship": true,
+	"scholarship": true, "trophy": true, "lecture": true, "memorial": true, "collection": true,
+	"tribute": true,
 }
 
 var nameTitles = map[string]bool{
@@ -144,7 +152,7 @@ var (
 		"je m'appelle", "je m’appelle", "m'appelle", "me llamo", "mi nombre es", "mein name ist",
 		"ich heiße", "ich heisse", "mi chiamo", "il mio nome è", "meu nome é", "me chamo",
 		"chamo-me", "mijn naam is", "ik heet", "full name", "patient", "cardholder",
-		"account holder", "signed", "signed by", "nom", "nombre", "nome", "vorname", "nachname",
+		"account holder", "signed", "signed by", "née", "nee", "nom", "nombre", "nome", "vorname", "nachname",
 		"prénom", "apellido", "surname", "last name", "first name", "given name", "family name",
 		"attn", "attention", "c/o", "contact person", "ansprechpartner", "sincerely", "regards",
 		// Other languages: Indonesian and Malay, Turkish, Polish, Vietnamese, Swedish,
@@ -224,6 +232,9 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 		if s > 0 && (isDigit(text[s-1]) || strings.IndexByte("_@/\\#$%&=+.", text[s-1]) >= 0) {
 			continue
 		}
+		if c, _ := classAt(text, s); c != scNone {
+			continue // a word of another script: its own rules (script.go)
+		}
 		if !isCapWord(text[s:e]) {
 			if isLower(text[s]) || text[s] >= 0x80 || allCaps(text[s:e]) {
 				end := d.lowerSpan(text, s, e)
@@ -269,7 +280,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return out
+	return scriptNames(text, out)
 }
 
 func isTitle(w string) bool {
@@ -419,7 +430,11 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			cite, end = true, ce
 		}
 	}
-	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n]) || precededByOrgLabel(text, start)) {
+	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n]) || precededByOrgLabel(text, start) || possessiveBusiness(text, end)) {
+		return 0, -1, 0
+	}
+	if animalRun(text, start, end) || titled && placeCueAfter(text, end) {
+		// "our dog Lady Penelope", "Patient: Biscuit (Labrador, ...)", "the Lady Margaret Hall chapel"
 		return 0, -1, 0
 	}
 	fw, lw := words[0].flags, words[n-1].flags
@@ -681,6 +696,113 @@ func midSentence(text string, s int) bool {
 	var buf [16]byte
 	lw, ok := lowerInto(buf[:0:len(buf)], text[ps:pe])
 	return ok && !thingWords[string(lw)]
+}
+
+// animalNouns before a name, or in brackets after it, make it a pet, a horse or a ship.
+var animalNouns = map[string]bool{
+	"dog": true, "dogs": true, "puppy": true, "pup": true, "cat": true, "cats": true, "kitten": true,
+	"rabbit": true, "bunny": true, "horse": true, "pony": true, "mare": true, "stallion": true,
+	"gelding": true, "filly": true, "colt": true, "hamster": true, "parrot": true, "budgie": true,
+	"tortoise": true, "turtle": true, "goldfish": true, "ferret": true, "pig": true, "goat": true,
+	"beagle": true, "labrador": true, "retriever": true, "poodle": true, "terrier": true,
+	"spaniel": true, "collie": true, "dachshund": true, "pug": true, "husky": true, "tabby": true,
+	"ship": true, "vessel": true, "yacht": true, "boat": true, "ferry": true, "tanker": true,
+	"trawler": true, "barge": true, "tug": true, "schooner": true, "steamer": true, "pet": true,
+}
+
+// animalRun reports whether an animal or vessel noun comes just before the run (a title
+// between them allowed: "dog Lady Penelope") or opens a bracket after it ("Biscuit (Labrador").
+func animalRun(text string, s, e int) bool {
+	w, k := wordJustBefore(text, s)
+	if isTitle(w) {
+		w, _ = wordJustBefore(text, k)
+	}
+	if w != "" && lowerWordIn(w, animalNouns) {
+		return true
+	}
+	if strings.HasPrefix(text[e:], " (") && e+2 < len(text) && isLetterAt(text, e+2) {
+		return completeWordIn(text, e+2, animalNouns)
+	}
+	return false
+}
+
+// wordJustBefore returns the word before s and its start when only spaces (or a title's '.')
+// separate them: punctuation ends the search ("the cat. Anna said").
+func wordJustBefore(text string, s int) (string, int) {
+	j := s
+	for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
+		j--
+	}
+	if j == s {
+		return "", s
+	}
+	if j > 0 && text[j-1] == '.' {
+		j--
+	}
+	k := j
+	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
+		k--
+	}
+	return text[k:j], k
+}
+
+// completeWordIn reports whether the word at j is in m and cannot grow (a byte follows it).
+func completeWordIn(text string, j int, m map[string]bool) bool {
+	we := wordEnd(text, j)
+	return we < len(text) && lowerWordIn(text[j:we], m)
+}
+
+func lowerWordIn(w string, m map[string]bool) bool {
+	var buf [24]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	return ok && m[string(lw)]
+}
+
+// placeCueAfter reports whether a lower-case place noun follows the run: after a title it makes
+// the run a building or an institution named after a person ("Lady Margaret Hall chapel").
+func placeCueAfter(text string, e int) bool {
+	if e+1 >= len(text) || text[e] != ' ' || !isLower(text[e+1]) {
+		return false
+	}
+	return completeWordIn(text, e+1, placeCues)
+}
+
+// businessNouns after a possessive name make it a shop or a restaurant: "Maria's Kitchen",
+// "Gordon Ramsay's Savoy Grill".
+var businessNouns = map[string]bool{
+	"kitchen": true, "grill": true, "diner": true, "bakery": true, "trattoria": true, "bistro": true,
+	"pizzeria": true, "deli": true, "tavern": true, "brewery": true, "pub": true, "bar": true,
+	"cafe": true, "café": true, "restaurant": true, "salon": true, "barbers": true, "boutique": true,
+	"emporium": true, "burgers": true, "bagels": true, "pies": true, "donuts": true, "steakhouse": true,
+	"tearoom": true, "bookshop": true, "bookstore": true, "store": true, "shop": true, "market": true,
+	"garage": true, "pharmacy": true, "florist": true, "patisserie": true, "creamery": true,
+	"cantina": true, "taqueria": true, "noodles": true, "pizza": true, "chippy": true, "inn": true,
+	"hotel": true, "tavola": true, "bakehouse": true, "smokehouse": true, "oyster": true,
+}
+
+// possessiveBusiness reports whether "'s" and up to three capitalised words ending in a
+// business noun follow the run ending at e.
+func possessiveBusiness(text string, e int) bool {
+	j := e
+	switch {
+	case strings.HasPrefix(text[j:], "'s "):
+		j += 3
+	case strings.HasPrefix(text[j:], "’s "):
+		j += 5
+	default:
+		return false
+	}
+	for n := 0; n < 3 && j < len(text) && isUpper(text[j]); n++ {
+		we := wordEnd(text, j)
+		if completeWordIn(text, j, businessNouns) {
+			return true
+		}
+		if we >= len(text) || text[we] != ' ' {
+			break
+		}
+		j = we + 1
+	}
+	return false
 }
 
 // thingWords before a capitalised word make it a place or a thing rather than a person.

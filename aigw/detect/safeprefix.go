@@ -108,6 +108,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if cs < 0 {
 		return true
 	}
+	if hasScriptRune(text[t:u]) && !scriptInert(text, t, u) {
+		return false // a name in another script (script.go)
+	}
 	core := text[cs:ce]
 	if u-t >= 16 && strings.IndexFunc(core, func(r rune) bool { return r == '-' || r < utf8.RuneSelf && isUpper(byte(r)) }) >= 0 {
 		return false // token shapes: "xoxb-...", "sk-ant-...", "AKIA..."

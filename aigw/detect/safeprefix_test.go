@@ -67,6 +67,12 @@ func TestSafePrefix(t *testing.T) {
 		{"private key", "-----BEGIN RSA PRIVATE KEY-----\n", 0, ""},
 		{"markdown and symbols", "**Note** — see (the) list: ", 0, "**Note** — see (the) list: "},
 		{"multi-byte text", "日本語のテキストです naïve café 🙂 ", 0, "日本語のテキストです naïve café 🙂 "},
+		{"cyrillic name before its patronymic", "Привет, Иван Петрович ", 0, "Привет, "},
+		{"cyrillic words", "это просто текст без имён и ", 0, "это просто текст без "},
+		{"cyrillic name after a cue", "меня зовут Ольга и я ", 0, "меня зовут "},
+		{"korean name before a title word", "참석자 명단 박지훈 팀장 그리고 ", 0, "참석자 명단 "},
+		{"chinese title in the word", "请联系王小明先生。 谢谢 你 ", 0, ""},
+		{"greek title before the name", "Αγαπητέ κ. Νικολάου, σας ", 0, "Αγαπητέ κ. "},
 		{"start inside a word", "abc def ", 1, ""},
 		{"long lower-case word", "internationalization is ", 0, "internationalization is "},
 		{"all capitals", "the API is ", 0, "the API is "},
@@ -95,6 +101,9 @@ var safeSuffixes = []string{
 	" Main Street, Springfield, IL 62704", " Street", " ghp_abcdefghijklmnopqrstuvwxyz0123456789",
 	" March 1985", ". März 1985", " de marzo de 1985", " rue de la Paix", " bis avenue Foch", "5 555 2671",
 	"5-555-2671", " 555 2671", "56789", "6788 is my ssn", ", Main Street", " - 555 2671", " Evergreen Terrace",
+	// names in other scripts (script.go): honorifics and patronymics after the name
+	" Петрович", "ович Сидоров", " А. В.", ".В. Смирнов", "先生", "さん", "様", "明先生", " 님", " 팀장", "님께",
+	"입니다", " Κωνσταντίνου", " ศรีสุข โทร", " कुमार जी", " الشمري،",
 }
 
 // TestSafePrefixProperty cuts corpus texts at random bytes and appends real and adversarial
@@ -108,8 +117,14 @@ func TestSafePrefixProperty(t *testing.T) {
 			texts = append(texts, s.Text)
 		}
 	}
-	for _, f := range []string{"testdata/realistic_holdout.txt", "testdata/realistic_holdout2.txt", "testdata/realistic_holdout3.txt", "testdata/realistic_holdout4.txt", "testdata/realistic_holdout5.txt", "testdata/realistic_holdout6.txt", "testdata/realistic_holdout7.txt"} {
+	for _, f := range []string{"testdata/realistic_holdout.txt", "testdata/realistic_holdout2.txt", "testdata/realistic_holdout3.txt", "testdata/realistic_holdout4.txt", "testdata/realistic_holdout5.txt", "testdata/realistic_holdout6.txt", "testdata/realistic_holdout7.txt", "testdata/realistic_holdout8.txt"} {
 		for _, s := range loadAnnotated(t, f) {
+			texts = append(texts, s.Text)
+		}
+	}
+	// set 9's texts in ten scripts, cut more often: script.go's rules read two words ahead
+	for _, s := range loadAnnotated(t, "testdata/realistic_study9.txt") {
+		for range 8 {
 			texts = append(texts, s.Text)
 		}
 	}
@@ -154,6 +169,8 @@ func FuzzSafePrefix(f *testing.F) {
 	}
 	f.Add("Dear Anna Smith, thanks", uint16(10), uint16(5))
 	f.Add("you may 12 1985", uint16(8), uint16(0))
+	f.Add("Уважаемая Анна Викторовна! Смирнов А. В., и Пётр Ильич Чайковский", uint16(60), uint16(0))
+	f.Add("请李娜经理跟进。 저는 이민준입니다. 박지훈 팀장님 山本さん เรียน คุณสมชาย श्री विनोद कुमार जी", uint16(40), uint16(0))
 	e, err := New(Options{})
 	if err != nil {
 		f.Fatal(err)
@@ -178,5 +195,10 @@ func TestSafePrefixAllocations(t *testing.T) {
 	text := "Sure! Here is a summary of the call with the team. The model writes this answer word by word "
 	if allocs := testing.AllocsPerRun(100, func() { e.SafePrefix(text, 0) }); allocs != 0 {
 		t.Errorf("SafePrefix allocated %v times per run; want 0", allocs)
+	}
+	// words of other scripts run script.go's rules on a window (script.go)
+	text = "Уважаемый Клиент, меня зовут Ольга. 请联系王先生。 저는 이민준입니다 감사합니다 "
+	if allocs := testing.AllocsPerRun(100, func() { e.SafePrefix(text, 0) }); allocs != 0 {
+		t.Errorf("SafePrefix on other scripts allocated %v times per run; want 0", allocs)
 	}
 }

@@ -33,7 +33,7 @@ func numLeftOK(text string, i int) bool {
 		return true
 	}
 	c := text[i-1]
-	if isWordByte(c) {
+	if isWordByte(c) && !(c >= utf8.RuneSelf && gluedRuneOK(utf8.DecodeLastRuneInString(text[:i]))) {
 		return false
 	}
 	if (c == '.' || c == '-' || c == '/' || c == ',') && i >= 2 && isDigit(text[i-2]) {
@@ -48,7 +48,7 @@ func numRightOK(text string, j int) bool {
 		return true
 	}
 	c := text[j]
-	if isWordByte(c) {
+	if isWordByte(c) && !(c >= utf8.RuneSelf && gluedRuneOK(utf8.DecodeRuneInString(text[j:]))) {
 		return false
 	}
 	if (c == '.' || c == '-' || c == '/' || c == ',') && j+1 < len(text) && isDigit(text[j+1]) {
@@ -190,4 +190,22 @@ func isCapWord(w string) bool {
 // isSpaceByte reports ASCII whitespace.
 func isSpaceByte(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// gluedRuneOK reports whether a number may touch the rune r: punctuation and symbols
+// ("电话：+86 ...", "№ 27"), and the letters of scripts written without spaces between words and
+// numbers (Chinese, Japanese, Korean, Thai: "订单号20261118"), but no letter of a script that
+// separates words.
+func gluedRuneOK(r rune, _ int) bool {
+	if r == utf8.RuneError {
+		return false
+	}
+	if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r) {
+		return true
+	}
+	switch classOf(r) {
+	case scHan, scKana, scHangul, scThai:
+		return true
+	}
+	return false
 }

@@ -35,6 +35,7 @@ type logEvent struct {
 	msg    string
 	err    bool   // an "err" attribute: a failed attempt
 	reason string // its text
+	attrs  string // every attribute, "k=v ...", for the slowest agents' story
 }
 
 func newTimeline(next slog.Handler) *timeline {
@@ -45,12 +46,15 @@ func (l *timeline) Enabled(context.Context, slog.Level) bool { return true }
 
 func (l *timeline) Handle(ctx context.Context, r slog.Record) error {
 	e := logEvent{at: r.Time, msg: r.Message}
+	var kv []string
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "err" {
 			e.err, e.reason = true, a.Value.String()
 		}
+		kv = append(kv, a.Key+"="+a.Value.String())
 		return true
 	})
+	e.attrs = strings.Join(kv, " ")
 	l.mu.Lock()
 	l.ev[l.site] = append(l.ev[l.site], e)
 	l.mu.Unlock()
@@ -85,6 +89,7 @@ const (
 	msgPuback     = "agent: first PUBACK on this connection"
 	msgSent       = "agent: first report sent on this connection (QoS 0)" // on NATS, once the watermark is known
 	msgWatermark  = "agent: first watermark on this connection"
+	msgHeard      = "agent: watermark heard" // every one, with the connection ("on") and "seq"
 )
 
 // failover is, for each agent whose connection dropped after since, how long each phase of its
@@ -151,17 +156,44 @@ func (l *timeline) failover(since time.Time) map[string][]time.Duration {
 type accepts struct {
 	mu sync.Mutex
 	at map[string][]time.Time
+	// told: when the hook was told of each (at QoS 0: when the watermark covering it came)
+	told map[string][]time.Time
 }
 
-func newAccepts() *accepts { return &accepts{at: map[string][]time.Time{}} }
+func newAccepts() *accepts {
+	return &accepts{at: map[string][]time.Time{}, told: map[string][]time.Time{}}
+}
 
 // hook is the OnAccepted of site's agent.
 func (a *accepts) hook(site string) func(time.Time) {
 	return func(at time.Time) {
+		now := time.Now()
 		a.mu.Lock()
 		a.at[site] = append(a.at[site], at)
+		a.told[site] = append(a.told[site], now)
 		a.mu.Unlock()
 	}
+}
+
+// confirmed is how long after since each of sites first had a report sent at or after since
+// confirmed: at QoS 0, when a watermark covering it came on the connection it was sent on (at
+// QoS 1, its PUBACK). The agent deletes it then; until then it keeps it and may send it again.
+func (a *accepts) confirmed(since time.Time, sites []string) map[string]time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	per := map[string]time.Duration{}
+	for _, s := range sites {
+		var best time.Time
+		for i, at := range a.at[s] {
+			if told := a.told[s][i]; !at.Before(since) && (best.IsZero() || told.Before(best)) {
+				best = told
+			}
+		}
+		if !best.IsZero() {
+			per[s] = best.Sub(since)
+		}
+	}
+	return per
 }
 
 // again is how long after since each of sites had a report accepted again: the earliest
@@ -388,4 +420,27 @@ func natsLoad(nc *natstest.Cluster, nodes ...int) string {
 		out = append(out, fmt.Sprintf("n%d: %d connections, %.1f MiB RSS", n, l.Connections, float64(l.Mem)/(1<<20)))
 	}
 	return strings.Join(out, "; ")
+}
+
+// story is what site's uplink logged from since on, each line with its time since then: the
+// connections lost, the standby's activation, the reconnect, which connection heard which
+// watermark; for the agents slowest to report again (TestScaleOut).
+func (l *timeline) story(site string, since time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	heard := map[string]int{} // watermarks told per connection: the first 3 are enough
+	for _, e := range l.ev[site] {
+		if e.at.Before(since) || e.at.After(since.Add(20*time.Second)) {
+			continue
+		}
+		if e.msg == msgHeard {
+			on, _, _ := strings.Cut(e.attrs, " ")
+			if heard[on]++; heard[on] > 3 {
+				continue
+			}
+		}
+		out = append(out, fmt.Sprintf("%7v %s %s", e.at.Sub(since).Round(time.Millisecond), strings.TrimPrefix(e.msg, "agent: "), e.attrs))
+	}
+	return out
 }

@@ -78,6 +78,7 @@ type handled struct {
 	mu    sync.Mutex
 	log   map[string][]handling
 	marks map[string][]string // site -> the watermarks published ("ctl:seq"), to read a failure
+	pubs  map[string][]markPub
 }
 
 // markingBus notes the watermarks a controller publishes.
@@ -88,14 +89,120 @@ type markingBus struct {
 }
 
 func (b markingBus) Publish(topic string, payload []byte, retain bool) error {
-	if site, kind, ok := telemetry.ParseTopic(topic); ok && kind == telemetry.KindStored {
-		var m telemetry.Stored
-		_ = json.Unmarshal(payload, &m)
-		b.h.mu.Lock()
-		b.h.marks[site] = append(b.h.marks[site], fmt.Sprintf("%s:%d@%s", b.ctl, m.Seq, time.Now().Format("05.000")))
-		b.h.mu.Unlock()
+	site, kind, ok := telemetry.ParseTopic(topic)
+	if !ok || kind != telemetry.KindStored {
+		return b.NATSBus.Publish(topic, payload, retain)
 	}
-	return b.NATSBus.Publish(topic, payload, retain)
+	var m telemetry.Stored
+	_ = json.Unmarshal(payload, &m)
+	start := time.Now()
+	err := b.NATSBus.Publish(topic, payload, retain)
+	b.h.mu.Lock()
+	b.h.marks[site] = append(b.h.marks[site], fmt.Sprintf("%s:%d@%s", b.ctl, m.Seq, start.Format("05.000")))
+	b.h.pubs[site] = append(b.h.pubs[site], markPub{ctl: b.ctl, seq: m.Seq, at: start, took: time.Since(start), err: err})
+	b.h.mu.Unlock()
+	return err
+}
+
+// published lists site's watermarks published from since on: controller, sequence, when the
+// publish began (since since) and how long it took.
+func (h *handled) published(site string, since time.Time) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, p := range h.pubs[site] {
+		if p.at.After(since) || p.at.Add(p.took).After(since) {
+			how := "retained"
+			if p.live {
+				how = "live"
+			}
+			s := fmt.Sprintf("%s:%d(%s)@%v+%v", p.ctl, p.seq, how, p.at.Sub(since).Round(time.Millisecond), p.took.Round(time.Millisecond))
+			if p.err != nil {
+				s += "(" + p.err.Error() + ")"
+			}
+			out = append(out, s)
+		}
+	}
+	if len(out) > 16 {
+		out = append(out[:16], "...")
+	}
+	return strings.Join(out, " ")
+}
+
+// publishDelays sums up, per controller, its watermark publishes from since on: how many, the
+// longest, and when the first one returned (since since).
+func (h *handled) publishDelays(since time.Time) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	type sum struct {
+		n, failed int
+		longest   time.Duration
+		first     time.Duration
+	}
+	per := map[string]*sum{}
+	for _, ps := range h.pubs {
+		for _, p := range ps {
+			end := p.at.Add(p.took)
+			if end.Before(since) {
+				continue
+			}
+			key := p.ctl + " retained"
+			if p.live {
+				key = p.ctl + " live"
+			}
+			x := per[key]
+			if x == nil {
+				x = &sum{first: time.Hour}
+				per[key] = x
+			}
+			x.n++
+			if p.err != nil {
+				x.failed++
+			}
+			x.longest = max(x.longest, p.took)
+			if p.err == nil {
+				x.first = min(x.first, end.Sub(since))
+			}
+		}
+	}
+	var out []string
+	for _, ctl := range slices.Sorted(maps.Keys(per)) {
+		x := per[ctl]
+		out = append(out, fmt.Sprintf("%s: %d (%d failed), longest %v, first done %v after the kill", ctl, x.n, x.failed, x.longest.Round(time.Millisecond), x.first.Round(time.Millisecond)))
+	}
+	return strings.Join(out, "; ")
+}
+
+// PublishLive notes the live copy of a watermark (mqtt.NATSBus.PublishLive; ingest sends it
+// first and the retained one after it, off its loop).
+func (b markingBus) PublishLive(topic string, payload []byte) error {
+	site, kind, ok := telemetry.ParseTopic(topic)
+	if !ok || kind != telemetry.KindStored {
+		return b.NATSBus.PublishLive(topic, payload)
+	}
+	var m telemetry.Stored
+	_ = json.Unmarshal(payload, &m)
+	start := time.Now()
+	err := b.NATSBus.PublishLive(topic, payload)
+	b.h.mu.Lock()
+	b.h.pubs[site] = append(b.h.pubs[site], markPub{ctl: b.ctl, seq: m.Seq, at: start, took: time.Since(start), err: err, live: true})
+	b.h.mu.Unlock()
+	return err
+}
+
+// retainedOnly hides PublishLive: the engine publishes its watermarks retained only, on its
+// loop, as it did before.
+type retainedOnly struct{ mqtt.Bus }
+
+// markPub is one watermark a controller published: when Publish was called and how long it
+// took to return (the MQTT publisher's PUBACK), for reading a failover.
+type markPub struct {
+	ctl  string
+	seq  uint64
+	at   time.Time
+	took time.Duration
+	err  error
+	live bool // PublishLive: not retained, no MQTT connection
 }
 
 type handling struct {
@@ -156,7 +263,11 @@ func startController(t *testing.T, id string, db *sql.DB, nc *natstest.Cluster, 
 	if testing.Verbose() { // the ingest's warnings (e.g. sequences given up) help read a failure
 		elog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("ctl", id)
 	}
-	e := ingest.New(f, markingBus{NATSBus: c.bus, h: h, ctl: id}, recordingSink{h: h, ctl: id, m: c.m}, ingest.Options{Owner: c.m, Logger: elog, FlushEvery: time.Second})
+	var bus mqtt.Bus = markingBus{NATSBus: c.bus, h: h, ctl: id}
+	if os.Getenv("EDGEWAN_TEST_RETAINED_MARKS_ONLY") != "" { // as before PublishLive, to compare (docs/benchmarks.md)
+		bus = retainedOnly{bus}
+	}
+	e := ingest.New(f, bus, recordingSink{h: h, ctl: id, m: c.m}, ingest.Options{Owner: c.m, Logger: elog, FlushEvery: time.Second})
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +312,7 @@ func TestScaleOut(t *testing.T) {
 	db := openDB(t)
 	nc := natstest.Start(t)
 	f := newFleet(sites)
-	h := &handled{log: map[string][]handling{}, marks: map[string][]string{}}
+	h := &handled{log: map[string][]handling{}, marks: map[string][]string{}, pubs: map[string][]markPub{}}
 	ctls := map[string]*controller{}
 	for _, id := range []string{"a", "b", "c"} {
 		ctls[id] = startController(t, id, db, nc, f, h)
@@ -309,6 +420,12 @@ func TestScaleOut(t *testing.T) {
 
 	// kill -9 of a broker node: every agent reports again (a report evaluated by a controller)
 	// within 5 s (the time is logged).
+	// EDGEWAN_TEST_KILLED_LEADS=$MQTT_sess (or any streams, comma-separated): the killed node
+	// leads them at the kill, the worst cases made on purpose (docs/benchmarks.md).
+	for _, stream := range strings.FieldsFunc(os.Getenv("EDGEWAN_TEST_KILLED_LEADS"), func(r rune) bool { return r == ',' }) {
+		nc.LeadOn(t, stream, 1)
+		t.Logf("%s led by the node to be killed (n1)", stream)
+	}
 	nodeKilledAt := time.Now()
 	jw := watchJetStream(t, nc.URLs[1], "n1", nodeKilledAt)
 	if os.Getenv("EDGEWAN_TEST_NODE_STOP") == "lameduck" { // a graceful stop instead (docs/benchmarks.md)
@@ -337,10 +454,18 @@ func TestScaleOut(t *testing.T) {
 		return ok
 	})
 	acceptedMax, acceptedMedian := maxOf(accepted)
+	confirmedMax, confirmedMedian := maxOf(fl.acc.confirmed(nodeKilledAt, ids))
+	t.Logf("kill -9 of a NATS node: every agent had a report sent after the kill confirmed by a watermark on its connection after %v (median %v)",
+		confirmedMax.Round(time.Millisecond), confirmedMedian.Round(time.Millisecond))
 	slowest := slices.SortedFunc(maps.Keys(accepted), func(a, b string) int { return cmp.Compare(accepted[b], accepted[a]) })
 	for _, id := range slowest[:min(3, len(slowest))] {
 		t.Logf("reported again after %v: %s (its standby: %v activations)", accepted[id].Round(time.Millisecond), id, fl.ups[id].StandbyActivations())
+		if testing.Verbose() { // why: its uplink's story, and the watermarks published for it
+			t.Logf("  %s's uplink since the kill:\n    %s", id, strings.Join(fl.log.story(id, nodeKilledAt), "\n    "))
+			t.Logf("  %s's watermarks published since the kill: %s", id, h.published(id, nodeKilledAt))
+		}
 	}
+	t.Logf("the controllers' watermark publishes after the node kill: %s", h.publishDelays(nodeKilledAt))
 	waitFor(t, 30*time.Second, "every agent reports again after a broker node died", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()

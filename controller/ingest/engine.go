@@ -108,6 +108,7 @@ type Engine struct {
 	taking   []func(string) bool
 	takeWake chan struct{}
 	took     chan struct{} // to Run: sites were taken over, checkpoint soon
+	retain   retainer      // the watermarks' retained copies, on a liveBus (watermark.go)
 	m        metrics
 	clock    clockGuard
 }
@@ -195,6 +196,7 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 	boot := make([]byte, 8)
 	_, _ = rand.Read(boot)
 	e := &Engine{store: st, bus: bus, sink: sink, roll: rollup.NewStore(), o: o, sites: map[string]*site{}, boot: hex.EncodeToString(boot), takeWake: make(chan struct{}, 1), took: make(chan struct{}, 1)}
+	e.retain = retainer{pending: map[string]retained{}, wake: make(chan struct{}, 1)}
 	e.rec.init()
 	e.m = newMetrics(o.Registerer, e)
 	return e
@@ -239,6 +241,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	takeCtx, stopTake := context.WithCancel(ctx)
 	defer func() { stopTake(); <-takeDone }()
 	go e.takeOvers(takeCtx, takeDone)
+	defer e.startRetaining(ctx)() // after the last checkpoint: it publishes what is queued
 
 	e.mu.RLock()
 	ids := make([]string, 0, len(e.sites))
@@ -942,17 +945,6 @@ func (e *Engine) checkpoint(ctx context.Context) {
 		m.st.stored = max(m.st.stored, m.seq)
 		m.st.mu.Unlock()
 		e.publishStored(m.st.id, m.device, m.seq)
-	}
-}
-
-// publishStored publishes a site's watermark, retained.
-func (e *Engine) publishStored(siteID, device string, seq uint64) {
-	b, err := json.Marshal(telemetry.Stored{V: telemetry.SchemaVersion, Site: siteID, Device: device, Seq: seq, Boot: e.boot, Time: e.o.Now().UTC()})
-	if err == nil {
-		err = e.bus.Publish(telemetry.Topic(siteID, telemetry.KindStored), b, true)
-	}
-	if err != nil {
-		e.o.Logger.Warn("ingest: publishing a watermark", "site", siteID, "err", err)
 	}
 }
 

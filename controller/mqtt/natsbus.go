@@ -244,6 +244,34 @@ func (b *NATSBus) Publish(topic string, payload []byte, retain bool) error {
 	return nil
 }
 
+// PublishLive delivers payload, not retained, to the MQTT clients subscribed to topic now
+// (at QoS 0), as a plain NATS publish on the controller's NATS connection: NATS's MQTT
+// listener maps topic levels to subject tokens, so an agent's subscription is a NATS
+// subscription on the same subject. Unlike Publish it touches no MQTT connection and no
+// JetStream asset: after a node's death the MQTT publisher may wait for $MQTT_sess's election
+// to reconnect and each retained publish for $MQTT_rmsgs's (4-9 s plus NATS's 4 s MQTT
+// timeout), while the NATS connection is back on another node within its reconnect wait
+// (250 ms; what it publishes meanwhile is buffered and sent then). It does not wait for
+// delivery; no retained state: whoever needs the latest value at subscribe needs Publish too.
+func (b *NATSBus) PublishLive(topic string, payload []byte) error {
+	if len(payload) > telemetry.MaxPayload {
+		return fmt.Errorf("mqtt.NATSBus.PublishLive %s: payload of %d bytes is over %d", topic, len(payload), telemetry.MaxPayload)
+	}
+	if strings.ContainsAny(topic, ".+#* ") {
+		return fmt.Errorf("mqtt.NATSBus.PublishLive %q: not a plain topic", topic)
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if err := b.nc.Publish(strings.ReplaceAll(topic, "/", "."), payload); err != nil {
+		return fmt.Errorf("mqtt.NATSBus.PublishLive %s: %w", topic, err)
+	}
+	return nil
+}
+
 // StartPartition starts consuming partition p through its durable consumer, until ctx ends
 // or StopPartition. It does not wait for JetStream: the consumer is bound on the partition's
 // own goroutine, each attempt bounded by bindTimeout and retried until it succeeds, so a

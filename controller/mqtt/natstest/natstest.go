@@ -4,6 +4,7 @@ package natstest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +16,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/edgewan/edgewan/scripts/scriptpath"
 	"github.com/edgewan/edgewan/scripts/testserver"
@@ -170,4 +174,38 @@ func freeRange(n int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no range of %d free ports", n)
+}
+
+// LeadOn moves the Raft leader of stream to node n (1..3), by asking its leader to step down
+// (a step-down hands the leadership over at once: no election timeout) until n leads it, so
+// that a test can kill the node leading a given asset (TestScaleOut's worst cases).
+func (c *Cluster) LeadOn(t testing.TB, stream string, n int) {
+	t.Helper()
+	conn, err := nats.Connect(c.URLs[n-1], nats.UserInfo(User, Password))
+	if err != nil {
+		t.Fatalf("natstest: LeadOn: %v", err)
+	}
+	defer conn.Close()
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatalf("natstest: LeadOn: %v", err)
+	}
+	want := "n" + strconv.Itoa(n)
+	leader := ""
+	for range 40 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := js.Stream(ctx, stream)
+		cancel()
+		if err == nil && st.CachedInfo().Cluster != nil {
+			leader = st.CachedInfo().Cluster.Leader
+		}
+		if leader == want {
+			return
+		}
+		if err == nil && leader != "" {
+			_, _ = conn.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, nil, 5*time.Second)
+		}
+		time.Sleep(500 * time.Millisecond) // the new leader's election, then look again
+	}
+	t.Fatalf("natstest: %s still led by %q, not %s, after 40 step-downs", stream, leader, want)
 }
