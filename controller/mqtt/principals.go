@@ -7,9 +7,9 @@ import (
 
 // principals maps usernames to their authenticated identity, in shards: every CONNECT writes
 // it and every publish and subscribe reads it, and with one lock a whole fleet reconnecting
-// queued behind each writer (in execution traces of 10,000 agents reconnecting, up to 950
-// SUBSCRIBEs and 430 CONNECTs at a time waited for that one lock, its holder often parked in
-// a GC assist while growing the map; docs/benchmarks.md, "What stalls the CONNACKs").
+// queued behind each writer (in execution traces of 10,000 agents reconnecting, up to 300-585
+// goroutines at once waited for that one lock, its holder often parked in a GC assist while
+// growing the map; docs/benchmarks.md, "What stalls the CONNACKs").
 type principals struct {
 	seed   maphash.Seed
 	once   sync.Once
