@@ -2,6 +2,7 @@ package detect
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // addressDetector finds street addresses in four layouts:
@@ -41,6 +42,7 @@ const (
 	stFrench             // French type after the number: "rue", "avenue"
 	stPrefix             // type before the name: "Calle", "Via", "Rua"
 	stGerman             // separate German/Dutch type word after an adjective: "Straße", "Allee"
+	stAfter              // type after the name, often lower case: "utca", "út", "gate", "Cad.", "Sok."
 )
 
 var streetWords = map[string]int{
@@ -61,7 +63,15 @@ var streetWords = map[string]int{
 	"carrera": stPrefix, "via": stPrefix, "viale": stPrefix, "piazza": stPrefix, "corso": stPrefix,
 	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "ul": stPrefix, "ulica": stPrefix, "travessa": stPrefix, "praça": stPrefix,
 	"alameda": stPrefix, "rambla": stPrefix, "ronda": stPrefix, "carretera": stPrefix, "plazuela": stPrefix,
-	"straße": stGerman, "strasse": stGerman, "str": stGerman, "allee": stGerman, "weg": stGerman,
+	"jl": stPrefix, "jalan": stPrefix, "soi": stPrefix, "thanon": stPrefix, "calea": stPrefix,
+	"bulevardul": stPrefix, "bd-ul": stPrefix, "strada": stPrefix, "aleja": stPrefix, "al": stPrefix,
+	"plac": stPrefix, "os": stPrefix, "osiedle": stPrefix, "avinguda": stPrefix, "carrer": stPrefix,
+	"utca": stAfter, "út": stAfter, "útja": stAfter, "tér": stAfter, "körút": stAfter, "köz": stAfter,
+	"sor": stAfter, "u": stAfter, "krt": stAfter, "gate": stAfter, "gata": stAfter, "vei": stAfter,
+	"veien": stAfter, "vej": stAfter, "gade": stAfter, "cad": stAfter, "cd": stAfter,
+	"caddesi": stAfter, "sok": stAfter, "sk": stAfter, "sokak": stAfter, "sokağı": stAfter,
+	"bulvarı": stAfter, "mah": stAfter, "mahallesi": stAfter, "ulice": stAfter, "náměstí": stAfter,
+	"straße": stGerman, "strasse": stGerman, "str": stGerman | stPrefix, "allee": stGerman, "weg": stGerman,
 	"platz": stGerman, "ring": stGerman, "damm": stGerman, "gasse": stGerman, "chaussee": stGerman,
 }
 
@@ -70,7 +80,7 @@ var streetWords = map[string]int{
 // left out.
 var germanSuffixes = []string{"straße", "strasse", "str.", "weg", "gasse", "platz", "allee",
 	"damm", "ufer", "chaussee", "steig", "pfad", "straat", "laan", "gracht", "plein", "kade",
-	"singel", "dijk", "vej", "gatan", "vägen", "veien"}
+	"singel", "dijk", "vej", "gatan", "vägen", "veien", "vegur", "stræti", "braut"}
 
 // nameParticles may appear inside French, Spanish, Italian and Portuguese street names.
 var nameParticles = map[string]bool{
@@ -87,6 +97,7 @@ var directionals = map[string]bool{
 
 var unitWords = map[string]bool{
 	"apt": true, "apartment": true, "suite": true, "ste": true, "unit": true, "flat": true,
+	"apto": true, "depto": true, "dpto": true, "daire": true, "lokal": true, "sala": true,
 }
 
 // commaUnitWords start a unit only after a comma: "12 Main St, Floor 3" but not "... Main St
@@ -113,6 +124,11 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 		switch {
 		case isDigit(c):
 			if numLeftOK(text, i) {
+				if e := japaneseAddress(text, i); e > 0 {
+					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: addrScore + addrLocalBoost})
+					i = e
+					continue
+				}
 				if e, score := addressAt(text, i); e > 0 {
 					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
 					i = e
@@ -182,6 +198,12 @@ func unitFirst(text string, i, we int) (int, float64) {
 		return -1, 0
 	}
 	n := space(text, ue+1)
+	if n > 0 && isLetterAt(text, n) {
+		// A building's name: "Unit 4, Riverside Works, 22 Canal Street".
+		if be := cityWords(text, ue+1); be > 0 && be < len(text) && text[be] == ',' {
+			n = space(text, be+1)
+		}
+	}
 	if n < 0 || !isDigit(text[n]) {
 		return -1, 0
 	}
@@ -415,8 +437,8 @@ func nameWords(text string, j int, particles bool) int {
 		if s < 0 {
 			break
 		}
-		if !isLetterAt(text, s) {
-			break
+		if !isLetterAt(text, s) || numberMarker(text, s) > s {
+			break // "Jl. Kemang Raya No. 18": "No." introduces the number
 		}
 		we := wordEnd(text, s)
 		w := text[s:we]
@@ -480,6 +502,12 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 	if e := streetNoTypeFirst(text, we); e > 0 {
 		return e, addrNoTypeScore
 	}
+	// A type after one to three name words, in languages that write it so: "Váci út 76",
+	// "Petőfi Sándor utca 12", "Karl Johans gate 14", "Bağdat Cad. No:214", "Atatürk Mah. Gül
+	// Sok. No:7".
+	if e := typeAfterName(text, we); e > 0 {
+		return e, addrScore
+	}
 	// Layout C with a separate type word: "Berliner Straße 12".
 	if t := space(text, we); t > 0 && isLetterAt(text, t) {
 		te := wordEnd(text, t)
@@ -494,6 +522,43 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 		}
 	}
 	return -1, 0
+}
+
+// typeAfterName returns the end of the house number of a street whose type word (stAfter)
+// follows one to three capitalised name words, the first of which ends at we, or -1. A
+// neighbourhood written the same way may come first ("Atatürk Mah. Gül Sok. No:7").
+func typeAfterName(text string, we int) int {
+	names, types := 1, 0
+	for n := 0; n < 6; n++ {
+		t := space(text, we)
+		if t < 0 || !isLetterAt(text, t) {
+			break
+		}
+		te := wordEnd(text, t)
+		if k := streetKind(text, t, te); k&stAfter != 0 || k&stSuffix != 0 && types == 0 && isCapWord(text[t:te]) {
+			types++
+			names = 0
+			if te < len(text) && text[te] == '.' {
+				te++
+			}
+			// An English type before the number ("Rothschild Blvd 22") only with a locality
+			// that has a postal code: elsewhere "Route 66" and "Suite 200" look the same.
+			if hn := numberAfterName(text, te); hn > 0 && (k&stAfter != 0 || localityAfter(text, hn) > 0) {
+				return hn
+			}
+			if k&stAfter == 0 {
+				break
+			}
+			we = te
+			continue
+		}
+		if !isCapWord(text[t:te]) || names == 3 {
+			break
+		}
+		names++
+		we = te
+	}
+	return -1
 }
 
 // streetNoTypeFirst returns the end of the house number of layout F after the capitalised word
@@ -525,14 +590,41 @@ func numberAfterName(text string, j int) int {
 		j++
 	}
 	j = space(text, j)
+	if j < 0 {
+		return -1
+	}
+	j = numberMarker(text, j)
 	if j < 0 || !isDigit(text[j]) {
 		return -1
 	}
-	return houseNumber(text, j)
+	e := houseNumber(text, j)
+	if e > 0 && e+1 < len(text) && text[e] == '/' && isDigit(text[e+1]) {
+		if f := digitsAt(text, e+1); f-e-1 <= 4 && numRightOK(text, f) {
+			e = f // "Długa 44/6": house and flat
+		}
+	}
+	return e
+}
+
+// numberMarker skips a word that introduces a house number in Portuguese, Spanish, Italian,
+// Romanian, Indonesian and Turkish ("nº 62", "n° 5", "No. 18", "nr. 35", "No:7") at j.
+func numberMarker(text string, j int) int {
+	for _, m := range [...]string{"nº ", "n° ", "nº", "Nº ", "No. ", "no. ", "Nr. ", "nr. ", "No:", "no:", "No ", "nr ", "Nr "} {
+		if strings.HasPrefix(text[j:], m) && j+len(m) < len(text) && isDigit(text[j+len(m)]) {
+			return j + len(m)
+		}
+	}
+	return j
 }
 
 // addressTail extends an address ending at e with a unit and a locality.
 func addressTail(text string, e int, score float64) (int, float64) {
+	// Turkish flat number: "No:214 D:5".
+	if strings.HasPrefix(text[e:], " D:") && e+3 < len(text) && isDigit(text[e+3]) {
+		if d := digitsAt(text, e+3); d-e-3 <= 3 && numRightOK(text, d) {
+			e = d
+		}
+	}
 	// Unit: ", Apt 4B", " Suite 200", " #12".
 	j := e
 	if j < len(text) && text[j] == ',' {
@@ -670,12 +762,18 @@ func otherPostcode(text string, ce int) int {
 		if j < 0 {
 			return -1
 		}
+		if strings.HasPrefix(text[j:], "CEP ") || strings.HasPrefix(text[j:], "CP ") {
+			j = space(text, strings.IndexByte(text[j:], ' ')+j) // "CEP 22240-003", "CP 03940"
+			if j < 0 {
+				return -1
+			}
+		}
 		if pe := postcodeShape(text, j); pe > 0 {
 			return pe
 		}
 		d := digitsAt(text, j)
-		if d-j == 6 && numRightOK(text, d) {
-			return d
+		if (d-j == 6 || d-j == 7) && numRightOK(text, d) {
+			return d // India, Romania, Israel
 		}
 		// Four digits after a city close the address only where the address visibly ends
 		// there ("Auckland 1011.", "Wellington 6140\n", "Cape Town, 8001"): elsewhere they may
@@ -762,7 +860,8 @@ func postalFirst(text string, j int) int {
 	case (n == 2 && digitsAt(text, pe+1) == pe+4 || n == 4 && digitsAt(text, pe+1) == pe+4) && pe+4 < len(text) && text[pe] == '-':
 		pe += 4 // Poland, Portugal
 	case n == 3 && pe+3 < len(text) && text[pe] == ' ' && digitsAt(text, pe+1) == pe+3:
-		pe += 3 // Sweden
+		pe += 3 // Sweden, Czechia, Slovakia, Greece
+	case n == 3 || n == 6: // Iceland "101 Reykjavík", Romania "010014 București"
 	case n != 4 && n != 5:
 		return -1
 	}
@@ -782,7 +881,7 @@ func stateAt(text string, k int) int {
 // unitID returns the end of a unit identifier ("4B", "200", "12-A") at j, or -1.
 func unitID(text string, j int) int {
 	k := j
-	for k < len(text) && k-j < 6 && (isAlnum(text[k]) || (text[k] == '-' && k > j)) {
+	for k < len(text) && k-j < 6 && (isAlnum(text[k]) || ((text[k] == '-' || text[k] == '/') && k > j && k+1 < len(text) && isAlnum(text[k+1]))) {
 		k++
 	}
 	if k == j || (k < len(text) && isWordByte(text[k])) || !strings.ContainsAny(text[j:k], "0123456789") && k-j > 1 {
@@ -814,6 +913,18 @@ func postalCity(text string, j int) int {
 		return -1
 	}
 	end := we
+	// Turkey writes district/province: "06680 Çankaya/Ankara"; Czech and other cities have
+	// numbered districts: "130 00 Praha 3".
+	if end+2 < len(text) && text[end] == '/' && isLetterAt(text, end+1) {
+		if te := wordEnd(text, end+1); isCapWord(text[end+1 : te]) {
+			return te
+		}
+	}
+	if end+2 < len(text) && text[end] == ' ' && isDigit(text[end+1]) {
+		if d := digitsAt(text, end+1); d-end-1 <= 2 && (d == len(text) || strings.IndexByte(".,;)\n\r", text[d]) >= 0) {
+			return d
+		}
+	}
 	// A second capitalised word that ends the locality: "São Paulo", "Den Haag".
 	if t := space(text, we); t > 0 && isLetterAt(text, t) {
 		if te := wordEnd(text, t); isCapWord(text[t:te]) && (te == len(text) || strings.IndexByte(".,;)\n\r\"'", text[te]) >= 0) {
@@ -937,3 +1048,60 @@ func hasSuffixFold(s, suffix string) bool {
 	}
 	return true
 }
+
+// japaneseAddress returns the end of a Japanese address written in Japanese after its postal
+// code at i ("530-0001 大阪府大阪市北区梅田3-1-3 ノースゲートビル12F"), or -1: the postal code,
+// then without a break the prefecture, city, ward and block numbers (chōme-ban-gō), and a
+// building and floor when they end the line.
+func japaneseAddress(text string, i int) int {
+	if i+8 >= len(text) || digitsAt(text, i) != i+3 || text[i+3] != '-' || digitsAt(text, i+4) != i+8 {
+		return -1
+	}
+	j := i + 8
+	if strings.HasPrefix(text[j:], " ") {
+		j++
+	} else if strings.HasPrefix(text[j:], "\u3000") {
+		j += len("\u3000")
+	}
+	r, _ := utf8.DecodeRuneInString(text[j:])
+	if !isHan(r) {
+		return -1
+	}
+	end, admin, digits := -1, false, false
+	for k := j; k < len(text); {
+		r, n := utf8.DecodeRuneInString(text[k:])
+		switch {
+		case isDigit(text[k]) || text[k] == '-':
+			digits = true
+		case r == '都' || r == '道' || r == '府' || r == '県' || r == '市' || r == '区' || r == '町' || r == '村':
+			admin = true
+		case isHan(r) || isKana(r) || r == 'ー' || r == '－':
+		default:
+			k = len(text)
+			continue
+		}
+		k += n
+		if digits && isDigit(text[k-1]) {
+			end = k
+		}
+	}
+	if end < 0 || !admin {
+		return -1
+	}
+	// The building and floor: one more word that ends the line ("ノースゲートビル12F").
+	if end < len(text) && text[end] == ' ' {
+		k := end + 1
+		if r, _ := utf8.DecodeRuneInString(text[k:]); isHan(r) || isKana(r) {
+			for k < len(text) && text[k] != ' ' && text[k] != '\n' && text[k] != '\r' && text[k] != '\t' && k-end < 64 {
+				k++
+			}
+			if k == len(text) || text[k] == '\n' || text[k] == '\r' {
+				return k
+			}
+		}
+	}
+	return end
+}
+
+func isHan(r rune) bool  { return r >= 0x4e00 && r <= 0x9fff }
+func isKana(r rune) bool { return r >= 0x3040 && r <= 0x30ff }

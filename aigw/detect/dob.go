@@ -19,6 +19,13 @@ var dobContext = &contextRule{
 		"d.o.b", "b.", "geboren", "geb.", "geburtsdatum", "geburtstag", "né", "née", "né le",
 		"naissance", "nacido", "nacida", "nacimiento", "nato", "nata", "nascita", "nascimento",
 		"nasceu", "geboortedatum", "age", "aged",
+		// Portuguese, Turkish, Hungarian, Polish, Czech, Romanian, Nordic, Finnish,
+		// Icelandic, Indonesian, Vietnamese
+		"nascido", "nascida", "doğum", "dogum", "doğum tarihi", "születési", "született", "szül.",
+		"urodzenia", "urodzony", "urodzona", "ur.", "narození", "narozen", "narozena", "nar.",
+		"născut", "născută", "nașterii", "nasterii", "födelsedatum", "född", "fødselsdato", "født",
+		"fødd", "syntymäaika", "syntynyt", "fæðingardagur", "fæddur", "fædd", "lahir",
+		"kelahiran", "ngày sinh", "sinh ngày",
 		// Cyrillic and Greek: "дата рождения", "дата народження", "ημερομηνία γέννησης"
 		"рождения", "родился", "родилась", "народження", "народився", "народилася", "γέννησης",
 		"γεννήθηκε",
@@ -54,6 +61,18 @@ var months = map[string]int{
 	"janeiro": 1, "fevereiro": 2, "março": 3, "maio": 5, "junho": 6, "julho": 7, "setembro": 9,
 	"outubro": 10, "dezembro": 12,
 	"januari": 1, "februari": 2, "maart": 3, "mei": 5, "augustus": 8,
+	// Indonesian, Swedish, Norwegian, Danish, Romanian, Turkish, Polish and Czech (genitive)
+	"maret": 3, "desember": 12, "agustus": 8, "nopember": 11,
+	"maj": 5, "augusti": 8,
+	"ianuarie": 1, "februarie": 2, "martie": 3, "aprilie": 4, "iunie": 6, "iulie": 7,
+	"septembrie": 9, "octombrie": 10, "noiembrie": 11, "decembrie": 12,
+	"ocak": 1, "şubat": 2, "subat": 2, "mart": 3, "nisan": 4, "mayıs": 5, "mayis": 5,
+	"haziran": 6, "temmuz": 7, "ağustos": 8, "agustos": 8, "eylül": 9, "eylul": 9, "ekim": 10,
+	"kasım": 11, "kasim": 11, "aralık": 12, "aralik": 12,
+	"stycznia": 1, "lutego": 2, "marca": 3, "kwietnia": 4, "maja": 5, "czerwca": 6,
+	"lipca": 7, "sierpnia": 8, "września": 9, "października": 10, "listopada": 11, "grudnia": 12,
+	"ledna": 1, "února": 2, "března": 3, "dubna": 4, "května": 5, "června": 6, "července": 7,
+	"srpna": 8, "září": 9, "října": 10, "listopadu": 11, "prosince": 12,
 }
 
 func (dobDetector) Detect(text string, out []Entity) []Entity {
@@ -167,8 +186,65 @@ func numericDates(text string, out []Entity) []Entity {
 			i = a
 			continue
 		}
-		out = append(out, Entity{Type: TypeDateOfBirth, Start: i, End: c, Score: score})
-		i = c
+		end := c
+		if sep == '.' && lx == 4 && end < len(text) && text[end] == '.' {
+			end++ // Hungarian "1979.09.23."
+		}
+		end = yearSuffix(text, end, lz == 4)
+		out = append(out, Entity{Type: TypeDateOfBirth, Start: i, End: end, Score: score})
+		i = end
+	}
+	return spacedDates(text, out)
+}
+
+// yearSuffix returns the end of a Polish " r." ("roku") written after a year ending at e.
+func yearSuffix(text string, e int, year bool) int {
+	if year && strings.HasPrefix(text[e:], " r.") && (e+3 == len(text) || !isAlpha(text[e+3])) {
+		return e + 3
+	}
+	return e
+}
+
+// spacedDates finds dates written with ". " between their parts: day first "3. 6. 1982"
+// (Czech, Slovak, German) and year first "1985. 03. 12." (Hungarian, with its final dot).
+func spacedDates(text string, out []Entity) []Entity {
+	for i := 0; i+8 < len(text); {
+		if !isDigit(text[i]) {
+			i++
+			continue
+		}
+		a := digitsAt(text, i)
+		if !numLeftOK(text, i) || a-i > 4 || !strings.HasPrefix(text[a:], ". ") {
+			i = a
+			continue
+		}
+		b := digitsAt(text, a+2)
+		if b == a+2 || b-a-2 > 2 || !strings.HasPrefix(text[b:], ". ") {
+			i = a
+			continue
+		}
+		c := digitsAt(text, b+2)
+		if c == b+2 {
+			i = a
+			continue
+		}
+		x, y, z := atoi(text[i:a]), atoi(text[a+2:b]), atoi(text[b+2:c])
+		end := c
+		ok := false
+		switch {
+		case a-i <= 2 && c-b-2 == 4 && numRightOK(text, c):
+			ok = validDate(z, y, x)
+			end = yearSuffix(text, end, true)
+		case a-i == 4 && c-b-2 <= 2 && c < len(text) && text[c] == '.':
+			ok = validDate(x, y, z)
+			end++
+		}
+		if !ok {
+			i = a
+			continue
+		}
+		out = append(out, Entity{Type: TypeDateOfBirth, Start: i, End: end, Score: dateScore})
+		i = end
 	}
 	return out
 }

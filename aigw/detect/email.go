@@ -1,6 +1,10 @@
 package detect
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
+)
 
 // emailDetector finds addresses like "jane.doe+tag@mail.example.co.uk". The local part uses the
 // common unquoted character set; the domain needs at least two labels and an alphabetic TLD.
@@ -14,40 +18,116 @@ const (
 	roleEmailScore = 0.45
 )
 
-// roleMailboxes are local parts that name a function rather than a person (RFC 2142's and the
-// common ones), compared after dropping a "+tag" and the separators '.', '-' and '_'.
-var roleMailboxes = map[string]bool{
-	"abuse": true, "accounts": true, "accounting": true, "admin": true, "administrator": true,
-	"alerts": true, "billing": true, "bookings": true, "careers": true, "contact": true,
-	"contactus": true, "customerservice": true, "customercare": true, "donotreply": true,
-	"enquiries": true, "feedback": true, "finance": true, "hello": true, "help": true,
-	"helpdesk": true, "hostmaster": true, "hr": true, "info": true, "inquiries": true,
-	"invoices": true, "jobs": true, "legal": true, "mailerdaemon": true, "marketing": true,
-	"media": true, "newsletter": true, "noc": true, "noreply": true, "notifications": true,
-	"office": true, "ops": true, "orders": true, "payroll": true, "postmaster": true,
-	"press": true, "privacy": true, "reception": true, "reservations": true, "sales": true,
-	"security": true, "service": true, "support": true, "team": true, "webmaster": true,
+// roleMailboxes are local parts, or parts of them, that name a function rather than a person:
+// RFC 2142's and the common English ones, and departments, functions and greetings of other
+// languages (Spanish, Portuguese, French, German, Italian, Dutch, Polish, Hungarian, Turkish,
+// Czech, Romanian, the Nordic languages, Indonesian, Vietnamese, Greek and Japanese in Latin
+// letters), compared without diacritics.
+var roleMailboxes = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(roleMailboxWords) {
+		roleMailboxes[w] = true
+	}
 }
 
-// roleMailbox reports whether the local part local names a function (roleMailboxes).
+const roleMailboxWords = `abuse accounts accounting admin administrator alerts billing bookings
+careers contact contactus customerservice customercare donotreply enquiries feedback finance hello
+help helpdesk hostmaster hr info inquiries invoices jobs legal mailerdaemon marketing media
+newsletter noc noreply notifications office ops orders payroll postmaster press privacy reception
+reservations sales security service support team webmaster
+intake admissions frontdesk front desk enquiry registrar dispatch shipping returns warehouse
+purchasing procurement it itsupport servicedesk compliance dpo gdpr recruitment recruiting talent
+events partners partnerships investors ir pr bookkeeping ap ar accountspayable accountsreceivable
+treasury tax appointments pharmacy records claims membership members donations volunteers
+editorial news concierge general main mail email post hiring hq admin office reply bounce
+ventas recepcion contabilidad administracion facturacion soporte atencion atencionalcliente rrhh
+rh compras cobranza cobranzas contacto informacion secretaria reservas pedidos gerencia comercial
+clientes hola
+atendimento vendas financeiro contato geral faturamento suporte recepcao cobranca juridico
+diretoria sac ola
+accueil compta comptabilite ventes serviceclient direction secretariat reservation facturation
+bonjour
+buchhaltung verwaltung vertrieb kontakt empfang sekretariat personal einkauf bestellung rechnung
+rechnungen kundenservice kundendienst zentrale anfrage anfragen presse redaktion praxis kanzlei
+hallo
+amministrazione segreteria vendite commerciale contabilita ufficio assistenza prenotazioni ordini
+acquisti direzione ciao
+klantenservice verkoop administratie receptie boekhouding inkoop secretariaat facturen
+bestellingen
+biuro ksiegowosc sprzedaz zamowienia obsluga recepcja kadry faktury handlowy kancelaria serwis
+iroda ugyfelszolgalat titkarsag penzugy ertekesites rendeles recepcio konyveles szamlazas
+muhasebe satis destek bilgi iletisim insankaynaklari ik siparis musterihizmetleri fatura
+rezervasyon sekreterlik idari
+podatelna kancelar obchod objednavky fakturace recepce ucetni
+contabilitate vanzari comenzi relatii receptie
+kundeservice kundservice kontor postmottak mottak salg forsaljning ekonomi bokning booking
+asiakaspalvelu toimisto myynti laskutus kirjaamo hej hei bokanir skrifstofa afgreidsla mottaka
+cs layanan penjualan halo lienhe hotro kinhdoanh grammateia logistirio
+soumu somu keiri eigyo eigyou jinji uketsuke otoiawase toiawase kouhou jimukyoku saiyo`
+
+// roleMailbox reports whether the local part local names a function rather than a person: it
+// is a role word (roleMailboxes) after dropping a "+tag" and the separators '.', '-' and '_'
+// ("customer.service"); or every part between separators is a role word or a two-letter or
+// numeric code of a country or office ("info.hu", "sales-eu", "office_2"), and no part is a
+// known name
+// ("ana.support" is personal); or it is one ordinary word of the name model's word set that
+// neither the gazetteer nor the model takes for a name ("ventas", "recepcion", "kitchen").
 func roleMailbox(local string) bool {
 	if i := strings.IndexByte(local, '+'); i >= 0 {
 		local = local[:i]
 	}
-	var buf [24]byte
+	var buf [32]byte
 	n := 0
-	for i := 0; i < len(local); i++ {
-		c := local[i]
-		if c == '.' || c == '-' || c == '_' {
-			continue
+	parts, role, name, short := 0, 0, false, 0
+	var fold [64]byte
+	for i := 0; i <= len(local); {
+		j := i
+		for j < len(local) && local[j] != '.' && local[j] != '-' && local[j] != '_' {
+			j++
 		}
-		if n == len(buf) {
+		if j > i {
+			parts++
+			k, ok := namemodel.Fold(fold[:0:len(fold)], local[i:j])
+			switch {
+			case !ok:
+			case roleMailboxes[string(k)]:
+				role++
+			case len(k) == 2 || allDigits(local[i:j]): // a country, an office, a number
+				short++
+			case lookupName(local[i:j])&(gzFirst|gzLast) != 0:
+				name = true
+			}
+			for _, c := range k {
+				if n < len(buf) {
+					buf[n] = c
+				}
+				n++
+			}
+		}
+		i = j + 1
+	}
+	if n <= len(buf) && roleMailboxes[string(buf[:n])] {
+		return true
+	}
+	if parts > 1 {
+		return !name && role > 0 && role+short == parts
+	}
+	if parts != 1 || n < 4 || n > len(buf) || lookupName(local) != 0 {
+		return false
+	}
+	m := defaultNameModel()
+	w := buf[:n]
+	return m.IsWord(w) && m.NameLLR(w) < 0
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
 			return false
 		}
-		buf[n] = lowerASCII(c)
-		n++
 	}
-	return roleMailboxes[string(buf[:n])]
+	return s != ""
 }
 
 func isLocalByte(c byte) bool {

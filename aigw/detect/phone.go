@@ -2,6 +2,7 @@ package detect
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
 )
@@ -19,11 +20,18 @@ const (
 	phoneIntlScore      = 0.85 // "+44 20 7946 0958"
 	phoneFormattedScore = 0.75 // "(415) 555-2671", "415-555-2671"
 	phoneFallbackScore  = 0.7  // valid in another region, with a phone word near
+	phoneHintScore      = 0.6  // valid in a region the text points to, in groups
 	phonePlainScore     = 0.4  // "4155552671": needs a phone word
 	phoneMinDigits      = 7
 	phoneMaxDigits      = 15
 	phoneMaxGroups      = 8
 	phoneMaxAttempts    = 3 // libphonenumber parses per candidate run
+	// national numbers of other regions: parses per attempt for the text's hinted regions, and
+	// in all with the fallback regions after a phone word
+	phoneMaxHintParses     = 4
+	phoneHintBefore        = 120 // bytes before a number searched for its country
+	phoneHintAfter         = 60  // bytes after its start
+	phoneMaxFallbackParses = 8
 )
 
 var phoneContext = &contextRule{
@@ -46,7 +54,9 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	"joindre", "llámame", "llamar", "llame", "chiamami", "chiamare", "ligue", "ligar", "bel",
 	"contact", "reach", "hotline", "number", "telefon", "telefono", "teléfono", "téléphone", "tél",
 	"portable", "handy", "móvil", "movil", "cellulare", "celular", "telemóvel", "mobil", "nummer",
-	"numéro", "número", "numero", "rufnummer",
+	"numéro", "número", "numero", "rufnummer", "gsm", "pbx", "hp", "tlf", "tlf.", "puh", "puh.",
+	"sími", "farsími", "kom.", "mobiel", "cel.", "cep", "telefone", "điện thoại", "τηλ", "κιν",
+	"nr tel", "wa", "ussd",
 	// "You can get me at ...": contact idioms whose verb is not a phone word.
 	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
 	"ping me at", "ping me on", "get hold of me at", "get hold of me on")
@@ -60,6 +70,8 @@ var phoneFallbackRegions = []struct {
 }{
 	{"GB", 10, 11}, {"DE", 6, 14}, {"FR", 10, 10}, {"IT", 6, 11}, {"NL", 10, 10}, {"ES", 9, 9},
 	{"AU", 10, 10}, {"IN", 11, 11}, {"CH", 10, 10}, {"AT", 7, 14}, {"BE", 9, 10},
+	{"IE", 9, 10}, {"ZA", 10, 10}, {"KE", 10, 10}, {"NG", 11, 11}, {"JP", 10, 11}, {"KR", 9, 11},
+	{"TR", 11, 11}, {"SE", 8, 10}, {"FI", 7, 11}, {"EG", 10, 11},
 }
 
 // nanp reports regions of the North American Numbering Plan, whose national numbers have ten
@@ -78,6 +90,7 @@ type phoneGroup struct{ start, end, digits int }
 
 func (d phoneDetector) Detect(text string, out []Entity) []Entity {
 	var groups [phoneMaxGroups]phoneGroup
+	var hints phoneHints // reused: compute resets it
 	for i := 0; i < len(text); {
 		c := text[i]
 		if !(isDigit(c) || (c == '+' || c == '(') && i+1 < len(text) && isDigit(text[i+1])) {
@@ -124,7 +137,7 @@ func (d phoneDetector) Detect(text string, out []Entity) []Entity {
 			}
 			e := groups[last].end
 			attempts++
-			if score, ok := d.validate(text, i, e, last+1, nd); ok {
+			if score, ok := d.validate(text, i, e, last+1, nd, last == ng-1, &hints); ok {
 				e = extensionEnd(text, e)
 				out = append(out, Entity{Type: TypePhone, Start: i, End: e, Score: score})
 				i = e
@@ -151,12 +164,10 @@ func extensionEnd(text string, e int) int {
 	}
 	j++
 	k := j
-	for k < len(text) && isAlpha(text[k]) && k-j < 9 {
+	for k < len(text) && k-j < 24 && (isAlpha(text[k]) || text[k] >= utf8.RuneSelf) {
 		k++
 	}
-	switch strings.ToLower(text[j:k]) {
-	case "ext", "extn", "extension", "x", "durchwahl", "poste", "int", "anexo":
-	default:
+	if !extensionWord(text[j:k]) {
 		return e
 	}
 	if k < len(text) && text[k] == '.' {
@@ -170,6 +181,23 @@ func extensionEnd(text string, e int) int {
 		return e
 	}
 	return d
+}
+
+// extensionWords introduce an extension in several languages: "ext. 12", "Durchwahl 15",
+// "poste 221", "ramal 12", "anexo 5", "dahili 104", "wew. 31", "mellék 12", "toestel 2",
+// "lokal 3", "linka 20", "anknytning 4", "内線 215", "내선 302", "שלוחה 3", "داخلي 12".
+var extensionWords = [...]string{"ext", "extn", "extension", "x", "durchwahl", "dw", "poste", "int",
+	"anexo", "ramal", "dahili", "wew", "mellék", "toestel", "tst", "lokal", "linka", "kl",
+	"anknytning", "ankn", "lokaal", "interno", "interne", "内線", "内线", "분기", "내선", "שלוחה",
+	"داخلي", "добавочный", "доб", "εσωτ"}
+
+func extensionWord(w string) bool {
+	for _, x := range extensionWords {
+		if strings.EqualFold(w, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // skipNumber returns the end of the digits (after an optional '+' or '(') at i.
@@ -234,7 +262,7 @@ func phoneGroups(text string, i int, groups *[phoneMaxGroups]phoneGroup) (int, i
 }
 
 // validate parses text[s:e] with libphonenumber and returns the score of a valid number.
-func (d phoneDetector) validate(text string, s, e, groups, nd int) (float64, bool) {
+func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, hints *phoneHints) (float64, bool) {
 	cand := text[s:e]
 	if !numRightOK(text, e) && !(e < len(text) && text[e] == ')') {
 		return 0, false
@@ -270,17 +298,49 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int) (float64, boo
 		}
 		return phoneFormattedScore, true
 	}
+	// A national number of another region. The text's own evidence of its country (other
+	// numbers' country codes, ccTLDs, script, letters, currency: phoneregion.go) is tried
+	// first; a number valid there and written in groups is a phone even without a phone word.
+	word := hasKeyword(text, s, e, phoneWords)
+	parses := 0
+	// Parses are dear (libphonenumber allocates): none for a run of digits without a phone
+	// word, a prefix of a longer run, more digits than national numbers have, or a number
+	// after a word such as "order" or "invoice".
+	tryHints := whole && nd <= 12 && (word || groups > 1 && !hasKeyword(text, s, e, phoneContext.neg))
+	if tryHints {
+		// Only text near the number counts, so that a stream, which scans a window of the
+		// text, decides as a scan of the whole text does (aigw/guard's streamContext of 128
+		// bytes before an entity, MinStreamWindow of 64 after its start).
+		hints.compute(text[max(0, s-phoneHintBefore):min(len(text), s+phoneHintAfter)])
+	}
+	for _, r := range hints.regions[:hints.n] {
+		if r == d.region || parses == phoneMaxHintParses || !tryHints {
+			continue
+		}
+		parses++
+		if phoneValid(cand, r) {
+			switch {
+			case word:
+				return phoneFallbackScore, true
+			}
+			return phoneHintScore, true
+		}
+	}
 	// With a phone word before or after it ("Is 07700 900461 still the best number?"), a
 	// national number of another region: with its trunk "0", or without it as mobile numbers
 	// are often written where the trunk prefix is not dialled from mobiles ("9876543210").
-	if (cand[0] == '0' || nd == 10 && groups <= 2) && hasKeyword(text, s, e, phoneWords) {
+	trunk := cand[0] == '0' || cand[0] == '(' && len(cand) > 1 && cand[1] == '0'
+	if (trunk || nd == 10 && groups <= 2) && word {
 		n := nd
-		if cand[0] != '0' {
+		if !trunk {
 			n++ // ten digits in one or two groups: a mobile number without its trunk "0"
 		}
 		for _, r := range phoneFallbackRegions {
-			if r.region != d.region && n >= r.min && n <= r.max && phoneValid(cand, r.region) {
-				return phoneFallbackScore, true
+			if r.region != d.region && n >= r.min && n <= r.max && parses < phoneMaxFallbackParses {
+				parses++
+				if phoneValid(cand, r.region) {
+					return phoneFallbackScore, true
+				}
 			}
 		}
 	}
@@ -302,6 +362,7 @@ func acronymNumber(text string, s int) bool {
 	for k := 0; j > 0 && k < 2 && text[j-1] == ' '; k++ {
 		j--
 	}
+	bare := false
 	switch {
 	case j >= 6 && matchKeyword(text, j-6, "number"):
 		j -= 6
@@ -309,6 +370,11 @@ func acronymNumber(text string, s int) bool {
 		j -= 3
 	case j >= 1 && text[j-1] == '#':
 		j--
+	case text[s] != '+' && text[s] != '(':
+		// A national identifier named by its acronym alone: "CPF 123.456.789-09", "NIP
+		// 526-104-08-28", "PESEL 85010112345"; not a phone acronym ("TEL", "GSM", "PBX").
+		bare = true
+		j++
 	default:
 		return false
 	}
@@ -320,8 +386,12 @@ func acronymNumber(text string, s int) bool {
 	for k > 0 && isUpper(text[k-1]) {
 		k--
 	}
-	if n := j - k; n < 2 || n > 6 || k > 0 && isWordByte(text[k-1]) {
+	if n := j - k; n < 2 || n > 6 || bare && n < 3 || k > 0 && isWordByte(text[k-1]) {
 		return false
+	}
+	if bare && (hasKeyword(text[:j], k, j, phoneWords) || lookupName(text[k:j])&(gzFirst|gzLast) != 0 ||
+		k >= 2 && text[k-1] == ' ' && isUpper(text[k-2])) {
+		return false // a name in capitals: "sent to JOSEPH KAMAU 0722 456 789"
 	}
 	return !hasKeywordBefore(text[:j], j, phoneWords)
 }
@@ -353,7 +423,8 @@ func phoneShape(c string) bool {
 	}
 	intl := c[0] == '+'
 	for k := 0; k < n; k++ {
-		if lens[k] == 1 && k > 1 || lens[k] == 1 && k == 1 && !intl {
+		trunk := k == 1 && c[0] == '0' && lens[0] <= 2 // "06 1 555 2030" (HU), "0 1 ..."
+		if lens[k] == 1 && k > 1 || lens[k] == 1 && k == 1 && !intl && !trunk {
 			return false
 		}
 	}

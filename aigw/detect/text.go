@@ -36,10 +36,26 @@ func numLeftOK(text string, i int) bool {
 	if isWordByte(c) && !(c >= utf8.RuneSelf && gluedRuneOK(utf8.DecodeLastRuneInString(text[:i]))) {
 		return false
 	}
-	if (c == '.' || c == '-' || c == '/' || c == ',') && i >= 2 && isDigit(text[i-2]) {
+	if (c == '.' || c == '-' || c == '/' || c == ',' && commaJoinsNumber(text, i-1)) && i >= 2 && isDigit(text[i-2]) {
 		return false
 	}
 	return true
+}
+
+// commaJoinsNumber reports whether the ',' at c, between digits, belongs to one number (a
+// thousands group "1,234", "1,234.50" or a decimal "3,5") rather than separating fields of a
+// CSV row ("(404) 555-0172,1983-02-11,431-90-2216").
+func commaJoinsNumber(text string, c int) bool {
+	k := digitsAt(text, c+1)
+	switch n := k - (c + 1); {
+	case n == 0:
+		return false
+	case n <= 2:
+		return true
+	case n == 3:
+		return k == len(text) || text[k] != '-' && text[k] != '/' && text[k] != ':'
+	}
+	return false
 }
 
 // numRightOK reports whether a number may end at j (exclusive).
@@ -51,7 +67,7 @@ func numRightOK(text string, j int) bool {
 	if isWordByte(c) && !(c >= utf8.RuneSelf && gluedRuneOK(utf8.DecodeRuneInString(text[j:]))) {
 		return false
 	}
-	if (c == '.' || c == '-' || c == '/' || c == ',') && j+1 < len(text) && isDigit(text[j+1]) {
+	if (c == '.' || c == '-' || c == '/' || c == ',' && commaJoinsNumber(text, j)) && j+1 < len(text) && isDigit(text[j+1]) {
 		return false
 	}
 	return true
