@@ -8,6 +8,13 @@
 #                                                 also the restarted controller's CPU profile (12 s
 #                                                 from its start), goroutine/block/mutex profiles
 #                                                 2 s after ready, and GODEBUG=gctrace=1 in its log
+#   PROFILE=/tmp/prof TRACE=10s scripts/bench-reconnect.sh
+#                                                 also runtime execution traces of the restarted
+#                                                 controller (trace.out) and of loadgen (loadgen-trace.out),
+#                                                 10 s from ready: go tool trace /tmp/prof/trace.out
+#   CONTROLLER=/path/to/controller scripts/bench-reconnect.sh
+#                                                 that controller binary instead of building one
+#                                                 (paired A/B runs of two trees)
 #
 # Builds the controller and scripts/loadgen, creates an API key in a fresh data dir, and runs
 # loadgen --reconnect, which starts the controller itself on loopback (embedded broker, SQLite,
@@ -32,7 +39,11 @@ data="$(mktemp -d /tmp/bench-reconnect-data.XXXXXX)"
 # shellcheck disable=SC2064 # expand now: these are this run's
 trap "rm -rf '$bin'; [[ -n '${KEEP:-}' ]] || rm -rf '$data'" EXIT
 echo "==> building the controller and loadgen" >&2
-CGO_ENABLED=0 go build -o "$bin/controller" ./controller
+if [[ -n "${CONTROLLER:-}" ]]; then
+	cp "$CONTROLLER" "$bin/controller"
+else
+	CGO_ENABLED=0 go build -o "$bin/controller" ./controller
+fi
 CGO_ENABLED=0 go build -o "$bin/loadgen" ./scripts/loadgen
 api_port="$(freeport)"
 mqtt_port="$(freeport)"
@@ -45,6 +56,12 @@ if [[ -n "${GCTRACE:-}" ]]; then
 fi
 if [[ -n "${PROFILE:-}" ]]; then
 	extra=(--profile-dir "$PROFILE")
+	if [[ -n "${TRACE:-}" ]]; then
+		extra+=(--trace-for "$TRACE")
+	fi
+elif [[ -n "${TRACE:-}" ]]; then
+	echo "TRACE needs PROFILE (the directory the trace goes to)" >&2
+	exit 2
 fi
 set -x
 "$bin/loadgen" --reconnect --api "https://127.0.0.1:$api_port" --ca "$data/tls/ca.crt" --token "$token" \

@@ -109,8 +109,7 @@ type Broker struct {
 	srv  *mochi.Server
 	ln   *tlsListener
 
-	mu         sync.RWMutex
-	principals map[string]principal // by username == client ID: one live session each
+	principals principals // by username == client ID: one live session each
 
 	violations chan Violation
 	dropped    atomic.Uint64
@@ -188,7 +187,6 @@ func NewBroker(opts Options) (*Broker, error) {
 	b := &Broker{
 		opts:       opts,
 		log:        opts.Logger,
-		principals: make(map[string]principal),
 		throttled:  make(map[string]time.Time),
 		refusals:   make(map[string]refusalLog),
 		violations: make(chan Violation, violationQueue),
@@ -290,20 +288,13 @@ func (b *Broker) Shutdown(ctx context.Context) {
 // Revoke forgets username's session and disconnects it if connected, e.g. when its device is
 // deleted or re-claimed; its next CONNECT is checked against the CredentialStore again.
 func (b *Broker) Revoke(username string) {
-	b.mu.Lock()
-	delete(b.principals, username)
-	b.mu.Unlock()
+	b.principals.delete(username)
 	if cl, ok := b.srv.Clients.Get(username); ok {
 		_ = b.srv.DisconnectClient(cl, packets.ErrNotAuthorized)
 	}
 }
 
-func (b *Broker) principal(username []byte) (principal, bool) {
-	b.mu.RLock()
-	p, ok := b.principals[string(username)]
-	b.mu.RUnlock()
-	return p, ok
-}
+func (b *Broker) principal(username []byte) (principal, bool) { return b.principals.get(username) }
 
 // authenticate checks a CONNECT's credentials. Every refusal costs one password hash, so an
 // unknown user and a wrong password cannot be told apart by timing.
@@ -322,9 +313,7 @@ func (b *Broker) authenticate(user string, pass []byte) (principal, error) {
 		VerifyPassword(dummyHash, string(pass))
 		return principal{}, errors.New("bad username")
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, b.opts.LookupTimeout)
-	defer cancel()
-	c, err := b.opts.Credentials.MQTTCredential(ctx, user)
+	c, err := b.lookup(user)
 	switch {
 	case err != nil:
 		VerifyPassword(dummyHash, string(pass))
@@ -339,6 +328,20 @@ func (b *Broker) authenticate(user string, pass []byte) (principal, error) {
 		return principal{}, errors.New("bad password")
 	}
 	return principal{username: user, site: c.Site}, nil
+}
+
+// lookup finds user's credential: from the store's memory if it keeps them there, else with
+// LookupTimeout. (A timeout is a context derived from the broker's, and every derived context
+// registers with its parent's one mutex: a fleet's CONNECTs all at once contend for it.)
+func (b *Broker) lookup(user string) (*Credential, error) {
+	if m, ok := b.opts.Credentials.(CredentialMemory); ok {
+		if c, ok := m.CachedMQTTCredential(user); ok {
+			return c, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, b.opts.LookupTimeout)
+	defer cancel()
+	return b.opts.Credentials.MQTTCredential(ctx, user)
 }
 
 // errLookup is a CONNECT refused because the credential store did not answer: not the
@@ -498,9 +501,7 @@ func (h *hook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
 	if cl.Properties.Props.AssignedClientID != "" {
 		cl.Properties.Props.AssignedClientID = user
 	}
-	b.mu.Lock()
-	b.principals[user] = p
-	b.mu.Unlock()
+	b.principals.put(user, p)
 	return true
 }
 

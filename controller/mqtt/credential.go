@@ -33,6 +33,12 @@ type CredentialStore interface {
 	MQTTCredential(ctx context.Context, username string) (*Credential, error)
 }
 
+// CredentialMemory is a CredentialStore that may hold credentials in memory: the broker asks
+// it first, without a context. ok false means "look it up" (MQTTCredential), never "unknown".
+type CredentialMemory interface {
+	CachedMQTTCredential(username string) (c *Credential, ok bool)
+}
+
 // ValidAgentUsername reports whether s can be an agent's username: a valid ID (see
 // telemetry.ValidID) other than ControllerUsername.
 func ValidAgentUsername(s string) bool { return s != ControllerUsername && telemetry.ValidID(s) }

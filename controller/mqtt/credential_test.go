@@ -2,8 +2,10 @@ package mqtt_test
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/edgewan/edgewan/controller/mqtt"
@@ -107,5 +109,47 @@ func BenchmarkVerifyPassword(b *testing.B) {
 		if !mqtt.VerifyPassword(c.Hash, pw) {
 			b.Fatal("refused")
 		}
+	}
+}
+
+// memFirst is a CredentialStore that keeps some credentials in memory (CredentialMemory) and
+// whose lookups fail: the broker must ask the memory first and fall back to a lookup on a miss.
+type memFirst struct {
+	memory  map[string]mqtt.Credential
+	lookups atomic.Int64
+}
+
+func (s *memFirst) CachedMQTTCredential(username string) (*mqtt.Credential, bool) {
+	c, ok := s.memory[username]
+	return &c, ok
+}
+
+func (s *memFirst) MQTTCredential(context.Context, string) (*mqtt.Credential, error) {
+	s.lookups.Add(1)
+	return nil, errors.New("store unavailable")
+}
+
+// TestBrokerAsksCredentialMemoryFirst: an agent whose credential the store holds in memory
+// connects without a lookup (and still needs its password); one it does not is looked up.
+func TestBrokerAsksCredentialMemoryFirst(t *testing.T) {
+	a, ca := claim(t, "dev-a", "site-a")
+	b, _ := claim(t, "dev-b", "site-b")
+	s := &memFirst{memory: map[string]mqtt.Credential{ca.Username: ca}}
+	e := startEmbedded(t, func(o *mqtt.Options) { o.Credentials = s })
+	e.dial(t, a)
+	if n := s.lookups.Load(); n != 0 {
+		t.Errorf("%d lookups for an agent held in memory; want 0", n)
+	}
+	if _, err := dialAgent(t, e.url, e.tc, a.device, "wrong-password"); err == nil {
+		t.Error("an agent held in memory connected with a wrong password")
+	}
+	if n := s.lookups.Load(); n != 0 {
+		t.Errorf("%d lookups for an agent held in memory with a wrong password; want 0", n)
+	}
+	if _, err := dialAgent(t, e.url, e.tc, b.device, b.password); err == nil {
+		t.Error("an agent not in memory connected although its lookup failed")
+	}
+	if n := s.lookups.Load(); n == 0 { // paho tries MQTT 3.1.1, then 3.1: one or two
+		t.Error("no lookup for an agent not in memory")
 	}
 }

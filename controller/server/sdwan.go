@@ -134,6 +134,11 @@ func (s *Server) startSDWAN(ctx context.Context) error {
 	s.registerSDWANMetrics()
 	switch {
 	case s.broker != nil:
+		// A restarted controller's whole fleet CONNECTs within seconds: one query now, not
+		// a database read per CONNECT then.
+		if err := s.Store.LoadMQTTCredentials(ctx); err != nil {
+			return err
+		}
 		return s.broker.Start(s.bgCtx)
 	case client != nil:
 		return client.Start(s.bgCtx)

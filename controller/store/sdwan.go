@@ -297,6 +297,7 @@ func (s *Store) SiteByClaim(ctx context.Context, hash string) (*sdwan.Site, time
 
 // ClaimSite implements sdwan.Store.
 func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
+	s.forgetCredential(c.MQTTUser)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = ?, device_id = ?, status = ?, updated_at = ?, stored_seq = 0 WHERE id = ? AND claim_hash = ? AND claimed_at = 0"),
 			micros(c.At), c.Device.ID, sdwan.SiteOffline, micros(c.At), c.SiteID, c.ClaimHash)
@@ -323,6 +324,7 @@ func (s *Store) ClaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 
 // UnclaimSite implements sdwan.Store.
 func (s *Store) UnclaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
+	s.forgetCredential(c.MQTTUser)
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET claimed_at = 0, device_id = '', status = ?, updated_at = ? WHERE id = ? AND device_id = ?"),
 			sdwan.SitePending, micros(c.At), c.SiteID, c.Device.ID)
@@ -346,6 +348,7 @@ func (s *Store) UnclaimSite(ctx context.Context, c sdwan.ClaimRecord) error {
 
 // DecommissionSite retires a site, its device and its MQTT credentials.
 func (s *Store) DecommissionSite(ctx context.Context, id string, at time.Time) error {
+	s.forgetCredentials(func(c mqtt.Credential) bool { return c.Site == id })
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// The claim hash stays: a decommissioned site's token presented again is reuse, a SOC case.
 		res, err := tx.ExecContext(ctx, s.q("UPDATE sites SET status = ?, updated_at = ? WHERE id = ? AND status <> ?"),
@@ -375,11 +378,17 @@ func (s *Store) DecommissionSite(ctx context.Context, id string, at time.Time) e
 	return nil
 }
 
-var _ mqtt.CredentialStore = (*Store)(nil)
+var (
+	_ mqtt.CredentialStore  = (*Store)(nil)
+	_ mqtt.CredentialMemory = (*Store)(nil)
+)
 
 // MQTTCredential returns an agent's active broker credential; a revoked or unknown one is
 // (nil, nil), which refuses the client.
 func (s *Store) MQTTCredential(ctx context.Context, username string) (*mqtt.Credential, error) {
+	if c, ok := s.CachedMQTTCredential(username); ok {
+		return c, nil
+	}
 	var c mqtt.Credential
 	err := s.r.QueryRowContext(ctx, s.q("SELECT username, site_id, hash FROM mqtt_credentials WHERE username = ? AND revoked_at = 0"), username).
 		Scan(&c.Username, &c.Site, &c.Hash)

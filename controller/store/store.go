@@ -48,6 +48,7 @@ type Store struct {
 	postgres bool
 	secrets  *seal.Key
 	fence    Fencer // scaled-out mode: SetFence (fence.go)
+	creds    credCache
 }
 
 // Open opens (creating if needed) and migrates the database.

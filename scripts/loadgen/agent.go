@@ -96,6 +96,10 @@ func (a *agent) read(c *mqttConn, down chan struct{}) {
 			if !a.closed.Load() && a.cnt.disconnects.Add(1) <= 5 { // a controller restart drops them all
 				log.Printf("agent %s: connection lost: %v", a.ss.Name, err)
 			}
+			// Its descriptor now, as an agent does, not at some later collection's finalizer:
+			// with --gc-limit there may be none before the fleet is back, and 10,000 dead
+			// connections plus 10,000 new ones exceed the descriptor limit.
+			_ = c.conn.Close()
 			return
 		}
 		buf = body[:cap(body)]

@@ -61,6 +61,8 @@ type options struct {
 	Outage, ReconnectTimeout     time.Duration
 	ProfileDir                   string
 	ProfileFor                   time.Duration
+	TraceFor                     time.Duration
+	GCLimit                      int64
 }
 
 func main() {
@@ -113,6 +115,10 @@ func main() {
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "with --reconnect: save the restarted controller's CPU profile (from its restart, --profile-for long) and its goroutine,\n"+
 		"block and mutex profiles (2 s after ready) here; the controller must run with --pprof (served next to --metrics)")
 	fs.DurationVar(&o.ProfileFor, "profile-for", 12*time.Second, "with --profile-dir: the CPU profile's length")
+	fs.Int64Var(&o.GCLimit, "gc-limit", 4<<30, "with --reconnect: from the kill until the fleet is back, loadgen's GC runs only when its memory exceeds this many bytes\n"+
+		"(its 10,000 agents share one heap, and its collections stalled them all at once; real agents have their own); 0: the GC as usual")
+	fs.DurationVar(&o.TraceFor, "trace-for", 0, "with --profile-dir: also save a runtime execution trace (trace.out, for `go tool trace`) of the restarted controller\n"+
+		"this long from ready (0: none)")
 	_ = fs.Parse(os.Args[1:])
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
@@ -179,6 +185,12 @@ func (o *options) validate() error {
 		}
 		if o.ProfileFor < time.Second || o.ProfileFor > 5*time.Minute {
 			errs = append(errs, fmt.Errorf("--profile-for %s: want 1s..5m", o.ProfileFor))
+		}
+		if o.GCLimit < 0 {
+			errs = append(errs, fmt.Errorf("--gc-limit %d: want 0 or more bytes", o.GCLimit))
+		}
+		if o.TraceFor != 0 && (o.ProfileDir == "" || o.TraceFor < time.Second || o.TraceFor > time.Minute) {
+			errs = append(errs, fmt.Errorf("--trace-for %s: want 1s..1m, with --profile-dir", o.TraceFor))
 		}
 	} else if o.ProfileDir != "" {
 		errs = append(errs, errors.New("--profile-dir is only for --reconnect"))

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"strconv"
 	"time"
 )
@@ -54,6 +55,33 @@ func (p *profiler) cpu(ctx context.Context, d time.Duration, exited <-chan struc
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// trace records a runtime execution trace of d from now (the controller is ready), to see
+// with `go tool trace` which goroutines run, wait and block while CONNECTs queue.
+func (p *profiler) trace(ctx context.Context, d time.Duration) {
+	q := strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	if err := p.fetch(ctx, "/debug/pprof/trace?seconds="+q, "trace.out", d+30*time.Second); err != nil {
+		log.Printf("profile: trace: %v", err)
+	}
+}
+
+// traceSelf records loadgen's own execution trace for d from now, next to the controller's:
+// the two run on the same cores, and a stall in the agents' side looks like a stall in the
+// controller's from the outside.
+func (p *profiler) traceSelf(ctx context.Context, d time.Duration) {
+	f, err := os.Create(filepath.Join(p.dir, "loadgen-trace.out"))
+	if err != nil {
+		log.Printf("profile: loadgen trace: %v", err)
+		return
+	}
+	defer f.Close()
+	if err := trace.Start(f); err != nil {
+		log.Printf("profile: loadgen trace: %v", err)
+		return
+	}
+	sleep(ctx, d)
+	trace.Stop()
 }
 
 // snapshot saves the goroutine (with stacks), block and mutex profiles as of now.

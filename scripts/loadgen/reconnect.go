@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,6 +130,9 @@ type reconnectResults struct {
 	outage, startup         time.Duration // kill to restart; restart to /readyz 200
 	notLost, notBack        int           // agents whose connection survived the kill; agents not back in time
 	earlyBack               int           // back before /readyz answered 200 (counted as 0 s)
+	gcLimit                 int64         // loadgen's --gc-limit
+	loadgenGCs              uint32        // loadgen's collections from the kill to the end
+	loadgenHeap             uint64        // loadgen's heap at the end
 	back                    []time.Duration
 	attempts, attemptsAfter int64
 	resumed                 int64 // reconnects that resumed their TLS session
@@ -203,7 +207,7 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	if o.KillSignal == "TERM" {
 		sig = syscall.SIGTERM
 	}
-	r := &reconnectResults{agents: len(agents), signal: "SIG" + o.KillSignal, failedKinds: map[string]int64{}}
+	r := &reconnectResults{agents: len(agents), signal: "SIG" + o.KillSignal, failedKinds: map[string]int64{}, gcLimit: o.GCLimit}
 	killAt := time.Now()
 	attempts := newTimeline(killAt, o.Outage+readyTimeout+o.ReconnectTimeout)
 	success := newTimeline(killAt, o.Outage+readyTimeout+o.ReconnectTimeout)
@@ -240,9 +244,17 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each agent's own context, made once here: a connect timeout derived from rctx
+			// itself would register with rctx's one mutex at every attempt, and 10,000 agents
+			// contending for it (its holder parked in a GC assist, the next in line waiting in a
+			// run queue of thousands) stalled loadgen for seconds, which the figures then
+			// showed as seconds without a CONNACK (docs/benchmarks.md, "What stalls the
+			// CONNACKs"). Real agents share nothing.
+			actx, acancel := context.WithCancel(rctx)
+			defer acancel()
 			select {
 			case <-down:
-			case <-rctx.Done():
+			case <-actx.Done():
 				return
 			}
 			lostAt[i] = time.Now()
@@ -253,14 +265,14 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 				t := time.NewTimer(b.Next())
 				select {
 				case <-t.C:
-				case <-rctx.Done():
+				case <-actx.Done():
 					t.Stop()
 					return
 				}
 				now := time.Now()
 				attempts.add(now)
 				nAttempts.Add(1)
-				cctx, cancel := context.WithTimeout(rctx, 10*time.Second) // the agent's ConnectTimeout
+				cctx, cancel := context.WithTimeout(actx, 10*time.Second) // the agent's ConnectTimeout
 				err := ag.connect(cctx, addr, o.CleanSession)
 				cancel()
 				if err == nil {
@@ -278,7 +290,7 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 					}
 					return
 				}
-				if rctx.Err() != nil {
+				if actx.Err() != nil {
 					return
 				}
 				// Refused connections and refused CONNECTs (after a completed handshake) cost no
@@ -293,6 +305,17 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
+	// loadgen's 10,000 agents share one heap, and its collections stalled them all at once:
+	// thousands of goroutines parked in GC assists for seconds (execution traces,
+	// docs/benchmarks.md "What stalls the CONNACKs"), which the figures showed as seconds
+	// without a CONNACK. Real agents each have their own small heap: collect only past
+	// --gc-limit until the fleet is back.
+	var gcBefore runtime.MemStats
+	runtime.ReadMemStats(&gcBefore)
+	if o.GCLimit > 0 {
+		pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(o.GCLimit)
+		defer func() { debug.SetGCPercent(pct); debug.SetMemoryLimit(limit) }()
+	}
 	log.Printf("reconnect: stopping the controller with %s; restarting it after %s", r.signal, o.Outage)
 	ctl.stop(sig)
 	sleep(ctx, time.Until(killAt.Add(o.Outage)))
@@ -320,6 +343,12 @@ func reconnectScenario(ctx context.Context, o options, ctl *controllerProc, hc *
 	ready, err := ctl.waitReady(ctx, hc, strings.TrimRight(o.API, "/"), readyTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if prof != nil && o.TraceFor > 0 {
+		profWG.Add(1)
+		go func() { defer profWG.Done(); prof.trace(ctx, o.TraceFor) }()
+		profWG.Add(1)
+		go func() { defer profWG.Done(); prof.traceSelf(ctx, o.TraceFor) }()
 	}
 	if prof != nil {
 		profWG.Add(1)
@@ -356,6 +385,9 @@ wait:
 	stopAgents()
 	<-done
 	r.window = time.Since(restartAt)
+	var gcAfter runtime.MemStats
+	runtime.ReadMemStats(&gcAfter)
+	r.loadgenGCs, r.loadgenHeap = gcAfter.NumGC-gcBefore.NumGC, gcAfter.HeapAlloc
 	if c, err := procCPU(ctl.cmd.Process.Pid); err == nil {
 		r.ctlCores = c.Seconds() / r.window.Seconds()
 	}
@@ -440,6 +472,11 @@ func reconnectRows(r *reconnectResults) [][2]string {
 				fmt.Sprintf("%.2f / %.2f ms", per(r.ctlCores), per(r.genCores)))
 		}
 	}
+	gc := "as usual (--gc-limit 0)"
+	if r.gcLimit > 0 {
+		gc = fmt.Sprintf("only past %d MiB (--gc-limit)", r.gcLimit>>20)
+	}
+	add("loadgen's own GC from the kill to the end: collections / heap at the end", fmt.Sprintf("%d / %d MiB, collecting %s", r.loadgenGCs, r.loadgenHeap>>20, gc))
 	add("reconnected / not back in time / connection not lost", fmt.Sprintf("%d / %d / %d", len(r.back), r.notBack, r.notLost))
 	add("reconnects that resumed their TLS session", fmt.Sprintf("%d of %d", r.resumed, len(r.back)))
 	if n := len(r.notResumed); n > 0 {

@@ -57,7 +57,7 @@ func TestReconnectScenario(t *testing.T) {
 		MQTT: "127.0.0.1:" + mqtt, State: filepath.Join(dir, "state.json"), Prefix: "rc",
 		Sites: agents, Rate: 1, Duration: time.Minute, Warmup: time.Second, Drain: time.Second,
 		StageWorkers: 8, ConnectWorkers: 16, HealthWorkers: 1, Policy: true, TLSResume: true,
-		Metrics: "http://127.0.0.1:" + metrics + "/metrics", ProfileDir: filepath.Join(dir, "profiles"), ProfileFor: 2 * time.Second,
+		Metrics: "http://127.0.0.1:" + metrics + "/metrics", ProfileDir: filepath.Join(dir, "profiles"), ProfileFor: 2 * time.Second, TraceFor: time.Second, GCLimit: 1 << 30,
 		Reconnect: true, ControllerLog: filepath.Join(dir, "controller.log"), KillSignal: "KILL",
 		ControllerCmd: strings.Join([]string{bin, "serve", "--data-dir", data, "--listen", "127.0.0.1:" + api,
 			"--mqtt-listen", "127.0.0.1:" + mqtt, "--metrics-listen", "127.0.0.1:" + metrics, "--rate-limit", "0", "--log-level", "warn", "--pprof"}, " "),
@@ -89,7 +89,7 @@ func TestReconnectScenario(t *testing.T) {
 		t.Errorf("%d of %d reconnects resumed their TLS session; %d did not although they held a ticket and no handshake of theirs failed: %s",
 			r.resumed, len(r.back), r.unexplained, strings.Join(r.notResumed, "; "))
 	}
-	for _, f := range []string{"cpu.pprof", "ready+2s-goroutine.pprof", "ready+2s-block.pprof", "ready+2s-mutex.pprof"} {
+	for _, f := range []string{"cpu.pprof", "trace.out", "loadgen-trace.out", "ready+2s-goroutine.pprof", "ready+2s-block.pprof", "ready+2s-mutex.pprof"} {
 		if st, err := os.Stat(filepath.Join(o.ProfileDir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("profile %s of the restarted controller: %v (empty or missing)", f, err)
 		}
