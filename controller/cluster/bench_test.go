@@ -128,10 +128,11 @@ func BenchmarkClusterCPU(b *testing.B) {
 		}
 		waitFor(b, 60*time.Second, fmt.Sprintf("%d controllers share the partitions", n), func() bool { return shared(so.db, ids[:n]) })
 		// Settle (pacing a benchmark): a controller's start-up work must not be measured as a
-		// cost of the load. A newcomer publishes every site's policy at start (1,000 retained
-		// QoS 1 publishes one after the other at 1,000 sites: 5-15 s on a loaded box) and
-		// checkpoints every second for 2 FlushEvery after its takeovers; with 5 s here that
-		// landed in the windows and made the figure rise with N.
+		// cost of the load. A newcomer publishes its sites' policies at its takeovers (it
+		// published every site's at start until 2026-11-24: 1,000 retained QoS 1 publishes
+		// one after the other at 1,000 sites, 5-15 s on a loaded box) and checkpoints every
+		// second for 2 FlushEvery after its takeovers; with 5 s here that landed in the
+		// windows and made the figure rise with N.
 		time.Sleep(20 * time.Second)
 		// Idle first (what the controllers cost with no telemetry: leases, timers, consumers),
 		// then under load.
@@ -147,6 +148,7 @@ func BenchmarkClusterCPU(b *testing.B) {
 		idle1, iel := cpuSeconds(b, procs), time.Since(ti)
 		paused.Store(false)
 		time.Sleep(2 * time.Second)
+		moves0, warns0 := logCount(procs, "cluster: partition acquired"), logCount(procs, "level=WARN")
 		cpu0, s0, t0 := cpuSeconds(b, procs), samples.Load(), time.Now()
 		profs = profileAll(b, profDir, pprofAddrs, procs, seconds-2, fmt.Sprintf("%dctl-load", n))
 		time.Sleep(time.Duration(seconds) * time.Second)
@@ -163,11 +165,23 @@ func BenchmarkClusterCPU(b *testing.B) {
 		perK := 1000 * total / el.Seconds() / (rate / 1000)                      // CPU ms per second, per 1,000 samples/s
 		netK := 1000 * (total/el.Seconds() - idle/iel.Seconds()) / (rate / 1000) // the same above the idle cost
 		backlog := pending(b, so.nc)
-		b.Logf("%d controller(s): %.0f samples/s offered, controllers' CPU %.1f%% of a core (%s), idle %.1f%%; %.1f CPU-ms per s per 1,000 samples/s, %.1f above idle; stream backlog at the end %d messages",
-			n, rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog)
+		// Partitions that moved, and warnings, during the load window: a window with either
+		// measured a takeover (consumer, status replay, policies), not the steady state.
+		moves, warns := logCount(procs, "cluster: partition acquired")-moves0, logCount(procs, "level=WARN")-warns0
+		b.Logf("%d controller(s): %.0f samples/s offered, controllers' CPU %.1f%% of a core (%s), idle %.1f%%; %.1f CPU-ms per s per 1,000 samples/s, %.1f above idle; stream backlog at the end %d messages (handled, not yet acked included); %d partitions moved, %d warnings logged in the window",
+			n, rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog, moves, warns)
 		b.ReportMetric(netK, fmt.Sprintf("net-cpu-ms/s/1k-samples/s@%dctl", n))
 		b.ReportMetric(perK, fmt.Sprintf("cpu-ms/s/1k-samples/s@%dctl", n))
 	}
+}
+
+// logCount counts the lines of the controllers' logs that contain s.
+func logCount(procs []*serveProc, s string) int {
+	n := 0
+	for _, p := range procs {
+		n += strings.Count(p.log.String(), s)
+	}
+	return n
 }
 
 // freeAddr returns a free loopback address.
@@ -264,7 +278,7 @@ func pending(tb testing.TB, c *natstest.Cluster) uint64 {
 	}
 	var n uint64
 	for p := range 16 {
-		if cons, err := st.Consumer(ctx, fmt.Sprintf("p%d", p)); err == nil {
+		if cons, err := mqtt.PartitionConsumer(ctx, st, p); err == nil {
 			if ci, err := cons.Info(ctx); err == nil {
 				n += ci.NumPending + uint64(ci.NumAckPending)
 			}

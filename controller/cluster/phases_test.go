@@ -348,8 +348,12 @@ func watchJetStream(t *testing.T, url, dead string, since time.Time) *jsWatch {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			led := 0
+			st, _ := js.Stream(ctx, mqtt.DefaultNATSStream)
 			for p := range 16 {
-				if c, err := js.Consumer(ctx, mqtt.DefaultNATSStream, fmt.Sprintf("p%d", p)); err == nil {
+				if st == nil {
+					break
+				}
+				if c, err := mqtt.PartitionConsumer(ctx, st, p); err == nil {
 					if ci := c.CachedInfo(); ci.Cluster != nil && ci.Cluster.Leader != "" && ci.Cluster.Leader != dead {
 						led++
 					}

@@ -584,7 +584,7 @@ func debugConsumers(t *testing.T, c *natstest.Cluster) {
 	si, _ := st.Info(ctx)
 	t.Logf("stream: %+v cluster %+v", si.State, si.Cluster)
 	for p := range 16 {
-		c, err := st.Consumer(ctx, fmt.Sprintf("p%d", p))
+		c, err := mqtt.PartitionConsumer(ctx, st, p)
 		if err != nil {
 			t.Logf("p%d: %v", p, err)
 			continue

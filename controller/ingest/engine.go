@@ -148,6 +148,10 @@ type site struct {
 	dirty      bool
 	owned      bool // with an Owner: owned at the last check (owner.go)
 	fenced     bool // a write was fenced since it was last owned: logged once (owner.go)
+	// policyOut: with an Owner, its policy was published at a takeover since this engine
+	// started (owner.go); later takeovers (leases moving back and forth) leave it: a change
+	// is published when it is made, by whichever controller makes it.
+	policyOut bool
 }
 
 type transport struct {
@@ -229,8 +233,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run publishes every site's policies and decisions (retained, so agents that connect later
-// get them), then keeps liveness and figures, and stores status changes and events (see
+// Run publishes every site's policies and watermark (retained, so agents that connect later
+// get them; with several controllers each owner publishes its sites' at takeover instead),
+// then keeps liveness and figures, and stores status changes and events (see
 // recorder), until ctx is done; then it stores what is pending and saves the figures.
 func (e *Engine) Run(ctx context.Context) error {
 	recDone := make(chan struct{})
@@ -494,47 +499,68 @@ type (
 // publishAll publishes each site's policy and watermark at start (see Run), reading the sites
 // and their assignments takeOverBatch at a time when the store can: two queries per site
 // were most of a restarted controller's CPU at 10,000 sites, while every agent was
-// reconnecting to it (docs/benchmarks.md, "Reconnect rate at 10,000 agents").
+// reconnecting to it (docs/benchmarks.md, "Reconnect rate at 10,000 agents"). With several
+// controllers (an Owner) it does nothing: each publishes its own sites' when it takes them
+// over (takeOverSites), not N controllers every site's.
 func (e *Engine) publishAll(ctx context.Context, ids []string) {
+	if e.o.Owner != nil {
+		return
+	}
 	slices.Sort(ids)
-	sitesOf, _ := e.store.(sitesByID)
-	assignmentsOf, _ := e.store.(assignmentsByID)
 	for chunk := range slices.Chunk(ids, takeOverBatch) {
 		if ctx.Err() != nil {
 			return
 		}
-		var sites map[string]*sdwan.Site
-		var as map[string][]*sdwan.Assignment
-		if sitesOf != nil && assignmentsOf != nil {
-			var err error
-			if sites, err = sitesOf.SitesByID(ctx, chunk); err == nil {
-				as, err = assignmentsOf.AssignmentsOf(ctx, chunk)
-			}
-			if err != nil {
-				e.o.Logger.Warn("ingest: reading sites to publish their policies", "sites", len(chunk), "err", err)
-				sites = nil // each site on its own, below
-			}
-		}
+		e.publishPolicies(ctx, chunk, nil)
 		for _, id := range chunk {
-			var err error
-			if s := sites[id]; s != nil {
-				err = e.pushPolicy(s, as[id])
-			} else if sites == nil {
-				err = e.PushPolicies(ctx, id)
-			} // else: removed since the engine loaded it
-			if err != nil {
-				e.o.Logger.Error("ingest: publishing policies", "site", id, "err", err)
-			}
 			// Decisions are not published now: a fresh steering state is not what the agents
 			// run (see onStatus); the last ones published stay with the agents.
 			if st := e.site(id); st != nil {
 				st.mu.Lock()
 				device, stored := st.device, st.stored
 				st.mu.Unlock()
-				if e.o.Owner == nil || e.o.Owner.Owns(id) { // with several controllers, only the owner speaks
-					e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
-				}
+				e.publishStored(id, device, stored) // with this boot: the agents send again what is not covered
 			}
+		}
+	}
+}
+
+// publishPolicies publishes the policies of the sites of ids (at most takeOverBatch), reading
+// the sites (unless given) and their assignments in one batch each when the store can.
+func (e *Engine) publishPolicies(ctx context.Context, ids []string, sites map[string]*sdwan.Site) {
+	sitesOf, _ := e.store.(sitesByID)
+	assignmentsOf, _ := e.store.(assignmentsByID)
+	if sites == nil && sitesOf != nil {
+		var err error
+		if sites, err = sitesOf.SitesByID(ctx, ids); err != nil {
+			e.o.Logger.Warn("ingest: reading sites to publish their policies", "sites", len(ids), "err", err)
+			sites = nil // each site on its own, below
+		}
+	}
+	var as map[string][]*sdwan.Assignment
+	if sites != nil && assignmentsOf != nil {
+		var err error
+		if as, err = assignmentsOf.AssignmentsOf(ctx, ids); err != nil {
+			e.o.Logger.Warn("ingest: reading assignments to publish policies", "sites", len(ids), "err", err)
+			as = nil // each site's on its own, below
+		}
+	}
+	for _, id := range ids {
+		var err error
+		switch s := sites[id]; {
+		case sites == nil:
+			err = e.PushPolicies(ctx, id)
+		case s == nil: // removed since the engine loaded it
+		case as != nil:
+			err = e.pushPolicy(s, as[id])
+		default:
+			var a []*sdwan.Assignment
+			if a, err = e.store.Assignments(ctx, id); err == nil {
+				err = e.pushPolicy(s, a)
+			}
+		}
+		if err != nil {
+			e.o.Logger.Error("ingest: publishing policies", "site", id, "err", err)
 		}
 	}
 }

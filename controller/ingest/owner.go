@@ -151,21 +151,18 @@ func (e *Engine) takeOvers(ctx context.Context, done chan<- struct{}) {
 	}
 }
 
-// takeOverSites takes over the sites of in that this engine owns and has not taken over yet.
+// takeOverSites takes over the sites of in that this engine owns and has not taken over yet,
+// and publishes the policies of those it owns whose policy it has not published yet.
 func (e *Engine) takeOverSites(ctx context.Context, in func(string) bool) {
 	if e.o.Owner == nil {
 		return
 	}
 	e.mu.RLock()
 	var ids []string
-	for id, st := range e.sites {
+	for id := range e.sites {
+		// Those taken over already (owns, at a message) too: their policies are published here.
 		if in(id) && e.o.Owner.Owns(id) {
-			st.mu.Lock()
-			owned := st.owned
-			st.mu.Unlock()
-			if !owned {
-				ids = append(ids, id)
-			}
+			ids = append(ids, id)
 		}
 	}
 	e.mu.RUnlock()
@@ -196,6 +193,7 @@ func (e *Engine) takeOverSites(ctx context.Context, in func(string) bool) {
 				continue
 			}
 		}
+		owned := make([]string, 0, len(chunk))
 		for _, id := range chunk {
 			st := e.site(id)
 			if st == nil || !e.o.Owner.Owns(id) {
@@ -206,6 +204,19 @@ func (e *Engine) takeOverSites(ctx context.Context, in func(string) bool) {
 			} else {
 				e.owns(st)
 			}
+			st.mu.Lock()
+			if !st.policyOut {
+				st.policyOut = true
+				owned = append(owned, id)
+			}
+			st.mu.Unlock()
+		}
+		// Their policies, retained, once per start of this engine: only an owner publishes
+		// them (publishAll does not, with an Owner), so that N controllers do not each publish
+		// the whole fleet's; what changed while this engine was down, or before this version,
+		// reaches the agents.
+		if len(owned) > 0 {
+			e.publishPolicies(ctx, owned, rows)
 		}
 	}
 }

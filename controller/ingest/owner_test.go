@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -230,5 +231,94 @@ func TestOwnerTakesPreviousWatermark(t *testing.T) {
 	}
 	if d := counter(be.e.m.rejected.WithLabelValues("duplicate")); d != 1 {
 		t.Errorf("report 1, covered by the previous owner: %v duplicates; want 1", d)
+	}
+}
+
+// policyBus records the topics of the policies published, in order.
+type policyBus struct {
+	nopBus
+	mu       sync.Mutex
+	policies []string // site IDs
+	more     chan struct{}
+}
+
+func (b *policyBus) Publish(topic string, payload []byte, retain bool) error {
+	if site, kind, ok := telemetry.ParseTopic(topic); ok && kind == telemetry.KindPolicy {
+		b.mu.Lock()
+		b.policies = append(b.policies, site)
+		b.mu.Unlock()
+		select {
+		case b.more <- struct{}{}:
+		default:
+		}
+	}
+	return b.nopBus.Publish(topic, payload, retain)
+}
+
+// waitPolicies waits for n policies published and returns their sites, sorted.
+func (b *policyBus) waitPolicies(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		b.mu.Lock()
+		got := slices.Clone(b.policies)
+		b.mu.Unlock()
+		if len(got) >= n {
+			slices.Sort(got)
+			return got
+		}
+		select {
+		case <-b.more:
+		case <-deadline:
+			t.Fatalf("%d policies published within 10s (%v); want %d", len(got), got, n)
+		}
+	}
+}
+
+// TestPoliciesPublishedByOwner: at start the one controller publishes every site's policy
+// (retained); with several controllers (an Owner) a controller's start publishes none, and
+// taking partitions over publishes those of the sites it owns in them, once each, whether
+// a message took a site over before (owns) or not, and not again at a later takeover. N
+// controllers do not each republish the whole fleet.
+func TestPoliciesPublishedByOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		owner bool
+	}{{"one controller", false}, {"several controllers", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bus := &policyBus{more: make(chan struct{}, 1)}
+			be := newBenchEngine(t, 4, bus)
+			ids := be.st.order
+			want := slices.Clone(ids)
+			if tc.owner {
+				be.e.o.Owner = &setOwner{mine: map[string]bool{ids[0]: true, ids[1]: true, ids[2]: true}}
+				be.e.owns(be.e.site(ids[0])) // taken over at a message, before its partition's takeover
+				want = ids[:2]
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- be.e.Run(ctx) }()
+			if tc.owner {
+				// The partitions of sites 0, 1 and 3: site 2 is owned but not in them, site 3
+				// in them but not owned.
+				be.e.SitesTaken(func(id string) bool { return id != ids[2] })
+			}
+			got := bus.waitPolicies(t, len(want))
+			if tc.owner {
+				// The same partitions taken again (a lease lost and won back): published once
+				// per start is enough, the retained policies are current.
+				be.e.takeOverSites(ctx, func(id string) bool { return id != ids[2] })
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			bus.mu.Lock()
+			all := slices.Sorted(slices.Values(bus.policies))
+			bus.mu.Unlock()
+			if !slices.Equal(got, want) || !slices.Equal(all, want) {
+				t.Errorf("policies published for %v; want %v, once each", all, want)
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ const (
 	DefaultNATSStream   = "EDGEWAN_IN"
 	DefaultNATSReplicas = 3
 	DefaultNATSInFlight = 64
+	DefaultNATSAckDelay = 200 * time.Millisecond
 )
 
 // NATSOptions configure a NATSBus.
@@ -50,8 +51,16 @@ type NATSOptions struct {
 	// (the consumer's MaxAckPending); 0 means DefaultNATSInFlight. 1 costs a round trip and a
 	// wake-up per message.
 	InFlight int
+	// AckBatch and AckDelay batch the acknowledgements of a partition: its consumer acks
+	// cumulatively (AckAll), so one ack of the last message handled covers every earlier one.
+	// It goes out after AckBatch messages handled or AckDelay after the first one not yet
+	// acknowledged, whichever comes first, and always when the partition stops. 0 means
+	// InFlight/2 (at least 1) and DefaultNATSAckDelay. AckBatch 1 acks every message.
+	AckBatch int
+	AckDelay time.Duration
 	// Owns, if set, is asked before each message: a partition whose lease is no longer valid
-	// gets its message back (NAK, redelivered to the next owner) instead of a handler call.
+	// gets its message back (NAK) instead of a handler call, and is not pulled from again
+	// until it is owned again (then through a new consumer: see StartPartition).
 	// controller/cluster's Member.Epoch fits.
 	Owns   func(partition int) bool
 	Logger *slog.Logger
@@ -63,7 +72,7 @@ type NATSOptions struct {
 // owns (StartPartition/StopPartition, driven by controller/cluster), each through the durable
 // consumer of that partition, so a partition's next owner continues where the last one
 // acknowledged. A partition's messages reach the handlers one at a time, in order, and are
-// acknowledged after the handler returns. Publish goes through the cluster's MQTT listeners
+// acknowledged after the handler returns, a run of them with one cumulative ack (AckAll). Publish goes through the cluster's MQTT listeners
 // (paho, all nodes), so retained policies and decisions are MQTT retained messages that any
 // node serves to an agent.
 type NATSBus struct {
@@ -85,8 +94,16 @@ type natsPart struct {
 	cancel  context.CancelFunc
 	mu      sync.Mutex
 	it      jetstream.MessagesContext // the current iterator (nil until bound); replaced when it fails
+	name    string                    // the consumer bound (p{N}-g{generation}); "" until bound
 	stopped bool
 	done    chan struct{}
+
+	// The acknowledgement not sent yet (consume's, and the timer's that sends it).
+	ackMu    sync.Mutex
+	unacked  jetstream.Msg // the last message handled and not acknowledged; nil if none
+	nUnacked int
+	timerSet bool
+	timer    *time.Timer
 }
 
 // stop ends the partition's consumption and waits for its goroutine: at once, but for a
@@ -137,6 +154,12 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 	}
 	if o.InFlight <= 0 {
 		o.InFlight = DefaultNATSInFlight
+	}
+	if o.AckBatch <= 0 {
+		o.AckBatch = max(o.InFlight/2, 1)
+	}
+	if o.AckDelay <= 0 {
+		o.AckDelay = DefaultNATSAckDelay
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -272,13 +295,21 @@ func (b *NATSBus) PublishLive(topic string, payload []byte) error {
 	return nil
 }
 
-// StartPartition starts consuming partition p through its durable consumer, until ctx ends
-// or StopPartition. It does not wait for JetStream: the consumer is bound on the partition's
-// own goroutine, each attempt bounded by bindTimeout and retried until it succeeds, so a
-// JetStream slow to answer for one partition (a node just restarted) never holds up the
-// caller, which takes and renews every partition's lease on one goroutine (controller/cluster).
-// Starting a partition already consumed does nothing; the error is for a bad partition or a
-// closed bus.
+// StartPartition starts consuming partition p, until ctx ends or StopPartition. It does not
+// wait for JetStream: the consumer is bound on the partition's own goroutine, each attempt
+// bounded by bindTimeout and retried until it succeeds, so a JetStream slow to answer for one
+// partition (a node just restarted) never holds up the caller, which takes and renews every
+// partition's lease on one goroutine (controller/cluster). Starting a partition already
+// consumed does nothing; the error is for a bad partition or a closed bus.
+//
+// Each start (a takeover) consumes through a new durable consumer, p{N}-g{generation}, that
+// starts after the highest ack floor of the partition's earlier consumers, which it deletes
+// (takeOver). The consumers acknowledge cumulatively (AckAll), and an ack of a later message
+// on a consumer that a previous owner still has messages out on would cover those too, unread;
+// a consumer of its own, starting where the acknowledgements end, gives the new owner every
+// message not acknowledged, in order and at once (not after AckWait), and leaves nothing to a
+// previous owner that is still pulling. The released version's consumers (p{N}, AckExplicit)
+// are taken over the same way: their ack floor is where the new one starts.
 func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 	if p < 0 || p >= b.o.Partitions {
 		return fmt.Errorf("mqtt.NATSBus.StartPartition: partition %d of %d", p, b.o.Partitions)
@@ -294,6 +325,8 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	np := &natsPart{ctx: pctx, cancel: cancel, done: make(chan struct{})}
+	np.timer = time.AfterFunc(time.Hour, func() { b.flushAck(p, np, false) })
+	np.timer.Stop()
 	b.parts[p] = np
 	b.mu.Unlock()
 	go b.consume(p, np)
@@ -301,21 +334,41 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 }
 
 // bind binds p's consumer, each attempt bounded by timeout, retrying with a growing back-off
-// (up to 2 s) until it succeeds or the partition stops (false).
-func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration) bool {
+// (up to 2 s) until it succeeds or the partition stops (false). With fresh (a start, or the
+// partition owned again), or when the bound consumer is gone, it takes the partition over
+// through a new consumer (takeOver); else it pulls again from the one bound.
+func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration, fresh bool) bool {
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(np.ctx, timeout)
-		it, err := b.iterate(ctx, p)
+		np.mu.Lock()
+		name := np.name
+		np.mu.Unlock()
+		var c jetstream.Consumer
+		var err error
+		if !fresh && name != "" {
+			if c, err = b.js.Consumer(ctx, b.o.Stream, name); errors.Is(err, jetstream.ErrConsumerNotFound) {
+				b.log.Warn("NATS partition consumer gone; taking the partition over again", "partition", p, "consumer", name)
+				fresh = true
+			}
+		}
+		if fresh || name == "" {
+			c, err = b.takeOver(ctx, p)
+		}
+		var it jetstream.MessagesContext
+		if err == nil {
+			it, err = c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
+		}
 		cancel()
 		if err == nil {
+			fresh = false
 			np.mu.Lock()
 			if np.stopped {
 				np.mu.Unlock()
 				it.Stop()
 				return false
 			}
-			np.it = it
+			np.it, np.name = it, c.CachedInfo().Name
 			np.mu.Unlock()
 			if attempt > 1 {
 				b.log.Info("NATS partition consumer bound", "partition", p, "attempts", attempt)
@@ -335,30 +388,116 @@ func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration) bool {
 	}
 }
 
-// iterate binds partition p's durable consumer (creating it the first time) and starts
-// pulling. Short pull expiries with 500 ms heartbeats make a pull lost with a dead node (or
-// leader) noticed within a second, and pulled again (consume).
-func (b *NATSBus) iterate(ctx context.Context, p int) (jetstream.MessagesContext, error) {
-	c, err := b.js.CreateOrUpdateConsumer(ctx, b.o.Stream, jetstream.ConsumerConfig{
-		Durable: "p" + strconv.Itoa(p), FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".>",
-		// Several messages in flight: the server sends them in stream order and consume handles
-		// them one after the other, so a site's reports stay in order. Only a message handed
-		// back (NAK while the lease moves) or left unacked by a dead owner can come again after
-		// later ones; the engine then stores it as a hole filled late (the contiguous watermark
-		// waits for it), it is just not evaluated as current. With one in flight (before) each
-		// message cost an ack round trip and a wake-up: controller CPU per report rose as
-		// controllers shared the load.
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: b.o.AckWait, MaxAckPending: b.o.InFlight,
-		DeliverPolicy: jetstream.DeliverAllPolicy, Replicas: b.o.Replicas,
-	})
+// partitionConsumer is the name of generation gen of partition p's durable consumer; gen 0 is
+// the released version's (AckExplicit).
+func partitionConsumer(p, gen int) string {
+	if gen == 0 {
+		return "p" + strconv.Itoa(p)
+	}
+	return "p" + strconv.Itoa(p) + "-g" + strconv.Itoa(gen)
+}
+
+// consumerGeneration returns the generation of a durable consumer of partition p's, or false
+// if name is not one.
+func consumerGeneration(name string, p int) (int, bool) {
+	prefix := "p" + strconv.Itoa(p)
+	if name == prefix {
+		return 0, true
+	}
+	rest, ok := strings.CutPrefix(name, prefix+"-g")
+	if !ok {
+		return 0, false
+	}
+	g, err := strconv.Atoi(rest)
+	return g, err == nil && g > 0
+}
+
+// takeOver creates partition p's next consumer (see StartPartition): AckAll, starting after
+// the highest ack floor of the partition's existing consumers (whatever one of them
+// acknowledged was handled: acks are sent only for messages handled, and cover only earlier
+// ones of the same consumer), then deletes those. Repeating it after a failure at any step
+// is safe: the consumers left over are found again next time, and a new one's floor is
+// where it started. The names come from the meta leader; each floor from its consumer's
+// leader, so a consumer without one fails the attempt (retried) rather than being missed
+// and its partition read again from the start.
+func (b *NATSBus) takeOver(ctx context.Context, p int) (jetstream.Consumer, error) {
+	st, err := b.js.Stream(ctx, b.o.Stream)
 	if err != nil {
 		return nil, err
 	}
-	return c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
+	names := st.ConsumerNames(ctx)
+	var old []string
+	gen := 0
+	for n := range names.Name() {
+		if g, ok := consumerGeneration(n, p); ok {
+			old = append(old, n)
+			gen = max(gen, g)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("listing consumers: %w", err)
+	}
+	var floor uint64
+	for _, n := range old {
+		c, err := st.Consumer(ctx, n)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the ack floor of %s: %w", n, err)
+		}
+		floor = max(floor, c.CachedInfo().AckFloor.Stream)
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable: partitionConsumer(p, gen+1), FilterSubject: "edgewan.in." + strconv.Itoa(p) + ".>",
+		// Several messages in flight: the server sends them in stream order and consume handles
+		// them one after the other, so a site's reports stay in order, and acks the last one
+		// handled now and then (AckAll). Only a message handed back (NAK) or one whose ack
+		// came too late (AckWait) can come again after later ones; the engine then stores it
+		// as a hole filled late (the contiguous watermark waits for it), it is just not
+		// evaluated as current. One in flight, acked each, cost a round trip and a wake-up per
+		// message; an ack per message, a write and a flusher wake-up per message: controller
+		// CPU per report rose as controllers shared the load.
+		AckPolicy: jetstream.AckAllPolicy, AckWait: b.o.AckWait, MaxAckPending: b.o.InFlight,
+		DeliverPolicy: jetstream.DeliverAllPolicy, Replicas: b.o.Replicas,
+	}
+	if len(old) > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+	}
+	c, err := b.js.CreateConsumer(ctx, b.o.Stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", cfg.Durable, err)
+	}
+	for _, n := range old {
+		if err := b.js.DeleteConsumer(ctx, b.o.Stream, n); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			b.log.Warn("NATS partition: deleting a previous consumer; the next takeover does", "partition", p, "consumer", n, "err", err)
+		}
+	}
+	b.log.Debug("NATS partition taken over", "partition", p, "consumer", cfg.Durable, "from", old, "start", cfg.OptStartSeq)
+	return c, nil
 }
 
-// StopPartition stops consuming p and returns once its handler is done: messages not
-// acknowledged go to the partition's next consumer.
+// PartitionConsumer returns partition p's current durable consumer on stream (the one of
+// the highest generation, see StartPartition): for diagnostics and benchmarks.
+func PartitionConsumer(ctx context.Context, stream jetstream.Stream, p int) (jetstream.Consumer, error) {
+	names := stream.ConsumerNames(ctx)
+	best, found := 0, false
+	for n := range names.Name() {
+		if g, ok := consumerGeneration(n, p); ok && (!found || g > best) {
+			best, found = g, true
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, jetstream.ErrConsumerNotFound
+	}
+	return stream.Consumer(ctx, partitionConsumer(p, best))
+}
+
+// StopPartition stops consuming p and returns once its handler is done and the last message
+// handled is acknowledged: the rest goes to the partition's next consumer.
 func (b *NATSBus) StopPartition(p int) {
 	b.mu.Lock()
 	np := b.parts[p]
@@ -369,11 +508,78 @@ func (b *NATSBus) StopPartition(p int) {
 	}
 }
 
-// consume runs p's messages through the handlers, in order, acknowledging each after.
+// handled records m as handled: its ack (covering every earlier message) goes out now if
+// AckBatch are waiting, else within AckDelay (the timer's flushAck).
+func (b *NATSBus) handled(p int, np *natsPart, m jetstream.Msg) {
+	np.ackMu.Lock()
+	np.unacked = m
+	np.nUnacked++
+	if np.nUnacked < b.o.AckBatch {
+		if !np.timerSet {
+			np.timerSet = true
+			np.timer.Reset(b.o.AckDelay)
+		}
+		np.ackMu.Unlock()
+		return
+	}
+	np.unacked, np.nUnacked = nil, 0
+	if np.timerSet {
+		np.timerSet = false
+		np.timer.Stop()
+	}
+	np.ackMu.Unlock()
+	if err := m.Ack(); err != nil {
+		b.log.Debug("NATS ack", "partition", p, "err", err) // redelivered: handlers tolerate duplicates
+	}
+}
+
+// flushAck acknowledges the last message handled, if it is not yet; with wait, the ack is
+// on the server before it returns (a PING round trip, up to 250 ms): the partition is being
+// given up and its next owner starts after the ack floor. It does not wait for the consumer's
+// own confirmation (DoubleAck): StopPartition runs on the member's lease goroutine, and an ack
+// the consumer takes a moment later costs only duplicates (handlers tolerate them).
+func (b *NATSBus) flushAck(p int, np *natsPart, wait bool) {
+	np.ackMu.Lock()
+	m := np.unacked
+	np.unacked, np.nUnacked, np.timerSet = nil, 0, false
+	np.timer.Stop()
+	np.ackMu.Unlock()
+	if m == nil {
+		return
+	}
+	err := m.Ack()
+	if err == nil && wait && b.nc.IsConnected() {
+		err = b.nc.FlushTimeout(250 * time.Millisecond)
+	}
+	if err != nil {
+		b.log.Debug("NATS ack", "partition", p, "err", err) // redelivered: handlers tolerate duplicates
+	}
+}
+
+// awaitOwned waits until Owns(p) again (false: the partition stopped first). The member
+// normally stops the partition soon after its lease ends; a lease renewed late is owned again.
+func (b *NATSBus) awaitOwned(p int, np *natsPart) bool {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-np.ctx.Done():
+			return false
+		case <-t.C:
+			if b.o.Owns(p) {
+				return true
+			}
+		}
+	}
+}
+
+// consume runs p's messages through the handlers, in order, acknowledging them (handled) as
+// it goes, and the last one handled when it stops.
 func (b *NATSBus) consume(p int, np *natsPart) {
 	defer close(np.done)
 	defer np.cancel()
-	if !b.bind(p, np, bindTimeout) {
+	defer b.flushAck(p, np, true)
+	if !b.bind(p, np, bindTimeout, true) {
 		return
 	}
 	b.replayStatus(p, np)
@@ -407,15 +613,26 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			// comes again).
 			b.log.Warn("NATS partition consumer; resubscribing", "partition", p, "err", err)
 			it.Stop()
+			b.flushAck(p, np, false)
 			select { // back off between attempts: a new iterator may fail at once again
 			case <-np.ctx.Done():
 				return
 			case <-time.After(250 * time.Millisecond):
 			}
+			fresh := false
+			if b.o.Owns != nil && !b.o.Owns(p) { // another owner's consumer, if any, is not ours to pull from
+				if !b.awaitOwned(p, np) {
+					return
+				}
+				fresh = true
+			}
 			// Short attempts: a consumer without a leader never answers; trying again soon is
 			// better.
-			if !b.bind(p, np, 2*time.Second) {
+			if !b.bind(p, np, 2*time.Second, fresh) {
 				return
+			}
+			if fresh {
+				b.replayStatus(p, np)
 			}
 			if resumed.IsZero() {
 				resumed = time.Now()
@@ -433,7 +650,20 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			continue
 		}
 		if b.o.Owns != nil && !b.o.Owns(p) {
-			_ = m.NakWithDelay(time.Second) // not ours any more: StopPartition follows
+			// Not ours any more: StopPartition follows, and the next owner starts a consumer
+			// of its own after the ack floor. What was handled is acknowledged; nothing more is
+			// pulled (an ack of a later message would cover this one), until the partition is
+			// owned again, which takes it over afresh.
+			b.flushAck(p, np, true)
+			_ = m.NakWithDelay(time.Second)
+			it.Stop()
+			if !b.awaitOwned(p, np) {
+				return
+			}
+			if !b.bind(p, np, bindTimeout, true) {
+				return
+			}
+			b.replayStatus(p, np) // the engine took its sites as lost: it waits for their paths again
 			continue
 		}
 		b.mu.Lock()
@@ -442,9 +672,7 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 		if h != nil {
 			b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
 		}
-		if err := m.Ack(); err != nil {
-			b.log.Debug("NATS ack", "partition", p, "err", err) // redelivered: handlers tolerate duplicates
-		}
+		b.handled(p, np, m)
 	}
 }
 

@@ -18,18 +18,25 @@ import (
 	"github.com/edgewan/edgewan/telemetry"
 )
 
-// streamReady waits until stream has a leader and every replica is current.
-func streamReady(t *testing.T, c *natstest.Cluster, stream string) {
+// jetStreamOf connects to c's JetStream as the test user, until the test ends.
+func jetStreamOf(t *testing.T, c *natstest.Cluster) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(strings.Join(c.URLs, ","), nats.UserInfo(natstest.User, natstest.Password))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js
+}
+
+// streamReady waits until stream has a leader and every replica is current.
+func streamReady(t *testing.T, c *natstest.Cluster, stream string) {
+	t.Helper()
+	js := jetStreamOf(t, c)
 	deadline := time.Now().Add(wait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
