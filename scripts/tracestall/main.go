@@ -232,48 +232,10 @@ func analyze(out io.Writer, in io.Reader, bucketD time.Duration, stacksOf string
 			g.state, g.since = to, now
 		}
 	}
-	_ = last
 	nb := int(float64(last-t0)/B) + 1
 	fmt.Fprintf(out, "trace %.2f s, buckets of %.0f ms\n", float64(last-t0)/1e9, B/1e6)
-	// totals for column choice
-	tot := map[string]float64{}
-	for _, m := range run {
-		for k, v := range m {
-			tot[k] += v
-		}
-	}
-	type kv struct {
-		k string
-		v float64
-	}
-	var ks []kv
-	for k, v := range tot {
-		ks = append(ks, kv{k, v})
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i].v > ks[j].v })
-	fmt.Fprintln(out, "CPU totals (core-s):")
-	for i, x := range ks {
-		if i < 25 {
-			fmt.Fprintf(out, "  %-60s %.3f\n", x.k, x.v/1e9)
-		}
-	}
-	btot := map[string]float64{}
-	for _, m := range blockedNs {
-		for k, v := range m {
-			btot[k] += v
-		}
-	}
-	var bs []kv
-	for k, v := range btot {
-		bs = append(bs, kv{k, v})
-	}
-	sort.Slice(bs, func(i, j int) bool { return bs[i].v > bs[j].v })
-	fmt.Fprintln(out, "blocked totals (goroutine-s):")
-	for i, x := range bs {
-		if i < 25 {
-			fmt.Fprintf(out, "  %-60s %.1f\n", x.k, x.v/1e9)
-		}
-	}
+	printTotals(out, "CPU totals (core-s):", run, "%.3f")
+	printTotals(out, "blocked totals (goroutine-s):", blockedNs, "%.1f")
 	cols := []string{"handshake", "tlsio", "mochiconn", "sqlite", "dbconn", "pbkdf2", "subscribe", "retain", "eventloop", "getall", "ingest", "inline", "gcworker"}
 	fmt.Fprintf(out, "\n%6s %5s %5s %5s %6s |", "t", "cores", "gc%", "asst", "runq")
 	for _, c := range cols {
@@ -307,16 +269,42 @@ func analyze(out io.Writer, in io.Reader, bucketD time.Duration, stacksOf string
 		fmt.Fprintf(out, "  %-40s %8.1f %6d\n", p.name, patTot[p.name]/1e9, patMax[p.name])
 	}
 	if *stacksOf2 != "" {
-		var ss []kv
+		counts := make(map[string]float64, len(stackCount))
 		for k, v := range stackCount {
-			ss = append(ss, kv{k, float64(v)})
+			counts[k] = float64(v)
 		}
-		sort.Slice(ss, func(i, j int) bool { return ss[i].v > ss[j].v })
-		for i, x := range ss {
-			if i < 6 {
-				fmt.Fprintf(out, "%.0f x\n%s\n", x.v, x.k)
-			}
+		for _, x := range largest(counts, 6) {
+			fmt.Fprintf(out, "%.0f x\n%s\n", x.v, x.k)
 		}
 	}
 	return patTot, patMax, nil
+}
+
+// printTotals prints the 25 largest categories of per-bucket nanosecond totals, in seconds.
+func printTotals(out io.Writer, title string, buckets map[int]map[string]float64, valueFmt string) {
+	tot := map[string]float64{}
+	for _, m := range buckets {
+		for k, v := range m {
+			tot[k] += v
+		}
+	}
+	fmt.Fprintln(out, title)
+	for _, x := range largest(tot, 25) {
+		fmt.Fprintf(out, "  %-60s "+valueFmt+"\n", x.k, x.v/1e9)
+	}
+}
+
+type kv struct {
+	k string
+	v float64
+}
+
+// largest returns m's n largest entries, largest first.
+func largest(m map[string]float64, n int) []kv {
+	ks := make([]kv, 0, len(m))
+	for k, v := range m {
+		ks = append(ks, kv{k, v})
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].v > ks[j].v })
+	return ks[:min(len(ks), n)]
 }
