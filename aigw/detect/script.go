@@ -182,7 +182,7 @@ func scriptNames(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return out
+	return runNames(text, out)
 }
 
 // ---- cues before a name ----
@@ -973,6 +973,9 @@ func cjkCued(text string, s, e int) (int, int, bool) {
 			lb = st
 			if japanese, ok := cjkLabels[text[lb:le]]; ok {
 				ne := cjkValueEnd(text, s, e)
+				if !japanese && ne > e {
+					ne = e // a Chinese name has no space: "会员：孙建华 手机"
+				}
 				if ne < 0 {
 					return 0, 0, false
 				}
