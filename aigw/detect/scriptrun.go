@@ -975,7 +975,7 @@ func thaiLabelNames(text string, ls, le int, out []Entity) []Entity {
 		if e+1 < le && text[e] == ' ' {
 			if c, _ := classAt(text, e+1); c == scThai {
 				f := scriptWordEnd(text, e+1, scThai)
-				if thaiNameWords(text[e+1:f]) {
+				if thaiNameWords(text[e+1 : f]) {
 					e = f
 				}
 			}
