@@ -1014,3 +1014,20 @@ func postcodeCityStreet(text string, i int) int {
 	}
 	return e
 }
+
+// stAfterPrefix reports whether the lower-case word w, cut by the end of the text, may still
+// become a street type written after the name ("út", "utca", "gate"): SafePrefix holds the
+// name before it.
+func stAfterPrefix(w string) bool {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	if !ok {
+		return true
+	}
+	for k, v := range streetWords {
+		if v&stAfter != 0 && strings.HasPrefix(k, string(lw)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1170,6 +1170,13 @@ func hasScriptRune(w string) bool {
 // follows text: the two words after it must be complete, and scriptNames on a window around
 // them must find no name starting in the word.
 func scriptInert(text string, t, u int) bool {
+	for k := t; k < u; {
+		if addrScriptStart(text[k:u]) {
+			return false
+		}
+		_, n := utf8.DecodeRuneInString(text[k:])
+		k += n
+	}
 	j := u
 	for n := 0; n < 2; n++ {
 		for j < len(text) && isSpaceByte(text[j]) {

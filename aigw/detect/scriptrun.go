@@ -36,6 +36,20 @@ func runNames(text string, out []Entity) []Entity {
 	return out
 }
 
+// sentenceLike reports whether the start of a chat message reads as a sentence: it has
+// sentence punctuation, hiragana, or two words.
+func sentenceLike(m string) bool {
+	if strings.ContainsAny(m, "，。、？！?!.,") {
+		return true
+	}
+	for _, r := range m {
+		if r >= 0x3041 && r <= 0x309F {
+			return true
+		}
+	}
+	return len(strings.Fields(m)) >= 2
+}
+
 func hasLetter(s string) bool {
 	for i := 0; i < len(s); {
 		if isLetterAt(s, i) {
@@ -176,10 +190,24 @@ func speakerEnd(text string, p, le int, stamped bool) (int, int) {
 	for ms < le && text[ms] == ' ' {
 		ms++
 	}
-	if ms >= le || text[ms] == '+' || le-ms < 4 || !hasLetter(text[ms:le]) || digitsAt(text, ms)-ms >= 3 {
+	// The message is judged by its first two words only, so that SafePrefix's window (two
+	// words after the name's) decides the same.
+	me := ms
+	for n := 0; n < 2 && me < le; n++ {
+		for me < le && text[me] == ' ' {
+			me++
+		}
+		for me < le && text[me] != ' ' {
+			me++
+		}
+	}
+	if ms >= le || text[ms] == '+' || me-ms < 4 || !hasLetter(text[ms:me]) || digitsAt(text, ms)-ms >= 3 {
 		return -1, -1 // a value ("연락처: 010-..."), not a message
 	}
 	r, _ := utf8.DecodeRuneInString(name)
+	if !stamped && !sentenceLike(text[ms:me]) {
+		return -1, -1 // a form's value ("高铁：G123"), not a chat message
+	}
 	switch classOf(r) {
 	case scHan:
 		if zhName(name) || jpFamily(name) == len(name) || jpFullName(strings.Replace(name, " ", "", 1)) {
@@ -254,7 +282,9 @@ var jpGivenVeto = map[string]bool{"大学": true, "学院": true, "中学": true
 	"大会": true, "本部": true, "支店": true, "本店": true, "商店": true, "文化": true, "会館": true,
 	"工業": true, "産業": true, "電機": true, "製作": true, "建設": true, "病院": true, "医院": true,
 	"公園": true, "神社": true, "寺": true, "町": true, "駅": true, "線": true, "区": true, "市": true,
-	"美術": true, "記念": true, "温泉": true, "大橋": true, "商事": true, "物産": true, "食品": true}
+	"美術": true, "記念": true, "温泉": true, "大橋": true, "商事": true, "物産": true, "食品": true,
+	"観光": true, "証券": true, "工務店": true, "酒造": true, "製菓": true,
+	"自動車": true, "交通": true, "運輸": true, "新聞": true, "出版": true, "保険": true, "生命": true}
 
 // zhName reports whether w is a Chinese name: a family name of the closed class and one or two
 // characters (two or three after a double family name), not a common word.
@@ -693,6 +723,10 @@ func koreanRunName(text string, s, we int) int {
 // thaiSpeechVerbs follow a Thai name in news ("สมศักดิ์ ทองดี กล่าวว่า").
 var thaiSpeechVerbs = []string{"กล่าวว่า", "ระบุว่า", "เปิดเผยว่า", "บอกว่า", "ให้สัมภาษณ์ว่า", "เล่าว่า", "ยืนยันว่า", "ชี้แจงว่า"}
 
+// thaiRoleParts are parts of Thai role, office and place words that no name contains.
+var thaiRoleParts = []string{"ผู้", "นายก", "รัฐ", "กระทรวง", "บริษัท", "จังหวัด", "โฆษก", "ตำรวจ",
+	"เจ้าหน้าที่", "ประธาน", "อธิบดี", "รัฐมนตรี", "กรม", "สำนัก", "ชาวบ้าน", "ประชาชน", "นักข่าว", "ร้าน", "สาขา", "ทีม"}
+
 // thaiGlued are words written without a space before a name ("ส่วนมาลี", "และสมชาย").
 var thaiGlued = []string{"ส่วน", "และ", "โดย", "ขณะที่"}
 
@@ -705,6 +739,11 @@ func thaiNameWords(w string) bool {
 	for _, p := range parts {
 		if n := runeCount(p); n < 2 || n > 20 || thaiStops[p] {
 			return false
+		}
+		for _, x := range thaiRoleParts {
+			if strings.Contains(p, x) {
+				return false
+			}
 		}
 		for _, r := range p {
 			if classOf(r) != scThai {
@@ -767,49 +806,47 @@ var arabicSpeechVerbs = map[string]bool{"قال": true, "قالت": true, "وق�
 // arabicAfterName follow the name after a verb of speech.
 var arabicAfterName = map[string]bool{"إن": true, "أن": true, "أنه": true, "أنها": true, "في": true}
 
+// arabicRoles are offices named in place of a person after a verb of speech.
+var arabicRoles = map[string]bool{"رئيس": true, "وزير": true, "مدير": true, "مسؤول": true, "ممثل": true,
+	"عضو": true, "نائب": true, "محافظ": true, "سفير": true, "أمين": true, "قائد": true, "متحدث": true,
+	"مصدر": true, "الرئيس": true, "الوزير": true, "المدير": true, "المتحدث": true, "الناطق": true,
+	"بيان": true, "تقرير": true, "مصادر": true, "شهود": true}
+
 // arabicNameLinks join a name's words ("عبد الرحمن", "أبو بكر").
 var arabicNameLinks = map[string]bool{"عبد": true, "أبو": true, "بن": true, "ابن": true, "بنت": true}
 
-// arabicSpeechName returns the name of two or three words after a verb of speech at the word
-// text[i:we], when a complementiser, "في" or a comma follows it, or (-1, -1).
+// arabicSpeechName returns the two-word name after a verb of speech at the word text[i:we],
+// when a complementiser, "في" or a comma follows it, or (-1, -1). Longer names ("عبد الرحمن")
+// are left out: SafePrefix decides a word from the two words after it.
 func arabicSpeechName(text string, i, we, le int) (int, int) {
 	if !arabicSpeechVerbs[text[i:we]] || we+1 >= le || text[we] != ' ' {
 		return -1, -1
 	}
 	s := we + 1
-	k := s
-	words := 0
-	for words < 4 && k < le {
-		if c, _ := classAt(text, k); c != scArabic {
-			break
+	if c, _ := classAt(text, s); c != scArabic {
+		return -1, -1
+	}
+	e1 := scriptWordEnd(text, s, scArabic)
+	w1 := text[s:e1]
+	if e1+1 >= le || text[e1] != ' ' || arabicAfterName[w1] || scriptCues[scArabic][w1] != cueNone || arabicRoles[w1] || strings.HasPrefix(w1, "ال") || arabicNameLinks[w1] {
+		return -1, -1 // "قال المتحدث ...", "قال رئيس الوزراء": a role, not a name
+	}
+	f := e1 + 1
+	if c, _ := classAt(text, f); c != scArabic {
+		return -1, -1
+	}
+	e2 := scriptWordEnd(text, f, scArabic)
+	w2 := text[f:e2]
+	if arabicAfterName[w2] || arabicRoles[w2] || arabicNameLinks[w2] {
+		return -1, -1
+	}
+	if strings.HasPrefix(text[e2:], "،") || strings.HasPrefix(text[e2:], ",") {
+		return s, e2
+	}
+	if e2+1 < le && text[e2] == ' ' {
+		if c, _ := classAt(text, e2+1); c == scArabic && arabicAfterName[text[e2+1:scriptWordEnd(text, e2+1, scArabic)]] {
+			return s, e2
 		}
-		e := scriptWordEnd(text, k, scArabic)
-		w := text[k:e]
-		if words >= 2 && arabicAfterName[w] {
-			return s, k - 1
-		}
-		if arabicAfterName[w] || scriptCues[scArabic][w] != cueNone {
-			return -1, -1
-		}
-		words++
-		if strings.HasPrefix(text[e:], "،") || strings.HasPrefix(text[e:], ",") {
-			if words >= 2 {
-				return s, e
-			}
-			return -1, -1
-		}
-		if e+1 >= le || text[e] != ' ' {
-			break
-		}
-		if words == 2 && !arabicNameLinks[text[s:scriptWordEnd(text, s, scArabic)]] && !arabicNameLinks[w] {
-			// two words then the complementiser
-			n := e + 1
-			if c, _ := classAt(text, n); c == scArabic && arabicAfterName[text[n:scriptWordEnd(text, n, scArabic)]] {
-				return s, e
-			}
-			return -1, -1
-		}
-		k = e + 1
 	}
 	return -1, -1
 }
@@ -818,6 +855,11 @@ func arabicSpeechName(text string, i, we, le int) (int, int) {
 var hebrewSpeechVerbs = map[string]bool{"אמר": true, "אמרה": true, "הוסיף": true, "הוסיפה": true,
 	"סיפר": true, "סיפרה": true, "ציין": true, "ציינה": true, "טען": true, "טענה": true,
 	"הסביר": true, "הסבירה": true, "כתב": true, "כתבה": true, "הודיע": true, "הודיעה": true}
+
+// hebrewRoles are offices named in place of a person before a verb of speech.
+var hebrewRoles = map[string]bool{"ראש": true, "שר": true, "שרת": true, "דובר": true, "דוברת": true,
+	"נשיא": true, "נשיאת": true, "מנהל": true, "מנהלת": true, "יו\"ר": true, "יו״ר": true,
+	"מנכ\"ל": true, "מנכ״ל": true, "ראשת": true, "מפקד": true, "חבר": true, "חברת": true, "מקור": true}
 
 // hebrewGroups are what a greeting addresses when it addresses no one person ("שלום לכולם,").
 var hebrewGroups = map[string]bool{"לכולם": true, "לכם": true, "חברים": true, "חברות": true,
@@ -876,8 +918,9 @@ func hebrewRunName(text string, ls, i, we, le int) (int, int) {
 			return -1, -1
 		}
 	}
-	if runeCount(text[s:we]) < 2 || runeCount(text[f:fe]) < 2 || scriptCues[scHebrew][text[s:we]] != cueNone {
-		return -1, -1
+	if runeCount(text[s:we]) < 2 || runeCount(text[f:fe]) < 2 || scriptCues[scHebrew][text[s:we]] != cueNone ||
+		hebrewRoles[text[s:we]] || strings.HasPrefix(text[f:fe], "ה") {
+		return -1, -1 // "ראש הממשלה אמר", "דובר המשטרה אמר": an office
 	}
 	return s, fe
 }
@@ -983,4 +1026,23 @@ func thaiLabelNames(text string, ls, le int, out []Entity) []Entity {
 		out = runEmit(out, s, e)
 	}
 	return out
+}
+
+// addrScriptStart reports whether the word text[t:u] may start an address in another script
+// (addrworld.go) that is decided only words later: a Korean region, a Chinese province, a
+// Japanese prefecture, an Arabic or Hebrew street word. SafePrefix holds such a word.
+func addrScriptStart(w string) bool {
+	for _, l := range [3][]string{krRegions, cnProvinces, jpPrefectures} {
+		for _, p := range l {
+			if strings.HasPrefix(w, p) {
+				return true
+			}
+		}
+	}
+	for _, p := range [...]string{"شارع", "רחוב", "רח'", "שדרות"} {
+		if strings.HasPrefix(w, p) {
+			return true
+		}
+	}
+	return false
 }
