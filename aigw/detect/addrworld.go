@@ -269,6 +269,9 @@ var chainWords = []string{"Nagar", "Sector", "Cross", "Main", "Road", "Marg", "C
 // unitChain matches an Indian address that starts with its unit at i ("Flat 302, Plot 14,
 // Sector 21, Dwarka, New Delhi 110075", "H.No. 5-9-22, Lakdikapul, Hyderabad - 500004"), or -1.
 func unitChain(text string, i int) int {
+	if strings.IndexByte("HFPDN", text[i]) < 0 {
+		return -1
+	}
 	for _, st := range unitChainStarts {
 		if !strings.HasPrefix(text[i:], st.p) {
 			continue
@@ -310,6 +313,9 @@ var colombianTypes = map[string]bool{"Calle": true, "Carrera": true, "Cra": true
 // colombianStreet matches "Calle 45 # 12-34", "Carrera 15 No. 88-64", "Calle 26 Sur # 5-10" at
 // the word text[i:we] and returns the end of the number, or -1.
 func colombianStreet(text string, i, we int) int {
+	if strings.IndexByte("CKADT", text[i]) < 0 {
+		return -1
+	}
 	e := we
 	if e < len(text) && text[e] == '.' {
 		e++
@@ -1024,8 +1030,9 @@ func stAfterPrefix(w string) bool {
 	if !ok {
 		return true
 	}
+	l := string(lw)
 	for k, v := range streetWords {
-		if v&stAfter != 0 && strings.HasPrefix(k, string(lw)) {
+		if v&stAfter != 0 && strings.HasPrefix(k, l) {
 			return true
 		}
 	}

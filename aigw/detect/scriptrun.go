@@ -47,7 +47,9 @@ func sentenceLike(m string) bool {
 			return true
 		}
 	}
-	return len(strings.Fields(m)) >= 2
+	m = strings.TrimSpace(m)
+	k := strings.IndexByte(m, ' ')
+	return k > 0 && strings.TrimSpace(m[k:]) != ""
 }
 
 func hasLetter(s string) bool {
@@ -210,7 +212,7 @@ func speakerEnd(text string, p, le int, stamped bool) (int, int) {
 	}
 	switch classOf(r) {
 	case scHan:
-		if zhName(name) || jpFamily(name) == len(name) || jpFullName(strings.Replace(name, " ", "", 1)) {
+		if zhName(name) || jpFamily(name) == len(name) || jpSpacedName(name) {
 			return colon, ms
 		}
 	case scHangul:
@@ -339,7 +341,29 @@ func jpFullName(w string) bool {
 	if f <= 0 || f >= len(w) {
 		return false
 	}
-	g := w[f:]
+	return jpNameParts(w[:f], w[f:])
+}
+
+// jpSpacedName reports whether w is a Japanese family and given name with one space between
+// them ("森田 優子", "佐々木 美咲"), or a full name without one.
+func jpSpacedName(w string) bool {
+	f, g, ok := strings.Cut(w, " ")
+	if !ok {
+		f, g, ok = strings.Cut(w, "\u3000")
+	}
+	if !ok {
+		return jpFullName(w)
+	}
+	return jpNameParts(f, g)
+}
+
+// jpNameParts reports whether f is a Japanese family name and g a given name of one to three
+// kanji that ends in a character given names end in.
+func jpNameParts(f, g string) bool {
+	if jpFamily(f) != len(f) {
+		return false
+	}
+	w := f
 	n := runeCount(g)
 	if n < 1 || n > 3 || jpGivenVeto[g] {
 		return false
@@ -355,7 +379,7 @@ func jpFullName(w string) bool {
 	}
 	// two characters of the family-name set and a one-character given name are as often a
 	// place ("大島" + "町"): a listed family name then
-	return n > 1 || jpSurnames[w[:f]]
+	return n > 1 || jpSurnames[w]
 }
 
 // jpRoles follow a Japanese name in news and business text ("山田健一容疑者", "田中部長").
@@ -470,7 +494,7 @@ func jpStretchNames(text string, p, q, e int, out []Entity) []Entity {
 			}
 			ge += n
 		}
-		if ge > e+1 && jpFullName(text[p:e]+text[e+1:ge]) && (ge == len(text) || jpTitleAt(text, ge) || strings.IndexByte("\n\r(,", text[ge]) >= 0 || strings.HasPrefix(text[ge:], "（") || strings.HasPrefix(text[ge:], "、")) {
+		if ge > e+1 && jpNameParts(text[p:e], text[e+1:ge]) && (ge == len(text) || jpTitleAt(text, ge) || strings.IndexByte("\n\r(,", text[ge]) >= 0 || strings.HasPrefix(text[ge:], "（") || strings.HasPrefix(text[ge:], "、")) {
 			return runEmit(out, p, ge)
 		}
 	}
@@ -732,11 +756,14 @@ var thaiGlued = []string{"ส่วน", "และ", "โดย", "ขณะท
 
 // thaiNameWords reports whether w is one or two Thai words of a name's length.
 func thaiNameWords(w string) bool {
-	parts := strings.Split(w, " ")
-	if len(parts) > 2 {
+	first, rest, two := strings.Cut(w, " ")
+	if strings.IndexByte(rest, ' ') >= 0 {
 		return false
 	}
-	for _, p := range parts {
+	for k, p := range [2]string{first, rest} {
+		if k == 1 && !two {
+			break
+		}
 		if n := runeCount(p); n < 2 || n > 20 || thaiStops[p] {
 			return false
 		}
@@ -940,12 +967,15 @@ func kanaReadings(text string, ls, le int, out []Entity) []Entity {
 			continue
 		}
 		in := text[o : o+c]
-		parts := strings.FieldsFunc(in, func(r rune) bool { return r == ' ' || r == '\u3000' })
-		if len(parts) != 2 {
+		p1, p2, cut := strings.Cut(in, " ")
+		if !cut {
+			p1, p2, cut = strings.Cut(in, "\u3000")
+		}
+		if !cut || p1 == "" || p2 == "" {
 			continue
 		}
 		ok := true
-		for _, p := range parts {
+		for _, p := range [2]string{p1, p2} {
 			for i := 0; i < len(p); {
 				if !isKatakana(p, i) {
 					ok = false
@@ -972,13 +1002,7 @@ func kanaReadings(text string, ls, le int, out []Entity) []Entity {
 			_, n := utf8.DecodeRuneInString(text[a:])
 			a += n
 		}
-		nm := strings.Map(func(r rune) rune {
-			if r == ' ' || r == '\u3000' {
-				return -1
-			}
-			return r
-		}, text[a:b])
-		if jpFullName(nm) {
+		if jpSpacedName(text[a:b]) {
 			out = runEmit(out, o, o+c)
 		}
 	}
