@@ -108,8 +108,8 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_study11.txt", realistic11MinF2, realistic11MinPrecision, 1},
 		// Set 10: blind; floors set just under its first run (below).
 		{"testdata/realistic_holdout10.txt", realistic10MinF2, realistic10MinPrecision, 1},
-		// Set 12: blind; floors 0 until its first run by the lead.
-		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 0},
+		// Set 12: blind; floors set just under its first run (below).
+		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout10") || strings.Contains(tc.file, "holdout12") {
@@ -182,10 +182,11 @@ const (
 	// detect7's changes (its errors were read).
 	realistic11MinF2        = 0.86
 	realistic11MinPrecision = 0.91
-	// Set 12 (set12 helper, written without reading the detector or the other sets' texts):
-	// floors 0, first run by the lead.
-	realistic12MinF2        = 0
-	realistic12MinPrecision = 0
+	// Set 12 (set12 helper, written without reading the detector or the other sets' texts;
+	// first run by the lead on main 2026-11-25, errors never printed): P 0.852, R 0.557, F2
+	// 0.598 (person 380 of 557 spans: P 0.796, R 0.432).
+	realistic12MinF2        = 0.59
+	realistic12MinPrecision = 0.84
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
