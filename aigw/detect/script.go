@@ -973,8 +973,8 @@ func cjkCued(text string, s, e int) (int, int, bool) {
 			lb = st
 			if japanese, ok := cjkLabels[text[lb:le]]; ok {
 				ne := cjkValueEnd(text, s, e)
-				if !japanese && ne > e {
-					ne = e // a Chinese name has no space: "会员：孙建华 手机"
+				if ne > e && (!japanese || fieldWordAt(text, e+1)) {
+					ne = e // a Chinese name has no space ("会员：孙建华 手机"); "担当: 高橋 直通 090-..."
 				}
 				if ne < 0 {
 					return 0, 0, false

@@ -1070,3 +1070,16 @@ func addrScriptStart(w string) bool {
 	}
 	return false
 }
+
+// fieldWords follow a name in a Japanese or Chinese field and are no given name: "担当: 高橋 直通
+// 090-...", "联系人：王伟 手机".
+var fieldWords = []string{"直通", "携帯", "電話", "内線", "代表", "手机", "电话", "邮箱", "地址", "宛", "御中", "部長", "課長"}
+
+func fieldWordAt(text string, i int) bool {
+	for _, w := range fieldWords {
+		if strings.HasPrefix(text[i:], w) {
+			return true
+		}
+	}
+	return false
+}
