@@ -980,7 +980,7 @@ func cjkCued(text string, s, e int) (int, int, bool) {
 					return 0, 0, false
 				}
 				m := runeCount(text[s:ne])
-				if japanese && m >= 2 && m <= 8 || !japanese && m >= 2 && m <= 4 && hanSurnameAt(text, s) {
+				if japanese && (m >= 2 && m <= 8 || m == 1 && jpOneKanjiSurnames[text[s:ne]]) || !japanese && m >= 2 && m <= 4 && hanSurnameAt(text, s) {
 					return s, ne, true
 				}
 				return 0, 0, false

@@ -1009,8 +1009,11 @@ func kanaReadings(text string, ls, le int, out []Entity) []Entity {
 	return out
 }
 
-// thaiLabels are field labels before a Thai name.
-var thaiLabels = []string{"ผู้รับ:", "ผู้ส่ง:", "ชื่อ:", "ชื่อ-นามสกุล:", "ชื่อผู้ติดต่อ:", "ผู้ติดต่อ:", "ชื่อลูกค้า:"}
+// thaiLabels are field labels before a Thai name; "ชื่อ " (name) without a colon, in chat,
+// needs a polite particle after the name ("ชื่อ สมหญิง ใจดี ค่ะ").
+var thaiLabels = []string{"ผู้รับ:", "ผู้ส่ง:", "ชื่อ:", "ชื่อ-นามสกุล:", "ชื่อผู้ติดต่อ:", "ผู้ติดต่อ:", "ชื่อลูกค้า:", "ชื่อ "}
+
+var thaiPolite = []string{" ค่ะ", " ครับ", " คะ", " นะคะ", " นะครับ"}
 
 // thaiLabelNames finds a given and family name after a Thai field label ("ผู้รับ: ประเสริฐ แก้วมณี").
 func thaiLabelNames(text string, ls, le int, out []Entity) []Entity {
@@ -1045,6 +1048,17 @@ func thaiLabelNames(text string, ls, le int, out []Entity) []Entity {
 				if thaiNameWords(text[e+1 : f]) {
 					e = f
 				}
+			}
+		}
+		if l == "ชื่อ " {
+			polite := false
+			for _, p := range thaiPolite {
+				if strings.HasPrefix(text[e:], p) {
+					polite = true
+				}
+			}
+			if !polite {
+				continue
 			}
 		}
 		out = runEmit(out, s, e)
@@ -1083,3 +1097,9 @@ func fieldWordAt(text string, i int) bool {
 	}
 	return false
 }
+
+// jpOneKanjiSurnames are the common family names of one kanji, taken after a Japanese field
+// label ("担当：森").
+var jpOneKanjiSurnames = map[string]bool{"林": true, "森": true, "原": true, "関": true, "堀": true,
+	"辻": true, "東": true, "南": true, "西": true, "北": true, "泉": true, "岡": true, "島": true,
+	"菅": true, "谷": true, "丸": true, "楠": true, "桜": true, "萩": true, "柳": true}
