@@ -549,17 +549,35 @@ func scriptAddresses(text string, out []Entity) []Entity {
 // hanAddress matches a Japanese address from its prefecture ("京都府京都市左京区吉田本町3-14") or
 // a Chinese one from its province or municipality ("上海市浦东新区张江路88弄3号502室") at i.
 func hanAddress(text string, i int) int {
-	for _, p := range jpPrefectures {
+	r, _ := utf8.DecodeRuneInString(text[i:])
+	for _, p := range addrStarts[r] {
 		if strings.HasPrefix(text[i:], p) {
-			return jpAddressBody(text, i+len(p))
-		}
-	}
-	for _, p := range cnProvinces {
-		if strings.HasPrefix(text[i:], p) {
+			if jpPrefecture[p] {
+				return jpAddressBody(text, i+len(p))
+			}
 			return cnAddressBody(text, i+len(p))
 		}
 	}
 	return -1
+}
+
+// addrStarts indexes the prefectures, provinces, regions and street words that start an address
+// in another script by their first rune.
+var (
+	addrStarts   = map[rune][]string{}
+	jpPrefecture = map[string]bool{}
+)
+
+func init() {
+	for _, l := range [...][]string{jpPrefectures, cnProvinces, krRegions, {"شارع", "רחוב", "רח'", "שדרות"}} {
+		for _, p := range l {
+			r, _ := utf8.DecodeRuneInString(p)
+			addrStarts[r] = append(addrStarts[r], p)
+		}
+	}
+	for _, p := range jpPrefectures {
+		jpPrefecture[p] = true
+	}
 }
 
 // jpParticles end a Japanese address: a hiragana particle after a place is prose ("大阪府警は").
@@ -571,7 +589,7 @@ const jpParticles = "はがをにでとへもやの、。，．「」（）()"
 func jpAddressBody(text string, j int) int {
 	admin := false
 	k := j
-	for k < len(text) {
+	for k < len(text) && k-j < 120 {
 		r, n := utf8.DecodeRuneInString(text[k:])
 		if isDigit(text[k]) || strings.ContainsRune(jpParticles, r) || !(isHan(r) || isKana(r) || r == 'ー' || r == 'ヶ') {
 			break
@@ -658,7 +676,7 @@ func jpBuilding(text string, end int) int {
 func cnAddressBody(text string, j int) int {
 	road, hao, end := false, false, -1
 	digits := false
-	for k := j; k < len(text); {
+	for k := j; k < len(text) && k-j < 200; {
 		if isDigit(text[k]) {
 			k = digitsAt(text, k)
 			digits = true

@@ -962,7 +962,7 @@ func kanaReadings(text string, ls, le int, out []Entity) []Entity {
 		}
 		o := k + j + len("（")
 		k = o
-		c := strings.Index(text[o:le], "）")
+		c := strings.Index(text[o:min(le, o+64)], "）")
 		if c < 0 || c > 60 {
 			continue
 		}
@@ -1070,14 +1070,8 @@ func thaiLabelNames(text string, ls, le int, out []Entity) []Entity {
 // (addrworld.go) that is decided only words later: a Korean region, a Chinese province, a
 // Japanese prefecture, an Arabic or Hebrew street word. SafePrefix holds such a word.
 func addrScriptStart(w string) bool {
-	for _, l := range [3][]string{krRegions, cnProvinces, jpPrefectures} {
-		for _, p := range l {
-			if strings.HasPrefix(w, p) {
-				return true
-			}
-		}
-	}
-	for _, p := range [...]string{"شارع", "רחוב", "רח'", "שדרות"} {
+	r, _ := utf8.DecodeRuneInString(w)
+	for _, p := range addrStarts[r] {
 		if strings.HasPrefix(w, p) {
 			return true
 		}
