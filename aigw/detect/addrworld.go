@@ -269,8 +269,9 @@ var chainWords = []string{"Nagar", "Sector", "Cross", "Main", "Road", "Marg", "C
 // unitChain matches an Indian address that starts with its unit at i ("Flat 302, Plot 14,
 // Sector 21, Dwarka, New Delhi 110075", "H.No. 5-9-22, Lakdikapul, Hyderabad - 500004"), or -1.
 func unitChain(text string, i int) int {
-	if strings.IndexByte("HFPDN", text[i]) < 0 {
-		return -1
+	if i+4 >= len(text) || strings.IndexByte("HFPDN", text[i]) < 0 || strings.IndexByte(". oOlL", text[i+1]) < 0 ||
+		text[i] == 'N' && text[i+2] != '.' {
+		return -1 // "H.", "Ho", "Fl", "Pl", "Do", "D.", "No."
 	}
 	for _, st := range unitChainStarts {
 		if !strings.HasPrefix(text[i:], st.p) {
@@ -313,10 +314,17 @@ var colombianTypes = map[string]bool{"Calle": true, "Carrera": true, "Cra": true
 // colombianStreet matches "Calle 45 # 12-34", "Carrera 15 No. 88-64", "Calle 26 Sur # 5-10" at
 // the word text[i:we] and returns the end of the number, or -1.
 func colombianStreet(text string, i, we int) int {
-	if strings.IndexByte("CKADT", text[i]) < 0 {
+	if strings.IndexByte("CKADT", text[i]) < 0 || we-i > 11 {
 		return -1
 	}
 	e := we
+	if e < len(text) && text[e] == '.' {
+		e++
+	}
+	if e+1 >= len(text) || text[e] != ' ' || !isDigit(text[e+1]) {
+		return -1 // the cross street's number follows the type
+	}
+	e = we
 	if e < len(text) && text[e] == '.' {
 		e++
 	}
@@ -504,6 +512,9 @@ var krRegions = strings.Fields(`서울특별시 서울시 서울 부산광역시
 // scriptAddresses appends the addresses written in Japanese without a postal code, Chinese,
 // Korean, Thai, Arabic and Hebrew.
 func scriptAddresses(text string, out []Entity) []Entity {
+	if !hasHighByte(text) {
+		return out // every shape here has letters of another script
+	}
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < 0xD7 {
