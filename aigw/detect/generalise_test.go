@@ -88,6 +88,9 @@ func TestGeneralisation(t *testing.T) {
 // rosters, donor rolls, appointment letters, LDIF/ICS/CODEOWNERS/patch trailers, forms of many
 // countries, 30 languages and voices) was written by set12, who never ran the detector on it;
 // committed alone, errors never printed, floors 0 until the lead's first run.
+// Set 10 became a study set on 2026-11-25 (its errors are printed); set 12 (set12 helper) is
+// blind. Set 14 (names without honorifics in non-Latin scripts and romanised, addresses of more
+// countries) was written by detect9 and committed before the detector ran on it; a study set.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -170,26 +173,33 @@ const (
 	realistic7MinPrecision = 0.94 // first run 0.914; 0.940 with detect3's rules, 0.950 with detect4's
 	realistic8MinF2        = 0.86 // first run 0.838 (P 0.938, R 0.816; detect4, errors never printed); 0.838 with detect4's rules; 0.883 with detect6's script.go (P 0.934; detect6 had seen 6 of its lines)
 	realistic8MinPrecision = 0.92 // first run 0.938; 0.938 with detect4's rules; 0.934 with detect6's
-	realistic9MinF2        = 0.95 // first run 0.645 (P 0.908, R 0.601); 0.977 with detect6's changes (a study set: its errors were read)
+	realistic9MinF2        = 0.96 // first run 0.645 (P 0.908, R 0.601); 0.977 with detect6's changes (a study set: its errors were read); 0.983 with detect9's (one name labelled)
 	realistic9MinPrecision = 0.95 // first run 0.908; 0.967 with detect6's changes
 	// Set 10 (set10 helper, written without reading the detector or the other sets' texts; first
 	// run by the lead on main 694bd21, errors never printed): P 0.818, R 0.677, F2 0.701;
 	// P 0.829, R 0.692, F2 0.715 with detect6's changes (script.go; blind); P 0.852, R 0.737,
 	// F2 0.757 with detect7's (phones, role mailboxes, addresses, dates of birth; blind).
-	realistic10MinF2        = 0.74
-	realistic10MinPrecision = 0.83
+	// A study set since 2026-11-25 (its errors were read by detect9): P 0.888, R 0.805, F2 0.820
+	// with detect9's scriptrun.go and addrworld.go (addresses 14 of 14).
+	realistic10MinF2        = 0.80
+	realistic10MinPrecision = 0.87
 	// Set 11 (detect7's study set: phones, addresses, role mailboxes and dates of birth of 36
 	// countries): first run 0.641 / 0.540 / 0.558 (P / R / F2); 0.930 / 0.874 / 0.884 with
 	// detect7's changes (its errors were read).
-	realistic11MinF2        = 0.86
-	realistic11MinPrecision = 0.91
+	// 0.968 / 0.929 / 0.937 with detect9's changes.
+	realistic11MinF2        = 0.92
+	realistic11MinPrecision = 0.95
 	// Set 12 (set12 helper, written without reading the detector or the other sets' texts;
 	// first run by the lead on main 2026-11-25, errors never printed): P 0.852, R 0.557, F2
 	// 0.598 (person 380 of 557 spans: P 0.796, R 0.432).
 	realistic12MinF2        = 0.59
 	realistic12MinPrecision = 0.84
-	realistic14MinF2        = 0
-	realistic14MinPrecision = 0
+	// Set 14 (detect9's study set: names in CJK, Korean, Thai, Arabic, Hebrew and Cyrillic
+	// without honorifics, addresses of TH/MX/AR/CO/CL/IN/ID/VN/KR/JP/CN/SA/EG/IL): first run
+	// 0.625 / 0.238 / 0.272 (P / R / F2); 0.959 / 0.886 / 0.899 with detect9's changes (its
+	// errors were read).
+	realistic14MinF2        = 0.88
+	realistic14MinPrecision = 0.94
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
