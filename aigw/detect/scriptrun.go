@@ -87,9 +87,8 @@ func runEmit(out []Entity, s, e int) []Entity {
 func runLine(text string, ls, le int, out []Entity) []Entity {
 	// a chat speaker: "[10:02] 小林: ...", "刘洋：...", "이지은: ...", "09:12 สมศรี วงศ์สวัสดิ์: ..."
 	p, stamped := skipStamp(text, ls, le)
-	if se, ce := speakerEnd(text, p, le, stamped); se > 0 {
+	if se := speakerEnd(text, p, le, stamped); se > 0 {
 		out = runEmit(out, p, se)
-		_ = ce
 	}
 	out = kanaReadings(text, ls, le, out)
 	out = thaiLabelNames(text, ls, le, out)
@@ -169,11 +168,12 @@ func skipStamp(text string, ls, le int) (int, bool) {
 }
 
 // speakerEnd returns the end of a chat speaker's name at p, before ':' or '：' and a message,
-// or -1. Without a time stamp, Chinese, Japanese and Korean names need their closed-class shape
-// and the message must not be a value (digits, a phone number).
-func speakerEnd(text string, p, le int, stamped bool) (int, int) {
+// or -1: a Chinese, Japanese or Korean name of its closed-class shape, or Thai words after a
+// time stamp. The message must not be a value (digits, a phone number) and, without a time
+// stamp, must read as a sentence.
+func speakerEnd(text string, p, le int, stamped bool) int {
 	if p >= le {
-		return -1, -1
+		return -1
 	}
 	colon := -1
 	for k := p; k < le && k-p < 90; {
@@ -189,7 +189,7 @@ func speakerEnd(text string, p, le int, stamped bool) (int, int) {
 		k += n
 	}
 	if colon <= p {
-		return -1, -1
+		return -1
 	}
 	name := text[p:colon]
 	ms := colon + 1
@@ -211,27 +211,27 @@ func speakerEnd(text string, p, le int, stamped bool) (int, int) {
 		}
 	}
 	if ms >= le || text[ms] == '+' || me-ms < 4 || !hasLetter(text[ms:me]) || digitsAt(text, ms)-ms >= 3 {
-		return -1, -1 // a value ("연락처: 010-..."), not a message
+		return -1 // a value ("연락처: 010-..."), not a message
 	}
 	r, _ := utf8.DecodeRuneInString(name)
 	if !stamped && !sentenceLike(text[ms:me]) {
-		return -1, -1 // a form's value ("高铁：G123"), not a chat message
+		return -1 // a form's value ("高铁：G123"), not a chat message
 	}
 	switch classOf(r) {
 	case scHan:
 		if zhName(name) || jpFamily(name) == len(name) || jpSpacedName(name) {
-			return colon, ms
+			return colon
 		}
 	case scHangul:
 		if koName(name) {
-			return colon, ms
+			return colon
 		}
 	case scThai:
 		if stamped && thaiNameWords(name) {
-			return colon, ms
+			return colon
 		}
 	}
-	return -1, -1
+	return -1
 }
 
 // ---- Chinese and Japanese ----
