@@ -809,8 +809,10 @@ func (p *prober) due(u *uplink, pending []sent, acked uint64) bool {
 }
 
 // holeRequestEvery: the agent serves the controller's requests for one hole at most this often
-// (the controller asks again after 2, 4, ... grace periods while the hole stays open).
-const holeRequestEvery = time.Second
+// (the controller asks again after 2, 4, ... grace periods while the hole stays open, or one
+// grace (1 s) after its last request when newer reports came: half of it here, so that such a
+// request is never refused for arriving a few milliseconds early).
+const holeRequestEvery = 500 * time.Millisecond
 
 // sendRequested sends again the records of h that were published and are not covered
 // (pending, so at most maxUnconfirmed), in order, in batches: the controller holds newer

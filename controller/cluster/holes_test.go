@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/edgewan/edgewan/controller/ingest"
 	"github.com/edgewan/edgewan/controller/mqtt"
 	"github.com/edgewan/edgewan/controller/mqtt/natstest"
 )
@@ -22,7 +23,9 @@ import (
 // EDGEWAN_TEST_HOLE_GRACE is the controllers' ingest.Options.HoleGrace (default: the
 // product's; -1: no requests, as before them) and EDGEWAN_TEST_HOLE_AFTER the agents'
 // holeAfter (default the product's 15 s), so that a run can be made as before the requests.
-func testHoleGrace(t *testing.T) time.Duration { return envDuration(t, "EDGEWAN_TEST_HOLE_GRACE", 0) }
+func testHoleGrace(t *testing.T) time.Duration {
+	return envDuration(t, "EDGEWAN_TEST_HOLE_GRACE", ingest.DefaultHoleGrace)
+}
 func testHoleAfter(t *testing.T) time.Duration {
 	return envDuration(t, "EDGEWAN_TEST_HOLE_AFTER", 15*time.Second)
 }

@@ -15,8 +15,9 @@ import (
 // better and sooner: it holds sequences above the hole. When a site's lowest hole stays open
 // past the reorder grace (Options.HoleGrace), its owner asks the agent for exactly that range
 // (telemetry.Stored.Hole, live, not retained), again after 2, 4, ... up to 30 grace-periods
-// while it stays open; a hole filled makes the next checkpoint come within a second, so the
-// agent deletes the records soon after.
+// while it stays open, or one grace after the last request when newer reports came since (the
+// answer was lost: NATS's stream had no leader yet); a hole filled makes the next checkpoint
+// come within a second, so the agent deletes the records soon after.
 //
 // Why a grace of 1 s: a site's messages reach the engine in the order the agent sent them on
 // one connection (the broker keeps a connection's order, the NATS stream and its partition
@@ -39,13 +40,16 @@ const (
 	takeoverQuiet = 5 * time.Second
 )
 
-// holeState is a site's open hole, as the engine tracks it (under the site's mutex).
+// holeState is a site's open hole, as the engine tracks it (under the site's mutex). Times are
+// UnixNano of Options.Now: 48 bytes a site rather than 112 with time.Time.
 type holeState struct {
-	from  uint64    // its lower bound (the contiguous mark + 1); 0: no hole tracked
-	seen  time.Time // when a hole with this lower bound was first seen
-	next  time.Time // when it may be asked for (again)
-	asks  int       // requests made for it
-	quiet time.Time // no request before this (a takeover)
+	from  uint64 // its lower bound (the contiguous mark + 1); 0: no hole tracked
+	top   uint64 // the newest sequence taken when it was last asked for
+	seen  int64  // when a hole with this lower bound was first seen
+	asked int64  // when it was last asked for
+	next  int64  // when it may be asked for again, with nothing newer taken since
+	quiet int64  // no request before this (a takeover)
+	asks  int32  // requests made for it
 }
 
 // holes is the set of sites with an open hole, so that the check looks at those only.
@@ -85,8 +89,8 @@ func (e *Engine) noteHole(st *site, now time.Time) {
 	if e.o.HoleGrace < 0 || st.hole.from != 0 || st.win.newest <= st.win.mark {
 		return
 	}
-	st.hole.from, st.hole.seen, st.hole.asks = st.win.mark+1, now, 0
-	st.hole.next = now.Add(e.o.HoleGrace)
+	n := now.UnixNano()
+	st.hole.from, st.hole.seen, st.hole.asks, st.hole.next = st.win.mark+1, n, 0, n+int64(e.o.HoleGrace)
 	e.holes.add(st)
 }
 
@@ -94,6 +98,7 @@ func (e *Engine) noteHole(st *site, now time.Time) {
 // reports whether a hole that was asked for has closed (then a checkpoint should come soon,
 // so that the agent hears the watermark over it).
 func (e *Engine) askHoles(now time.Time) (filled bool) {
+	n := now.UnixNano()
 	for _, st := range e.holes.list() {
 		gone := e.site(st.id) != st // decommissioned or reloaded
 		st.mu.Lock()
@@ -107,15 +112,20 @@ func (e *Engine) askHoles(now time.Time) (filled bool) {
 		}
 		if from != st.hole.from { // the old one filled, or moved: a new hole, a new grace
 			filled = filled || st.hole.asks > 0
-			st.hole.from, st.hole.seen, st.hole.asks, st.hole.next = from, now, 0, now.Add(e.o.HoleGrace)
+			st.hole.from, st.hole.seen, st.hole.asks, st.hole.next = from, n, 0, n+int64(e.o.HoleGrace)
 		}
-		if now.Before(st.hole.next) || now.Before(st.hole.quiet) || (e.o.Owner != nil && !e.o.Owner.Owns(st.id)) {
+		// Asked again sooner when newer reports came since the last request but the hole did
+		// not fill: the path works again, and the agent's answer was lost on it before (sent
+		// while NATS's stream had no leader, say), so backing off further would only wait.
+		again := st.hole.asks > 0 && st.win.newest > st.hole.top && n >= st.hole.asked+int64(e.o.HoleGrace)
+		if (n < st.hole.next && !again) || n < st.hole.quiet || (e.o.Owner != nil && !e.o.Owner.Owns(st.id)) {
 			st.mu.Unlock()
 			continue
 		}
 		st.hole.asks++
-		st.hole.next = now.Add(min(e.o.HoleGrace<<min(st.hole.asks, 10), holeRepeatMax)) // 2, 4, 8 ... grace
-		device, seq, asks, age := st.device, st.stored, st.hole.asks, now.Sub(st.hole.seen)
+		st.hole.asked, st.hole.top = n, st.win.newest
+		st.hole.next = n + int64(min(e.o.HoleGrace<<min(st.hole.asks, 10), holeRepeatMax)) // 2, 4, 8 ... grace
+		device, seq, asks, age := st.device, st.stored, st.hole.asks, time.Duration(n-st.hole.seen)
 		st.mu.Unlock()
 		e.askHole(st.id, device, seq, from, to)
 		e.m.holeAsks.Inc()

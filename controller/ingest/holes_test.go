@@ -80,7 +80,8 @@ func (be *benchEngine) report(t *testing.T, seq uint64) (string, []byte) {
 
 // TestAskHoles: a site whose sequence 3 is missing below 4 and 5 is asked for 3..3 once the
 // grace has passed (not before), live and not retained, with the watermark already published;
-// again after 2 then 4 grace periods while it stays open; never while another controller owns
+// again after 2 then 4 grace periods while it stays open, or one grace after the last request
+// when newer reports came meanwhile; never while another controller owns
 // the site, nor within takeoverQuiet of a takeover; and a filled hole is reported (a checkpoint
 // soon) and no longer tracked. With HoleGrace < 0 nothing is tracked at all.
 func TestAskHoles(t *testing.T) {
@@ -92,11 +93,11 @@ func TestAskHoles(t *testing.T) {
 		e.onTelemetry(be.report(t, seq))
 	}
 	st := e.site(be.st.order[0])
-	if st.hole.quiet.IsZero() {
+	if st.hole.quiet == 0 {
 		t.Fatal("the first report under an Owner took the site over: want takeoverQuiet set")
 	}
-	st.hole.quiet = time.Time{} // the takeover's quiet time is tested below
-	st.stored = 2               // as a checkpoint would have published
+	st.hole.quiet = 0 // the takeover's quiet time is tested below
+	st.stored = 2     // as a checkpoint would have published
 	t0 := be.clock.now()
 	at := func(d time.Duration) []storedMsg {
 		t.Helper()
@@ -118,13 +119,25 @@ func TestAskHoles(t *testing.T) {
 	if got := at(3 * time.Second); len(got) != 1 {
 		t.Fatalf("2 s after the first request: %d requests; want 1", len(got))
 	}
+	// Newer reports came and the hole did not fill (the agent's answer was lost on the way):
+	// asked again one grace after the last request, not after the next back-off (4 s).
+	e.onTelemetry(be.report(t, 6))
+	if got := at(3900 * time.Millisecond); len(got) != 0 {
+		t.Fatalf("0.9 s after the last request, newer reports since: %+v; want none yet", got)
+	}
+	if got := at(4 * time.Second); len(got) != 1 {
+		t.Fatalf("a grace after the last request, newer reports since: %d requests; want 1", len(got))
+	}
+	if got := at(5 * time.Second); len(got) != 0 {
+		t.Fatalf("nothing newer since the last request: %+v; want none before the back-off", got)
+	}
 	owner.on = false
 	if got := at(20 * time.Second); len(got) != 0 {
 		t.Fatalf("while another controller owns the site: %+v; want none", got)
 	}
 	owner.on = true
 	st.mu.Lock()
-	st.hole.quiet = t0.Add(25 * time.Second) // a takeover at 20 s
+	st.hole.quiet = t0.Add(25 * time.Second).UnixNano() // a takeover at 20 s
 	st.mu.Unlock()
 	if got := at(24 * time.Second); len(got) != 0 {
 		t.Fatalf("within takeoverQuiet: %+v; want none", got)
