@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,13 +67,22 @@ func (h *handled) historyComplete(since time.Time) map[string]time.Duration {
 	return out
 }
 
-// spoolSizes is each agent's largest spool (records held) over d, sampled every 100 ms: its
+// spoolRecords is each agent's spool size (records held) now.
+func (fl *agentFleet) spoolRecords() map[string]int {
+	out := make(map[string]int, len(fl.spools))
+	for id, sp := range fl.spools {
+		out[id] = sp.Stats().Records
+	}
+	return out
+}
+
+// steadySpools is each agent's largest spool over d, as sizes says, sampled every 100 ms: its
 // steady size under the test's load (reports wait for the next watermark).
-func (fl *agentFleet) spoolSizes(d time.Duration) map[string]int {
+func steadySpools(sizes func() map[string]int, d time.Duration) map[string]int {
 	out := map[string]int{}
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) { // sampling
-		for id, sp := range fl.spools {
-			out[id] = max(out[id], sp.Stats().Records)
+		for id, n := range sizes() {
+			out[id] = max(out[id], n)
 		}
 	}
 	return out
@@ -84,11 +92,11 @@ func (fl *agentFleet) spoolSizes(d time.Duration) map[string]int {
 type spoolWatch struct {
 	stop  chan struct{}
 	done  chan struct{}
-	mu    sync.Mutex
 	above map[string]time.Time
 }
 
-func (fl *agentFleet) watchSpools(steady map[string]int) *spoolWatch {
+// watchSpools samples sizes every 100 ms until back.
+func watchSpools(sizes func() map[string]int, steady map[string]int) *spoolWatch {
 	w := &spoolWatch{stop: make(chan struct{}), done: make(chan struct{}), above: map[string]time.Time{}}
 	go func() {
 		defer close(w.done)
@@ -99,11 +107,9 @@ func (fl *agentFleet) watchSpools(steady map[string]int) *spoolWatch {
 			case <-w.stop:
 				return
 			case now := <-tick.C:
-				for id, sp := range fl.spools {
-					if sp.Stats().Records > steady[id] {
-						w.mu.Lock()
+				for id, n := range sizes() {
+					if n > steady[id] {
 						w.above[id] = now
-						w.mu.Unlock()
 					}
 				}
 			}

@@ -430,9 +430,9 @@ func TestScaleOut(t *testing.T) {
 		nc.LeadOn(t, stream, 1)
 		t.Logf("%s led by the node to be killed (n1)", stream)
 	}
-	steady := fl.spoolSizes(time.Second)
+	steady := steadySpools(fl.spoolRecords, time.Second)
 	t.Logf("the node to be killed (n1) leads: %v", ledBy(t, nc.URLs[1], "n1"))
-	sw := fl.watchSpools(steady)
+	sw := watchSpools(fl.spoolRecords, steady)
 	nodeKilledAt := time.Now()
 	jw := watchJetStream(t, nc.URLs[1], "n1", nodeKilledAt)
 	if os.Getenv("EDGEWAN_TEST_NODE_STOP") == "lameduck" { // a graceful stop instead (docs/benchmarks.md)
@@ -546,7 +546,7 @@ func TestScaleOut(t *testing.T) {
 		h.mu.Unlock()
 		debugConsumers(t, nc)
 	}
-	t.Logf("broker node kill: %d reports spooled in all, %d deleted from the spools, %d of those never evaluated; %v sent again for a stalled watermark",
+	t.Logf("broker node kill: %d reports spooled in all, %d deleted from the spools, %d of those never evaluated; %v sent again (asked for by a controller, or for a stalled watermark)",
 		sum(final), want, missing, fl.resent())
 	fl.wait()
 
