@@ -77,7 +77,8 @@ func (fl *agentFleet) spoolRecords() map[string]int {
 }
 
 // steadySpools is each agent's largest spool over d, as sizes says, sampled every 100 ms: its
-// steady size under the test's load (reports wait for the next watermark).
+// steady size under the test's load (reports wait for the next watermark), so d should span a
+// flush interval of the controllers (the watermark's period).
 func steadySpools(sizes func() map[string]int, d time.Duration) map[string]int {
 	out := map[string]int{}
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) { // sampling

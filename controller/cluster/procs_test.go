@@ -229,7 +229,7 @@ func TestClusterProcesses(t *testing.T) {
 		}
 		return out
 	}
-	steady := steadySpools(spoolsOf, time.Second)
+	steady := steadySpools(spoolsOf, 6*time.Second) // a whole cycle of the controllers' FlushEvery (5 s)
 	t.Logf("the node to be killed (n2) leads: %v", ledBy(t, so.nc.URLs[0], "n2"))
 	sw := watchSpools(spoolsOf, steady)
 	nodeKilledAt := time.Now()
@@ -267,7 +267,7 @@ func TestClusterProcesses(t *testing.T) {
 	jw.log(t)
 	// The agents' spools back to their steady size: what the election cost the reports sent
 	// meanwhile (a hole the controllers ask for, docs/scale-out.md "Holes after a node's death").
-	if !waitCond(40*time.Second, func() bool {
+	if !waitCond(30*time.Second, func() bool {
 		for id, n := range spoolsOf() {
 			if n > steady[id] {
 				return false
@@ -275,7 +275,7 @@ func TestClusterProcesses(t *testing.T) {
 		}
 		return true
 	}) {
-		t.Logf("some agents' spools still above their steady size 40 s after the node kill: %v (steady %v)", spoolsOf(), steady)
+		t.Logf("some agents' spools still above their steady size 30 s after the node kill: %v (steady %v)", spoolsOf(), steady)
 	}
 	t.Logf("kill -9 of NATS node 2: every agent's spool back to its steady size after %s agents whose spool grew", spread(sw.back(nodeKilledAt)))
 	so.nc.Restart(t, 2)
