@@ -677,10 +677,6 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
-		// In modeWaiting too: a controller that took over a site and waits for a hole its
-		// previous owner stored (unheard by this agent) publishes no watermark at all; without
-		// the probe the agent waited out the grace and fell back to PUBACK, and lost what the
-		// broker acknowledged and dropped meanwhile (TestScaleOut, around a NATS node's kill).
 		// The controller asked for records it is missing (a hole below newer ones it holds):
 		// sent now; the same hole at most once per holeRequestEvery (a controller repeats its
 		// own while the hole stays open), the next one up at once.
@@ -691,6 +687,10 @@ func (u *uplink) sendLoop(ctx context.Context) {
 			}
 			continue
 		}
+		// In modeWaiting too: a controller that took over a site and waits for a hole its
+		// previous owner stored (unheard by this agent) publishes no watermark at all; without
+		// the probe the agent waited out the grace and fell back to PUBACK, and lost what the
+		// broker acknowledged and dropped meanwhile (TestScaleOut, around a NATS node's kill).
 		if mode != modePuback && probe.due(u, pending, acked) {
 			if err := u.sendHole(ctx, &probe, pending, &acc); err != nil {
 				u.e.log.Warn("agent: sending uncovered records again; retrying", "err", err)

@@ -118,7 +118,13 @@ func (e *Engine) askHoles(now time.Time) (filled bool) {
 		// not fill: the path works again, and the agent's answer was lost on it before (sent
 		// while NATS's stream had no leader, say), so backing off further would only wait.
 		again := st.hole.asks > 0 && st.win.newest > st.hole.top && n >= st.hole.asked+int64(e.o.HoleGrace)
-		if (n < st.hole.next && !again) || n < st.hole.quiet || (e.o.Owner != nil && !e.o.Owner.Owns(st.id)) {
+		if e.o.Owner != nil && !e.o.Owner.Owns(st.id) { // its new owner's to ask; tracked again if it comes back
+			st.hole = holeState{quiet: st.hole.quiet}
+			e.holes.remove(st)
+			st.mu.Unlock()
+			continue
+		}
+		if (n < st.hole.next && !again) || n < st.hole.quiet {
 			st.mu.Unlock()
 			continue
 		}

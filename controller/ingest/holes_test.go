@@ -135,7 +135,11 @@ func TestAskHoles(t *testing.T) {
 	if got := at(20 * time.Second); len(got) != 0 {
 		t.Fatalf("while another controller owns the site: %+v; want none", got)
 	}
+	if n := len(e.holes.list()); n != 0 {
+		t.Fatalf("%d sites tracked while another controller owns the site; want 0 (its owner's to ask)", n)
+	}
 	owner.on = true
+	e.onTelemetry(be.report(t, 7)) // back here: its next report tracks the hole again
 	st.mu.Lock()
 	st.hole.quiet = t0.Add(25 * time.Second).UnixNano() // a takeover at 20 s
 	st.mu.Unlock()
@@ -155,7 +159,7 @@ func TestAskHoles(t *testing.T) {
 	}
 
 	e.o.HoleGrace = -1
-	for _, seq := range []uint64{7, 8} {
+	for _, seq := range []uint64{9, 10} {
 		e.onTelemetry(be.report(t, seq))
 	}
 	if n := len(e.holes.list()); n != 0 {
