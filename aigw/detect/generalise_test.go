@@ -106,6 +106,7 @@ func TestRealistic(t *testing.T) {
 		// Set 10 was blind until 2026-11-25 (first run P 0.818 / F2 0.701, errors never printed);
 		// since then it is a study set like 9 and 11: detect8 reads its errors.
 		{"testdata/realistic_holdout10.txt", realistic10MinF2, realistic10MinPrecision, 1},
+		{"testdata/realistic_study13.txt", realistic13MinF2, realistic13MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
@@ -178,6 +179,10 @@ const (
 	// detect7's changes (its errors were read).
 	realistic11MinF2        = 0.86
 	realistic11MinPrecision = 0.91
+	// Set 13 (detect8's study set: cue-less names in running text of new kinds, look-alike
+	// negatives; written before the detector ran on it).
+	realistic13MinF2        = 0
+	realistic13MinPrecision = 0
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].

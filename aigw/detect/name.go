@@ -25,6 +25,8 @@ type nameDetector struct {
 	rescorer *nameRescorer // the learned part (namerescore.go); nil: the rules alone
 	// record, when set, receives every scored candidate's features (training).
 	record func(start, end int, feats []uint32)
+	// nocoref is set while corefer scores an earlier mention (no nested search).
+	nocoref bool
 }
 
 func newNameDetector(m *namemodel.Model) nameDetector {
@@ -259,7 +261,17 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				continue
 			}
 			s, e = ns, wordEnd(text, ns)
-			if !isCapWord(text[s:e]) {
+			for c := 0; c < 3 && isTitle(text[s:e]); c++ { // "Hon. Dr Amina", "dr hab. inż. Jan"
+				ne := e
+				if ne < len(text) && text[ne] == '.' {
+					ne++
+				}
+				if ns = space(text, ne); ns < 0 || !isLetterAt(text, ns) {
+					break
+				}
+				s, e = ns, wordEnd(text, ns)
+			}
+			if !isCapWord(text[s:e]) || isTitle(text[s:e]) {
 				continue
 			}
 			titled = true
@@ -318,6 +330,11 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	n := 0
 	e, stop := stripPossessive(text, s, e)
 	f := d.flags(text[s:e])
+	if _, ne, core, ok := d.particleWord(text, s, e, true); ok && !stop {
+		// "Ní Bhriain", "Ó Dálaigh": a Gaelic particle starts the family name (namerunning.go)
+		e, stop = stripPossessive(text, s, ne)
+		f = d.flags(text[core:e])
+	}
 	if f&gzNotName != 0 {
 		return 0, -1, 0
 	}
@@ -339,6 +356,17 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			}
 			break
 		}
+		if isTitle(text[k:we]) && !streetAbbrev(text, k, we) {
+			break // "English Ms Adebayo": the title starts the next run
+		}
+		// Capitalised particles: "Ó Dálaigh", "Nic Giolla Phádraig", "Dela Cruz" (namerunning.go).
+		if ns, ne, core, ok := d.particleWord(text, k, we, false); ok {
+			ne, stop = stripPossessive(text, ns, ne)
+			words[n] = nameWord{ns, ne, d.flags(text[core:ne])}
+			n++
+			j = ne
+			continue
+		}
 		// Particles: "van der", "de la".
 		p := k
 		for nameParticlesLower[text[p:we]] {
@@ -356,7 +384,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		we, stop = stripPossessive(text, p, we)
 		f := d.flags(text[p:we])
 		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 &&
-			!(f&gzWord == 0 && strongCue(text, words[0].s)) {
+			!(f&gzWord == 0 && (titled && we-p > 2 && !tokenGoesOn(text, we) || strongCue(text, words[0].s))) {
 			// "Jakob Stevenson Blocked": an unknown word after a family name starts something
 			// else; but after a cue, a word that is not an ordinary word may follow a family name
 			// written first ("Patient: Nguyễn Thị Lan", "Név: Kovács Anna", "Tenant: Chen
@@ -535,7 +563,18 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	case n == 1 && isF && fw&gzAmbiguous == 0 && midSentence(text, start):
 		score += nameWeakBoost // "did Calum send the lease?"
 	}
-	return start, end, min(d.rescore(text, words[:n], min(score, nameMaxScore), titled), nameMaxScore)
+	score = d.rescore(text, words[:n], min(score, nameMaxScore), titled)
+	// Evidence of running text (namerunning.go), after the rescorer, which was trained without it.
+	if d.orgPlaceRun(text, words[:n]) || titled && titledThing(text, start, words[:n]) {
+		// organisations, places, buildings and things named after people: the run is decided (and
+		// skipped, as before this check existed), but no name
+		return start, end, 0
+	}
+	if score < nameTitledFloor && lexical && !allWords(words[:n]) && d.runningCue(text, start, end, words[:n]) {
+		// apposition, a name label of another language, a repeated mention
+		score = nameTitledFloor + nameContextBoost
+	}
+	return start, end, min(score, nameMaxScore)
 }
 
 // flags returns the gazetteer flags of w, or for a word the gazetteer does not know, gzWord
@@ -1276,7 +1315,7 @@ func cueHash(b []byte) uint32 {
 // non-name (the cue is the evidence; the model's score is not needed).
 func (d nameDetector) lowerWordOK(w string) bool {
 	f := nameFlags(w)
-	return f&gzNotName == 0 && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, -1e9) == gzProbable)
+	return f&gzNotName == 0 && !isTitle(w) && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, -1e9) == gzProbable)
 }
 
 // precededByTitle reports whether a title ("dr", "mrs.") ends just before s.

@@ -1,0 +1,635 @@
+package detect
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Evidence for person names in running text that has no cue phrase or label (detect8, study
+// sets 10 and 13), and for places and organisations that look like names. All of it is
+// linguistic or layout evidence, not lists of names:
+//
+//   - apposition with a role or kinship noun before the run ("Our waiter, Bastian,", "my uncle
+//     Fadi", "the late Desmond O'Halloran") or after it ("Hilda Brennan, 78, who ...", "Chidi
+//     Nwosu, the company's founder");
+//   - a field label whose last word means "name" in some language ("Anyja neve:", "Apellido y
+//     nombre:"), or a name label with a number ("Driver 1:");
+//   - a repeated mention: a family name alone after the full name within the previous
+//     corefWindow bytes ("Oluwatoyin Bamgbose ... Bamgbose joins"), a given name alone after it;
+//   - capitalised particles of Gaelic and other names inside a run ("Ó Dálaigh", "Nic Giolla
+//     Phádraig", "Ó hUiginn", "Dela Cruz");
+//   - vetoes: the head noun of an organisation, a place or a building after the run in many
+//     languages ("Robert Bosch Stiftung", "Boreal Timber Oy", "Nick Hern Books", "Kızılay
+//     Mah."), before it in Romance word order and for saints ("Fundação Calouste Gulbenkian",
+//     "Casa Azulejo", "Saint Ursula"), a compound ending in a place noun ("Heinrich-Heine-Saal",
+//     "Willem de Zwijgerschool"), "the" on the line before, a titled run after "the" ("the Sir
+//     Bobby Robson stand"), and any run on a line labelled as an address.
+//
+// Streaming: the rules before the run and the repeated mention look only backwards (a bounded
+// window, so that aigw/guard's windowed scan decides as a whole scan does); the apposition after
+// the run reads at most appositionWindow bytes of its line, and SafePrefix holds a run until
+// those are known (appositionPending).
+
+const (
+	corefWindow      = 120 // bytes before a run searched for its full mention (guard's stream context is 128)
+	appositionWindow = 64  // bytes after a run that the apposition after it may read
+)
+
+// roleNouns before a run (a comma between allowed) make it a person: kinship, occupations and
+// roles in several languages.
+var roleNouns = []string{
+	// kinship and relations
+	"uncle", "aunt", "auntie", "cousin", "nephew", "niece", "grandmother", "grandfather", "grandma",
+	"grandpa", "granny", "nan", "nana", "granddaughter", "grandson", "stepson", "stepdaughter",
+	"stepmother", "stepfather", "mum", "mom", "dad", "fiancé", "fiancée", "fiance", "fiancee",
+	"boyfriend", "girlfriend", "partner", "flatmate", "roommate", "housemate", "neighbour",
+	"neighbor", "brother-in-law", "sister-in-law", "son-in-law", "daughter-in-law", "twin",
+	"widow", "widower", "godson", "goddaughter", "godmother", "godfather", "classmate", "teammate",
+	"late",
+	// occupations and roles
+	"waiter", "waitress", "chef", "cook", "guide", "host", "hostess", "boss", "accountant",
+	"lawyer", "solicitor", "barrister", "counsel", "caretaker", "janitor", "founder", "co-founder",
+	"chairman", "chairwoman", "chairperson", "director", "coach", "trainer", "goalkeeper", "keeper",
+	"striker", "midfielder", "defender", "jockey", "rider", "captain", "skipper", "secretary",
+	"treasurer", "vicar", "priest", "midwife", "surgeon", "consultant", "paramedic", "dentist",
+	"pharmacist", "landlady", "driver", "courier", "plumber", "electrician", "builder", "gardener",
+	"nanny", "babysitter", "tutor", "headteacher", "headmaster", "headmistress", "principal",
+	"dean", "rector", "editor", "novelist", "poet", "painter", "sculptor", "photographer", "singer",
+	"guitarist", "drummer", "bassist", "pianist", "violinist", "composer", "conductor", "producer",
+	"actor", "actress", "dancer", "comedian", "presenter", "journalist", "correspondent",
+	"columnist", "economist", "spokesperson", "spokesman", "spokeswoman", "quizmaster", "winner",
+	"receptionist", "cashier", "clerk", "intern", "apprentice", "volunteer", "fellow", "alumna",
+	"alumnus", "lecturer", "supervisor", "examiner", "reviewer", "translator", "interpreter",
+	"architect", "engineer", "technician", "mechanic", "farmer", "fisherman", "shopkeeper",
+	"baker", "butcher", "barber", "hairdresser", "mayor", "councillor", "senator", "minister",
+	// other languages: pt, es, it, fr, de, nl, tr, pl, sw, id
+	"zelador", "zeladora", "porteiro", "síndico", "síndica", "alcalde", "alcaldesa", "sindaco",
+	"sindaca", "primario", "primaria", "maire", "bürgermeister", "bürgermeisterin", "leiter",
+	"leiterin", "juf", "meester", "başkanı", "müdürü", "avukat", "kierownik", "dyrektor", "mwalimu",
+	"dokter", "bapak", "ibu", "tío", "tía", "primo", "prima", "abuela", "abuelo", "avó", "avô",
+	"tio", "tia", "zio", "zia", "nonna", "nonno", "oncle", "tante", "onkel", "oma", "opa",
+	"teyze", "amca", "dayı", "babaanne", "anneanne", "wujek", "ciocia", "babcia", "dziadek",
+}
+
+// roleNounSet holds roleNouns and the kinship words of nameWeak, for the apposition after a run.
+var roleNounSet = map[string]bool{}
+
+// labelNameWords end a field label whose value is a person's name, in many languages: "Anyja
+// neve:" (mother's name), "Apellido y nombre:", "Nome completo:", "Imię i nazwisko:".
+var labelNameWords = map[string]bool{
+	"name": true, "names": true, "nombre": true, "nombres": true, "apellido": true,
+	"apellidos": true, "nome": true, "nomes": true, "sobrenome": true, "apelido": true, "nom": true,
+	"prénom": true, "prénoms": true, "név": true, "neve": true, "naam": true, "achternaam": true,
+	"voornaam": true, "navn": true, "fornavn": true, "etternavn": true, "efternavn": true,
+	"namn": true, "efternamn": true, "förnamn": true, "nimi": true, "etunimi": true,
+	"sukunimi": true, "imię": true, "nazwisko": true, "isim": true, "adı": true, "soyadı": true,
+	"soyad": true, "jina": true, "nama": true, "tên": true, "ime": true, "prezime": true,
+	"jméno": true, "příjmení": true, "meno": true, "priezvisko": true, "numele": true,
+	"prenume": true, "vardas": true, "pavardė": true, "vārds": true, "uzvārds": true,
+	"eesnimi": true, "perekonnanimi": true, "cognome": true, "nachname": true, "vorname": true,
+	"familienname": true, "geburtsname": true, "surname": true, "forename": true, "forenames": true,
+}
+
+// headsAfter are organisation, place and building nouns and company forms that follow a name
+// they are named after, in many languages ("Robert Bosch Stiftung", "Boreal Timber Oy").
+var headsAfter = map[string]bool{
+	"trust": true, "trustees": true, "books": true, "press": true, "publishing": true,
+	"publishers": true, "productions": true, "records": true, "studios": true, "pictures": true,
+	"films": true, "gallery": true, "galleries": true, "orchestra": true, "choir": true,
+	"ensemble": true, "quartet": true, "stand": true, "legend": true, "lettings": true,
+	"solicitors": true, "chambers": true, "estates": true, "builders": true, "motors": true,
+	"stiftung": true, "stichting": true, "verlag": true, "klinikum": true, "gymnasium": true,
+	"saal": true, "schule": true, "kirche": true, "platz": true, "straße": true, "strasse": true,
+	"oy": true, "oyj": true, "ab": true, "asa": true, "aps": true, "ag": true, "sa": true,
+	"spa": true, "srl": true, "sl": true, "bv": true, "nv": true, "kft": true, "zrt": true,
+	"nyrt": true, "ltda": true, "lda": true, "pty": true, "plc": true, "kk": true, "bhd": true,
+	"tbk": true, "llp": true, "lp": true, "sas": true, "sarl": true, "aş": true, "sro": true,
+	"doo": true, "mah": true, "mahallesi": true, "cad": true, "caddesi": true, "sok": true,
+	"sokak": true, "sk": true, "bulvarı": true, "bulvari": true, "köyü": true, "soi": true,
+	"ward": true, "memorial": true, "award": true, "prize": true, "cup": true, "stakes": true,
+}
+
+// headsBefore are nouns that name a place, a building or an institution before the name it is
+// named after (Romance word order, saints, Vietnamese administrative units): "Fundação Calouste
+// Gulbenkian", "Casa Azulejo", "Saint Ursula", "Phường Bến Nghé".
+var headsBefore = map[string]bool{
+	"saint": true, "st": true, "san": true, "santa": true, "são": true, "sainte": true,
+	"sant": true, "santo": true, "casa": true, "villa": true, "quinta": true, "hacienda": true,
+	"finca": true, "palazzo": true, "castello": true, "fundação": true, "fundacao": true,
+	"fundación": true, "fundacion": true, "fondazione": true, "fondation": true, "stichting": true,
+	"escuela": true, "escola": true, "colegio": true, "colégio": true, "liceo": true, "lycée": true,
+	"ospedale": true, "hôpital": true, "hospital": true, "clínica": true, "clinica": true,
+	"instituto": true, "istituto": true, "universidad": true, "universidade": true,
+	"università": true, "museo": true, "museu": true, "musée": true, "teatro": true,
+	"théâtre": true, "biblioteca": true, "iglesia": true, "igreja": true, "chiesa": true,
+	"basilica": true, "basílica": true, "hotel": true, "hôtel": true, "restaurante": true,
+	"ristorante": true, "trattoria": true, "pousada": true, "hostal": true, "chez": true,
+	"maison": true, "château": true, "chateau": true, "parque": true, "parco": true,
+	"estádio": true, "estadio": true, "stadio": true, "collège": true, "école": true,
+	"scuola": true, "aula": true, "auli": true, "szpital": true, "szkoła": true, "phường": true,
+	"quận": true, "huyện": true, "xã": true, "tỉnh": true, "mount": true, "lake": true, "fort": true,
+	"cape": true, "camp": true, "loch": true, "colonia": true, "barrio": true,
+	"bairro": true, "mahalle": true, "kampung": true, "desa": true,
+}
+
+// compoundHeads end compounds that name places and buildings after people in Germanic
+// languages: "Heinrich-Heine-Saal", "Willem de Zwijgerschool", "Sibeliuksenkatu".
+var compoundHeads = []string{"saal", "schule", "school", "straße", "strasse", "platz", "kirche",
+	"gasse", "halle", "zentrum", "stadion", "stiftung", "preis", "museum", "bibliothek", "institut",
+	"gymnasium", "klinik", "krankenhaus", "bahnhof", "plein", "straat", "gracht", "kerk",
+	"skolan", "gatan", "vägen", "katu", "allee", "brücke", "ufer", "damm"}
+
+// addressLabels start a line whose capitalised words are parts of an address, not a person.
+var addressLabels = []string{"address", "addr", "adres", "adresse", "anschrift", "domicilio",
+	"dirección", "direccion", "endereço", "endereco", "indirizzo", "địa chỉ", "lakcím", "cím",
+	"alamat", "adresa", "osoite", "adress", "morada", "home address", "postal address",
+	"mailing address", "billing address", "shipping address"}
+
+// extraTitles are titles of parliaments, councils, police, clergy and academia in several
+// languages ("Hon. Wanjiku Kamau-Njoroge", "Cllr", "Garda", "dr hab. inż.").
+var extraTitles = []string{"hon", "honourable", "cllr", "councillor", "deputy", "senator",
+	"mayor", "minister", "garda", "archbishop", "hab",
+	"inż", "mgr", "lek", "dipl", "ing", "ir", "drs", "lic", "licda", "arq", "mudr", "judr", "phdr",
+	"mme", "mw", "dhr"}
+
+// roleTitles are the titles of extraTitles that are also ordinary nouns of offices: a run of
+// ordinary words after them is an office, not a name ("Deputy Speaker", "Minister for Health").
+var roleTitles = map[string]bool{"deputy": true, "senator": true, "mayor": true, "minister": true,
+	"councillor": true, "garda": true, "archbishop": true, "hon": true, "honourable": true}
+
+// gaelicParticles join a given name to a family name in Irish and Scottish names; the word after
+// them may carry a prothetic h, n or t ("Ó hUiginn", "Ní Bhriain", "Mac Giolla Bhríde").
+var gaelicParticles = map[string]bool{"mac": true, "mc": true, "nic": true, "ní": true, "ó": true,
+	"uí": true, "ua": true, "mhic": true, "bean": true}
+
+// capParticles are other particles written with a capital inside a run: "Maria Luisa Dela Cruz",
+// "Henry De Bromhead", "Kemang Wa Lehulere".
+var capParticles = map[string]bool{"dela": true, "de": true, "del": true, "della": true,
+	"van": true, "von": true, "da": true, "das": true, "dos": true, "di": true, "du": true,
+	"la": true, "le": true, "ter": true, "ten": true, "bin": true, "binti": true, "ibn": true,
+	"al": true, "el": true, "abu": true, "ap": true, "wa": true, "ben": true, "bat": true}
+
+func init() {
+	for _, t := range extraTitles {
+		nameTitles[t] = true
+	}
+	for _, w := range roleNouns {
+		roleNounSet[w] = true
+	}
+	for _, w := range []string{"manager", "colleague", "friend", "wife", "husband", "son",
+		"daughter", "mother", "father", "brother", "sister", "client", "customer", "employee",
+		"tenant", "student", "teacher", "doctor", "nurse", "partner", "owner", "member",
+		"parents", "children", "sons", "daughters", "brothers", "sisters", "cousins"} {
+		roleNounSet[w] = true
+	}
+	roleNouns = append(roleNouns, "parents", "children", "sons", "daughters", "brothers",
+		"sisters", "cousins")
+}
+
+// particleWord returns the name word after a capitalised particle that starts at k and ends at
+// we ("Ó Dálaigh", "Nic Giolla", "Dela Cruz"): its start and end, and the start of its
+// capitalised part (after a prothetic h, n or t: "hUiginn"); ok false when text[k:we] is no
+// such particle followed by a name word. gaelicOnly limits it to the Gaelic particles (at the
+// start of a run, where "De", "La", "El" are more often words of a place or a sentence).
+func (d nameDetector) particleWord(text string, k, we int, gaelicOnly bool) (ns, ne, core int, ok bool) {
+	var buf [16]byte
+	lw, lok := lowerInto(buf[:0:len(buf)], text[k:we])
+	if !lok {
+		return 0, 0, 0, false
+	}
+	gaelic := gaelicParticles[string(lw)]
+	if !gaelic && (gaelicOnly || !capParticles[string(lw)]) {
+		return 0, 0, 0, false
+	}
+	ns = space(text, we)
+	if ns < 0 || !isLetterAt(text, ns) {
+		return 0, 0, 0, false
+	}
+	ne = wordEnd(text, ns)
+	core = ns
+	if gaelic && ne-ns > 2 && strings.IndexByte("hnt", text[ns]) >= 0 {
+		if r, _ := runeAt(text, ns+1); r < utf8.RuneSelf && isUpper(byte(r)) || r >= utf8.RuneSelf && isCapWord(text[ns+1:ne]) {
+			core = ns + 1 // "hUiginn", "nGallchóir", "tSúilleabháin"
+		}
+	}
+	if !isCapWord(text[core:ne]) {
+		return 0, 0, 0, false
+	}
+	f := d.flags(text[core:ne])
+	if f&gzNotName != 0 || f&gzWord != 0 && f&(gzFirst|gzLast) == 0 && gaelicOnly {
+		return 0, 0, 0, false
+	}
+	return ns, ne, core, true
+}
+
+// orgPlaceRun reports whether the run ws names an organisation, a place or a building rather
+// than a person (see the file comment).
+func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
+	s, e := ws[0].s, ws[len(ws)-1].e
+	// "the" at the end of the line before: "... you have the\nFloor", "the\nIsaac Newton Trust".
+	j := s
+	for k := 0; j > 0 && k < 4 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+		j--
+	}
+	if j > 0 && text[j-1] == '\n' {
+		j--
+		if j > 0 && text[j-1] == '\r' {
+			j--
+		}
+		for k := 0; j > 0 && k < 4 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+			j--
+		}
+		if j >= 3 && (text[j-3:j] == "the" || text[j-3:j] == "The") && (j == 3 || !isWordByte(text[j-4])) {
+			return true
+		}
+	}
+	// A head noun before the run, a particle between allowed: "Hospital de Santa Maria".
+	w, k := wordJustBefore(text, s)
+	if w != "" && lowerWordIn(w, capParticles) {
+		w, _ = wordJustBefore(text, k)
+	}
+	if w != "" && isCapWord(w) && lowerWordIn(w, headsBefore) {
+		return true
+	}
+	if lowerWordIn(text[ws[0].s:ws[0].e], headsBefore) && len(ws) > 1 {
+		return true
+	}
+	// A head noun or a company form after it: "Robert Bosch Stiftung", "Deniz Tekstil A.Ş.".
+	if headAfter(text, e) {
+		return true
+	}
+	// A compound ending in a place noun: "Heinrich-Heine-Saal", "Willem de Zwijgerschool".
+	if compoundPlace(text[ws[len(ws)-1].s:e]) {
+		return true
+	}
+	return addressLine(text, s)
+}
+
+// headAfter reports whether the token after e (dots removed: "A.Ş.", "Mah.") is a word of
+// headsAfter.
+func headAfter(text string, e int) bool {
+	t := e
+	if t < len(text) && text[t] == ' ' {
+		t++
+	} else {
+		return false
+	}
+	var buf [24]byte
+	b := buf[:0]
+	for j := t; j < len(text) && j-t < 16; {
+		c := text[j]
+		if c == '.' || c == '/' {
+			j++
+			continue
+		}
+		if c < utf8.RuneSelf && !isAlpha(c) {
+			break
+		}
+		r, n := utf8.DecodeRuneInString(text[j:])
+		if c >= utf8.RuneSelf && !isLetterAt(text, j) {
+			break
+		}
+		if len(b)+utf8.RuneLen(unicode.ToLower(r)) > cap(b) {
+			return false
+		}
+		b = utf8.AppendRune(b, unicode.ToLower(r))
+		j += n
+	}
+	return len(b) > 0 && headsAfter[string(b)]
+}
+
+// compoundPlace reports whether the word w ends in a place noun of compoundHeads, after at least
+// three more letters or a hyphen.
+func compoundPlace(w string) bool {
+	var buf [64]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	if !ok {
+		return false
+	}
+	for _, h := range compoundHeads {
+		if n := len(lw) - len(h); n >= 4 && string(lw[n:]) == h || n >= 1 && string(lw[n:]) == h && lw[n-1] == '-' {
+			return true
+		}
+	}
+	return false
+}
+
+// addressLine reports whether the line holding s starts with an address label and ':'.
+func addressLine(text string, s int) bool {
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < 160 {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' {
+		return false
+	}
+	for ls < s && (text[ls] == ' ' || text[ls] == '\t' || text[ls] == '-' || text[ls] == '*') {
+		ls++
+	}
+	c := strings.IndexByte(text[ls:s], ':')
+	if c < 0 || c > 24 {
+		return false
+	}
+	label := strings.TrimSpace(text[ls : ls+c])
+	for _, a := range addressLabels {
+		if len(label) == len(a) && matchKeyword(label, 0, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// titledThing reports whether a titled run is a thing named after a person: "the Sir Bobby
+// Robson stand", "the old boat, Sir Walter", or an office after a role title ("Deputy Speaker").
+func titledThing(text string, s int, ws []nameWord) bool {
+	tw, tk := wordJustBefore(text, s)
+	if tw == "" || !isTitle(tw) {
+		return false
+	}
+	if lowerWordIn(tw, roleTitles) && allWords(ws) {
+		return true
+	}
+	w, k := wordJustBefore(text, tk)
+	if w == "" && tk >= 2 && text[tk-1] == ' ' && text[tk-2] == ',' {
+		w, k = wordJustBefore(text, tk-1)
+	}
+	_ = k
+	switch {
+	case w == "the" || w == "The":
+		return !lowerWordIn(tw, clergyTitles)
+	case w != "" && lowerWordIn(w, animalNouns):
+		return true
+	}
+	return false
+}
+
+// clergyTitles keep a run after "the" a person: "the Reverend Olumide Adeyemi".
+var clergyTitles = map[string]bool{"reverend": true, "rev": true, "revd": true, "rt": true,
+	"very": true, "most": true, "venerable": true, "late": true}
+
+// runningCue reports person evidence of running text around the run text[s:e] (see the file
+// comment): a role noun before it, an apposition after it, a name label in another language,
+// or a repeated mention.
+func (d nameDetector) runningCue(text string, s, e int, ws []nameWord) bool {
+	if roleBefore(text, s) || nameWordLabel(text, s) || appositionAfter(text, e) {
+		return true
+	}
+	return len(ws) == 1 && !d.nocoref && d.corefer(text, ws[0])
+}
+
+// roleBefore reports whether a lower-case role or kinship noun of roleNouns comes just before
+// s, with one space or ", " between: "my uncle Fadi", "Our waiter, Bastian". A capitalised one
+// is part of a job title ("Consultant Rheumatologist"), and one before ':' a label.
+func roleBefore(text string, s int) bool {
+	j := s
+	if j < 2 || text[j-1] != ' ' {
+		return false
+	}
+	j--
+	if text[j-1] == ',' {
+		j--
+	}
+	k := j
+	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf || text[k-1] == '-') {
+		k--
+	}
+	return k < j && isLower(text[k]) && (k == 0 || !isWordByte(text[k-1])) && lowerWordIn(text[k:j], roleNounSet)
+}
+
+// nameWordLabel reports whether a field label whose last word means "name" ends before s with a
+// ':' ("Anyja neve: ", "Apellido y nombre: "), or a name label with a number ("Driver 1: ").
+func nameWordLabel(text string, s int) bool {
+	j := s
+	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+		j--
+	}
+	if j == 0 || text[j-1] != ':' {
+		return false
+	}
+	j--
+	numbered := false
+	if j > 0 && isDigit(text[j-1]) {
+		for j > 0 && isDigit(text[j-1]) {
+			j--
+		}
+		if j == 0 || text[j-1] != ' ' {
+			return false
+		}
+		j--
+		numbered = true
+	}
+	k := j
+	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
+		k--
+	}
+	if k == j || k > 0 && (isDigit(text[k-1]) || text[k-1] == '_') {
+		return false
+	}
+	if numbered {
+		for _, p := range nameLabels {
+			if j-k == len(p) && matchKeyword(text, k, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return lowerWordIn(text[k:j], labelNameWords)
+}
+
+// appositionAfter reports whether an apposition that describes a person follows the run ending
+// at e: an age (", 78," or " (34)"), a relative clause (", who"), or a role noun after a
+// determiner (", her cousin", ", the company's founder", ", a partner at").
+func appositionAfter(text string, e int) bool {
+	if strings.HasPrefix(text[e:], " (") {
+		// "Lerato Dube (34) said": an age, then punctuation or a lower-case word, not a number
+		j := e + 2
+		d := digitsAt(text, j)
+		if d == j || d-j > 3 || d+1 >= len(text) || text[d] != ')' {
+			return false
+		}
+		c := text[d+1]
+		return c == ',' || c == '.' || c == ' ' && d+2 < len(text) && isLower(text[d+2])
+	}
+	if e+2 >= len(text) || text[e] != ',' || text[e+1] != ' ' {
+		return false
+	}
+	j := e + 2
+	if d := digitsAt(text, j); d > j {
+		return d-j <= 3 && d < len(text) && text[d] == ',' // "Hilda Brennan, 78, who"
+	}
+	if !isLower(text[j]) {
+		return false
+	}
+	we := wordEnd(text, j)
+	if we >= len(text) || text[we] != ' ' && text[we] != ',' {
+		return false
+	}
+	var buf [24]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[j:we])
+	if !ok {
+		return false
+	}
+	switch string(lw) {
+	case "who", "whose":
+		return text[we] == ' '
+	case "his", "her", "their", "my", "our", "your", "a", "an", "the":
+	default:
+		return false
+	}
+	// up to three words after the determiner: "the company's founder", "a senior partner"
+	k := we
+	for n := 0; n < 3 && k < len(text) && text[k] == ' '; n++ {
+		ws := k + 1
+		if ws >= len(text) || !isLower(text[ws]) {
+			return false
+		}
+		k = wordEnd(text, ws)
+		w, _ := stripPossessive(text, ws, k)
+		if lowerWordIn(text[ws:w], roleNounSet) {
+			return k == len(text) || !isLetterAt(text, k)
+		}
+	}
+	return false
+}
+
+// appositionPending reports whether appositionAfter(text, e) could still change once more text
+// arrives (SafePrefix must then hold the run): it reads the same words as appositionAfter and
+// is decided as soon as one of them rules the apposition out.
+func appositionPending(text string, e int) bool {
+	if e >= len(text) {
+		return true
+	}
+	if text[e] == ' ' {
+		if e+1 >= len(text) {
+			return true
+		}
+		if text[e+1] != '(' {
+			return false
+		}
+		d := digitsAt(text, min(e+2, len(text)))
+		return d >= len(text) || d > e+2 && d-e-2 <= 3 && text[d] == ')' && d+2 >= len(text)
+	}
+	if text[e] != ',' {
+		return false
+	}
+	j := e + 1
+	if j >= len(text) {
+		return true
+	}
+	if text[j] != ' ' {
+		return false
+	}
+	j++
+	if j >= len(text) {
+		return true
+	}
+	if isDigit(text[j]) {
+		return digitsAt(text, j) >= len(text)
+	}
+	if !isLower(text[j]) {
+		return false
+	}
+	we := wordEnd(text, j)
+	if we >= len(text) {
+		return true
+	}
+	var buf [24]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[j:we])
+	if !ok {
+		return false
+	}
+	switch string(lw) {
+	case "his", "her", "their", "my", "our", "your", "a", "an", "the":
+	default:
+		return false // "who" is decided by the byte after it, which is known
+	}
+	// up to three more words: pending while they are not all complete
+	k := we
+	for n := 0; n < 3; n++ {
+		if k >= len(text) {
+			return true
+		}
+		if text[k] != ' ' {
+			return false
+		}
+		if k+1 >= len(text) {
+			return true
+		}
+		if !isLower(text[k+1]) {
+			return false
+		}
+		k = wordEnd(text, k+1)
+	}
+	return k >= len(text)
+}
+
+// corefer reports whether the one-word run w repeats a word of a name written in full within
+// the corefWindow bytes before it: a family name after a given name ("Oluwatoyin Bamgbose ...
+// Bamgbose joins") or a given name before a family name. The full mention counts when its
+// other word is a known given name or a name-like word, and no capitalised word or place noun
+// follows it ("Robert Bosch Stiftung" is not one).
+func (d nameDetector) corefer(text string, w nameWord) bool {
+	word := text[w.s:w.e]
+	if w.e-w.s < 3 || w.flags&gzAmbiguous != 0 || w.flags&gzWord != 0 && w.flags&(gzFirst|gzLast) == 0 {
+		return false
+	}
+	lo := max(0, w.s-corefWindow)
+	for from := lo; from < w.s; {
+		i := strings.Index(text[from:w.s], word)
+		if i < 0 {
+			return false
+		}
+		p := from + i
+		q := p + len(word)
+		from = q
+		if p > 0 && isWordByte(text[p-1]) || q >= len(text) || isLetterAt(text, q) || q > w.s-1 {
+			continue
+		}
+		if p == w.s {
+			break
+		}
+		// a given name before it: "Oluwatoyin Bamgbose"
+		if p-2 > lo && text[p-1] == ' ' {
+			gs := p - 1
+			for gs > lo && (isAlpha(text[gs-1]) || text[gs-1] >= utf8.RuneSelf || text[gs-1] == '-') {
+				gs--
+			}
+			if gs < p-1 && gs > lo && isCapWord(text[gs:p-1]) && !isLetterAt(text, gs-1) && fullMentionEnd(text, q, w.s) {
+				if f := d.flags(text[gs : p-1]); f&(gzFirst|gzProbable) != 0 && f&gzAmbiguous == 0 && f&gzNotName == 0 &&
+					d.mentionIsName(text[:w.s], gs, q) {
+					return true
+				}
+			}
+		}
+		// a family name after it: "Paulo Tavares ... Paulo"
+		if q+2 < w.s && text[q] == ' ' && w.flags&(gzFirst|gzProbable) != 0 {
+			fs := q + 1
+			fe := wordEnd(text, fs)
+			if fe < w.s && isCapWord(text[fs:fe]) && fullMentionEnd(text, fe, w.s) {
+				if f := d.flags(text[fs:fe]); f&(gzLast|gzProbable) != 0 && f&gzNotName == 0 && f&gzWord == 0 &&
+					d.mentionIsName(text[:w.s], p, fe) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// mentionIsName reports whether the rules (and the rescorer) take the full mention text[s:e]
+// for a person: exactly that span, at or over the threshold ("Grafana Loki" is an organisation).
+func (d nameDetector) mentionIsName(text string, s, e int) bool {
+	d.nocoref, d.record = true, nil // not a candidate of its own: training must not see it twice
+	st, end, score := d.nameSpan(text, s, wordEnd(text, s), false)
+	return st == s && end == e && score >= DefaultMinScore
+}
+
+// fullMentionEnd reports whether the full mention ending at e (before limit) is not followed by
+// another capitalised word or a head noun: it names a person, not "Robert Bosch Stiftung".
+func fullMentionEnd(text string, e, limit int) bool {
+	if e+1 < limit && text[e] == ' ' && (isUpper(text[e+1]) || text[e+1] >= utf8.RuneSelf && isCapWord(text[e+1:wordEnd(text, e+1)])) {
+		return false
+	}
+	return !headAfter(text[:limit], e) && !placeCueAfter(text[:limit], e)
+}
