@@ -357,7 +357,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			break
 		}
 		if isTitle(text[k:we]) && !streetAbbrev(text, k, we) {
-			break // "English Ms Adebayo": the title starts the next run
+			break // a title after a particle or an initial starts the next run
 		}
 		// Capitalised particles: "Ó Dálaigh", "Nic Giolla Phádraig", "Dela Cruz" (namerunning.go).
 		if ns, ne, core, ok := d.particleWord(text, k, we, false); ok {
