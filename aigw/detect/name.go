@@ -237,11 +237,14 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 		if c, _ := classAt(text, s); c != scNone {
 			continue // a word of another script: its own rules (script.go)
 		}
-		if !isCapWord(text[s:e]) {
+		if !isCapWord(text[s:e]) && !lowerTitle(text, s, e) {
 			if isLower(text[s]) || text[s] >= 0x80 || allCaps(text[s:e]) {
 				end := d.lowerSpan(text, s, e)
 				if end < 0 {
 					end = d.layoutSpan(text, s)
+				}
+				if end < 0 {
+					end = d.capsTransferSpan(text, s, e) // "sent to JOSEPH KAMAU 0722 ..." (namerunning.go)
 				}
 				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})

@@ -535,7 +535,7 @@ func appositionAfter(text string, e int) bool {
 	if k := possessiveOrAs(text, e); k > 0 {
 		// "Yaw's older brother" (kinship only: "Ashford's keeper" is a team's), "Oluwatoyin
 		// Bamgbose as chief financial officer"
-		found, _ := roleWordsAfter(text, k, 2, text[e] != ' ')
+		found, _ := roleWordsAfter(text, k, 3, text[e] != ' ')
 		return found
 	}
 	if e+2 >= len(text) || text[e] != ',' || text[e+1] != ' ' {
@@ -623,7 +623,7 @@ func appositionPending(text string, e int) bool {
 		return true // "'s " or " as " may still come
 	}
 	if k := possessiveOrAs(text, e); k > 0 {
-		_, pending := roleWordsAfter(text, k, 2, text[e] != ' ')
+		_, pending := roleWordsAfter(text, k, 3, text[e] != ' ')
 		return pending
 	}
 	if text[e] == ' ' {
@@ -742,4 +742,70 @@ func fullMentionEnd(text string, e, limit int) bool {
 		return false
 	}
 	return !headAfter(text[:limit], e) && !placeCueAfter(text[:limit], e)
+}
+
+// lowerTitle reports whether the lower-case word text[s:e] is a title that, after more titles,
+// reaches a capitalised word: "mgr inż. Katarzyny", "dr hab. inż. Jan Kruk", "pan Jan".
+func lowerTitle(text string, s, e int) bool {
+	if !isLower(text[s]) || !isTitle(text[s:e]) {
+		return false
+	}
+	for c := 0; c < 4; c++ {
+		if e < len(text) && text[e] == '.' {
+			e++
+		}
+		ns := space(text, e)
+		if ns < 0 || !isLetterAt(text, ns) {
+			return false
+		}
+		e = wordEnd(text, ns)
+		if !isTitle(text[ns:e]) {
+			return isCapWord(text[ns:e])
+		}
+	}
+	return false
+}
+
+// transferCues come before the payee or payer of a money transfer notice, who is often written
+// in capitals: "sent to JOSEPH KAMAU 0722 ...", "imetumwa kwa ...", "FASTER PAYMENT FROM ...".
+var transferCues = []string{"sent to", "paid to", "payment to", "payment from", "received from",
+	"transfer to", "transfer from", "transferred to", "transferred from", "kwa", "kutoka kwa",
+	"enviado a", "enviado para", "recebido de", "überweisung an", "virement à", "virement de"}
+
+// capsTransferSpan returns the end of a name in capitals after a transfer cue: two or three
+// words, the first a known unambiguous given name, the others known family names or name-like
+// words, followed by a number or the end of the line; or -1.
+func (d nameDetector) capsTransferSpan(text string, s, e int) int {
+	if !allCaps(text[s:e]) || !precededBy(text, s, transferCues) {
+		return -1
+	}
+	if f := nameFlags(text[s:e]); f&gzFirst == 0 || f&(gzAmbiguous|gzNotName) != 0 {
+		return -1
+	}
+	end, n := e, 1
+	for n < 3 {
+		ns := space(text, end)
+		if ns < 0 || !isLetterAt(text, ns) {
+			break
+		}
+		ne := wordEnd(text, ns)
+		if !allCaps(text[ns:ne]) || ne-ns < 2 {
+			break
+		}
+		f := nameFlags(text[ns:ne])
+		if f == 0 {
+			f = d.modelFlags(text[ns:ne], nameProbableLLR)
+		}
+		if f&(gzLast|gzProbable) == 0 || f&(gzNotName|gzWord) != 0 && f&gzLast == 0 {
+			break
+		}
+		end, n = ne, n+1
+	}
+	if n < 2 {
+		return -1
+	}
+	if end == len(text) || text[end] == '\n' || text[end] == ' ' && end+1 < len(text) && (isDigit(text[end+1]) || text[end+1] == '+') {
+		return end
+	}
+	return -1
 }
