@@ -577,6 +577,9 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		// apposition, a name label of another language, a repeated mention
 		score = nameTitledFloor + nameContextBoost
 	}
+	if score >= DefaultMinScore {
+		end = hyphenBreak(text, end) // "Rosalind T. Amadi-\nWhitfield" (OCR, wrapped lines)
+	}
 	return start, end, min(score, nameMaxScore)
 }
 

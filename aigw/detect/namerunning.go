@@ -286,8 +286,70 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 	if compoundPlace(text[ws[len(ws)-1].s:e]) {
 		return true
 	}
-	return addressLine(text, s)
+	return addressLine(text, s) || headerRow(text, s) || animalFields(text, e)
 }
+
+// headerCells are column headers of person names; a row that has one of them as a whole cell
+// before the run is a header row, whose other cells are headers too ("First name\tLast
+// name\tSide").
+var headerCells = map[string]bool{"name": true, "first name": true, "last name": true,
+	"surname": true, "given name": true, "given names": true, "family name": true,
+	"full name": true, "first_name": true, "last_name": true, "firstname": true, "lastname": true,
+	"nombre": true, "apellido": true, "apellidos": true, "vorname": true, "nachname": true,
+	"nom": true, "prénom": true, "nome": true, "sobrenome": true, "forename": true}
+
+// headerRow reports whether the run at s is a cell of a header row: a whole cell before it on
+// its line (tab, ';', '|' or ',' separated, at least two separators) is a name header.
+func headerRow(text string, s int) bool {
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < 256 {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' {
+		return false
+	}
+	seps := 0
+	cs := ls
+	found := false
+	for j := ls; j < s; j++ {
+		c := text[j]
+		if c != '\t' && c != ';' && c != '|' && c != ',' {
+			continue
+		}
+		seps++
+		cell := strings.TrimSpace(text[cs:j])
+		if len(cell) <= 16 {
+			var buf [24]byte
+			if lw, ok := lowerInto(buf[:0:len(buf)], cell); ok && headerCells[string(lw)] {
+				found = true
+			}
+		}
+		cs = j + 1
+	}
+	return found && seps >= 2
+}
+
+// animalFields reports whether a field of an animal's record follows the run on its line
+// ("Patient: Winston   Species: canine   Breed: Labrador x"): the patient is a pet.
+func animalFields(text string, e int) bool {
+	for j := e; j < len(text) && j < e+48 && text[j] != '\n'; j++ {
+		if text[j] != ':' {
+			continue
+		}
+		k := j
+		for k > e && isAlpha(text[k-1]) {
+			k--
+		}
+		if w := text[k:j]; len(w) > 0 && lowerWordIn(w, animalFieldWords) {
+			return true
+		}
+	}
+	return false
+}
+
+var animalFieldWords = map[string]bool{"species": true, "breed": true, "microchip": true,
+	"spezies": true, "rasse": true, "espèce": true, "race": true, "especie": true, "raza": true,
+	"espécie": true, "raça": true, "razza": true, "ras": true}
 
 // headAfter reports whether the token after e (dots removed: "A.Ş.", "Mah.") is a word of
 // headsAfter.
@@ -808,4 +870,17 @@ func (d nameDetector) capsTransferSpan(text string, s, e int) int {
 		return end
 	}
 	return -1
+}
+
+// hyphenBreak returns the end of a name that a line break splits after a hyphen ("Amadi-\n
+// Whitfield"): the capitalised word on the next line belongs to it. Otherwise e.
+func hyphenBreak(text string, e int) int {
+	if e+3 > len(text) || text[e] != '-' || text[e+1] != '\n' || !isUpper(text[e+2]) {
+		return e
+	}
+	we := wordEnd(text, e+2)
+	if we == len(text) || isDigit(text[we]) || !isCapWord(text[e+2:we]) {
+		return e
+	}
+	return we
 }
