@@ -760,10 +760,10 @@ var animalNouns = map[string]bool{
 func animalRun(text string, s, e int) bool {
 	w, k := wordJustBefore(text, s)
 	if isTitle(w) {
-		w, _ = wordJustBefore(text, k)
+		w, k = wordJustBefore(text, k)
 	}
-	if w != "" && lowerWordIn(w, animalNouns) {
-		return true
+	if w != "" && lowerWordIn(w, animalNouns) && (k+len(w) >= len(text) || text[k+len(w)] != '.') {
+		return true // not after a sentence that ends with the noun: "their two dogs. Declan ..."
 	}
 	if strings.HasPrefix(text[e:], " (") && e+2 < len(text) && isLetterAt(text, e+2) {
 		return completeWordIn(text, e+2, animalNouns)

@@ -178,7 +178,8 @@ var gaelicParticles = map[string]bool{"mac": true, "mc": true, "nic": true, "ní
 var capParticles = map[string]bool{"dela": true, "de": true, "del": true, "della": true,
 	"van": true, "von": true, "da": true, "das": true, "dos": true, "di": true, "du": true,
 	"la": true, "le": true, "ter": true, "ten": true, "bin": true, "binti": true, "ibn": true,
-	"al": true, "el": true, "abu": true, "ap": true, "wa": true, "ben": true, "bat": true}
+	"al": true, "el": true, "abu": true, "ap": true, "wa": true, "ben": true, "bat": true,
+	"thị": true, "văn": true}
 
 func init() {
 	for _, t := range extraTitles {
@@ -482,13 +483,19 @@ func (d nameDetector) runningCue(text string, s, e int, ws []nameWord) bool {
 	if roleBefore(text, s) || nameWordLabel(text, s) || appositionAfter(text, e) || verbBefore(text, s) {
 		return true
 	}
-	if len(ws) >= 2 && noWords(ws) && followedBy(text, e, speechVerbs) {
+	if f := ws[0].flags; len(ws) >= 2 && (noWords(ws) || f&gzFirst != 0 && f&gzAmbiguous == 0) && followedBy(text, e, speechVerbs) {
 		// "Natarajan Chandrasekaran told analysts"; a given name alone before "said" stays
 		// under the threshold, as TestScan requires ("Michael said it works.")
 		return true
 	}
 	if f := ws[0].flags; len(ws) == 1 && (f&(gzFirst|gzProbable) != 0 && f&(gzAmbiguous|gzWord) == 0) && followedBy(text, e, humanVerbs) {
 		return true // "Marguerite smiled": only people do that
+	}
+	if len(ws) >= 2 && (strings.Contains(text[s:e], " Thị ") || strings.Contains(text[s:e], " Văn ")) {
+		return true // Vietnamese names carry a gendered middle name: "Nguyễn Thị Hoa", "Trần Văn Nam"
+	}
+	if creditLine(text, s, e) {
+		return true
 	}
 	return len(ws) == 1 && !d.nocoref && d.corefer(text, ws[0])
 }
@@ -498,7 +505,11 @@ func (d nameDetector) runningCue(text string, s, e int, ws []nameWord) bool {
 var speechVerbs = []string{"said", "says", "told", "tells", "asked", "asks", "replied", "wrote",
 	"writes", "explained", "explains", "added", "recalled", "recalls", "insisted", "admitted",
 	"whispered", "shouted", "laughed", "smiled", "nodded", "shrugged", "sighed", "married",
-	"died", "was born", "grew up", "pleaded", "testified"}
+	"died", "was born", "grew up", "pleaded", "testified",
+	// pt, es, it, fr, de, nl, pl, tr
+	"disse", "afirmou", "declarou", "dijo", "afirmó", "declaró", "ha detto", "ha dichiarato",
+	"a déclaré", "a dit", "sagte", "erklärte", "zei", "verklaarde", "powiedział", "powiedziała",
+	"dedi", "söyledi"}
 
 // humanVerbs after a single name-like word: only people do these.
 var humanVerbs = []string{"smiled", "laughed", "nodded", "shrugged", "sighed", "whispered",
@@ -793,8 +804,24 @@ func (d nameDetector) corefer(text string, w nameWord) bool {
 // for a person: exactly that span, at or over the threshold ("Grafana Loki" is an organisation).
 func (d nameDetector) mentionIsName(text string, s, e int) bool {
 	d.nocoref, d.record = true, nil // not a candidate of its own: training must not see it twice
-	st, end, score := d.nameSpan(text, s, wordEnd(text, s), false)
-	return st == s && end == e && score >= DefaultMinScore
+	// the run may start one or two capitalised words earlier: "Felipe Tuiasosopo Leaupepe"
+	rs := s
+	for c := 0; c < 2; c++ {
+		if rs < 2 || text[rs-1] != ' ' {
+			break
+		}
+		w := wordEndingAt(text, rs-1)
+		if w == "" || !isCapWord(w) {
+			break
+		}
+		rs -= len(w) + 1
+	}
+	for ; rs <= s; rs = wordEnd(text, rs) + 1 {
+		if st, end, score := d.nameSpan(text, rs, wordEnd(text, rs), false); end == e && st <= s {
+			return score >= DefaultMinScore
+		}
+	}
+	return false
 }
 
 // fullMentionEnd reports whether the full mention ending at e (before limit) is not followed by
@@ -883,4 +910,17 @@ func hyphenBreak(text string, e int) int {
 		return e
 	}
 	return we
+}
+
+// creditLine reports whether the run stands alone on its line under a line that ends in "by"
+// (film and theatre credits, bylines: "Directed by\nKanokwan Thammasiri").
+func creditLine(text string, s, e int) bool {
+	if s < 4 || text[s-1] != '\n' || e < len(text) && text[e] != '\n' && text[e] != '\r' {
+		return false
+	}
+	j := s - 1
+	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\r') {
+		j--
+	}
+	return j >= 3 && (text[j-2:j] == "by" || text[j-2:j] == "By") && text[j-3] == ' '
 }
