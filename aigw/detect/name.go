@@ -400,6 +400,9 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			words[n] = nameWord{p, we, f&^(gzNotName|gzPlace) | gzLast}
 			n++
 			j = we
+			if d.placeThenFamily(text, we) {
+				continue
+			}
 			break
 		}
 		if f&gzNotName != 0 {
@@ -1525,11 +1528,12 @@ func (d nameDetector) capsFamilyMayStart(text string, cs, ce int) bool {
 // known given name first before it: a title, an introducing phrase, a field label or a greeting
 // precedes the given name, and the name ends after the place (",", ".", a line break or the end).
 func (d nameDetector) placeSurname(text string, first nameWord, p, we int) bool {
-	if first.flags&gzFirst == 0 || first.flags&gzAmbiguous != 0 || first.e+1 != p {
-		return false
+	if first.flags&gzFirst == 0 && !(first.flags&gzProbable != 0 && strongCue(text, first.s)) || first.flags&gzAmbiguous != 0 || first.e+1 != p {
+		return false // after a cue, a probable given name will do: "Name: Tiago Albuquerque Menezes"
 	}
 	if we < len(text) && strings.IndexByte(",.\n\r", text[we]) < 0 {
-		return false
+		// or a second family name after a cue: "Name: Tiago Albuquerque Menezes" (namerunning.go)
+		return d.placeThenFamily(text, we) && (titleBefore(text, first.s) || strongCue(text, first.s))
 	}
 	return titleBefore(text, first.s) || strongCue(text, first.s) ||
 		precededBy(text, first.s, nameGreetings) && closesGreeting(text, we)

@@ -924,3 +924,16 @@ func creditLine(text string, s, e int) bool {
 	}
 	return j >= 3 && (text[j-2:j] == "by" || text[j-2:j] == "By") && text[j-3] == ' '
 }
+
+// placeThenFamily reports whether a capitalised word that is neither a given name, a place nor
+// an ordinary word follows e after one space: a place word before it is then a first family name ("Tiago
+// Albuquerque Menezes").
+func (d nameDetector) placeThenFamily(text string, e int) bool {
+	ns := space(text, e)
+	if ns < 0 || !isUpper(text[ns]) {
+		return false
+	}
+	ne := wordEnd(text, ns)
+	f := d.flags(text[ns:ne])
+	return f&(gzNotName|gzWord|gzFirst) == 0 && ne < len(text) && !isLetterAt(text, ne)
+}
