@@ -494,7 +494,7 @@ func (d nameDetector) runningCue(text string, s, e int, ws []nameWord) bool {
 	if len(ws) >= 2 && (strings.Contains(text[s:e], " Thị ") || strings.Contains(text[s:e], " Văn ")) {
 		return true // Vietnamese names carry a gendered middle name: "Nguyễn Thị Hoa", "Trần Văn Nam"
 	}
-	if creditLine(text, s, e) {
+	if creditLine(text, s, e) || len(ws) >= 2 && addressBlockAfter(text, s, e) {
 		return true
 	}
 	return len(ws) == 1 && !d.nocoref && d.corefer(text, ws[0])
@@ -936,4 +936,62 @@ func (d nameDetector) placeThenFamily(text string, e int) bool {
 	ne := wordEnd(text, ns)
 	f := d.flags(text[ns:ne])
 	return f&(gzNotName|gzWord|gzFirst) == 0 && ne < len(text) && !isLetterAt(text, ne)
+}
+
+// addressBlockAfter reports whether the run stands alone at the start of its line and the next
+// line starts a postal address: a house number and a capitalised word, or a unit or PO box
+// ("Nomvula Dlamini-Sithole\nFlat 12, Alder Court, ..."): the addressee of a letter, a
+// statement or a label.
+func addressBlockAfter(text string, s, e int) bool {
+	if s > 0 && text[s-1] != '\n' || e >= len(text) {
+		return false
+	}
+	j := e
+	if text[j] == '\r' {
+		j++
+	}
+	if j >= len(text) || text[j] != '\n' {
+		return false
+	}
+	j++
+	if d := digitsAt(text, j); d > j && d-j <= 5 {
+		return d+2 < len(text) && text[d] == ' ' && isUpper(text[d+1])
+	}
+	we := wordEnd(text, j)
+	if we == j || we >= len(text) {
+		return false
+	}
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[j:we])
+	if !ok {
+		return false
+	}
+	switch string(lw) {
+	case "flat", "apt", "apartment", "unit", "suite", "po", "p", "c":
+		return text[we] == ' ' || text[we] == '.' || text[we] == '/'
+	}
+	return false
+}
+
+// addressBlockPending reports whether addressBlockAfter(text, s, e) could still change once more
+// text arrives.
+func addressBlockPending(text string, s, e int) bool {
+	if s > 0 && text[s-1] != '\n' {
+		return false
+	}
+	if e >= len(text) {
+		return true
+	}
+	j := e
+	if text[j] == '\r' {
+		j++
+	}
+	if j >= len(text) {
+		return true
+	}
+	if text[j] != '\n' {
+		return false
+	}
+	nl := strings.IndexByte(text[j+1:], '\n')
+	return nl < 0 && len(text)-(j+1) < 12
 }

@@ -160,7 +160,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	for _, tt := range [2]bool{false, titled} {
 		for _, d := range ds[:nd] {
 			// an e-mail that may still follow the run would raise its score (emailFollows)
-			if _, end, score := d.nameSpan(text, cs, ce, tt); end > 0 && (score >= e.minScore || emailMayFollow(text, end) || appositionPending(text, end)) {
+			if _, end, score := d.nameSpan(text, cs, ce, tt); end > 0 && (score >= e.minScore || emailMayFollow(text, end) || appositionPending(text, end) ||
+				addressBlockPending(text, cs, end)) {
 				return false
 			}
 		}
