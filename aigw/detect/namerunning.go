@@ -779,7 +779,7 @@ func (d nameDetector) corefer(text string, w nameWord) bool {
 				gs--
 			}
 			if gs < p-1 && gs > lo && isCapWord(text[gs:p-1]) && !isLetterAt(text, gs-1) && fullMentionEnd(text, q, w.s) {
-				if f := d.flags(text[gs : p-1]); f&(gzFirst|gzProbable) != 0 && f&gzAmbiguous == 0 && f&gzNotName == 0 &&
+				if f := d.flags(text[gs : p-1]); f&(gzAmbiguous|gzNotName|gzWord) == 0 &&
 					d.mentionIsName(text[:w.s], gs, q) {
 					return true
 				}
