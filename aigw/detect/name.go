@@ -25,7 +25,8 @@ type nameDetector struct {
 	rescorer *nameRescorer // the learned part (namerescore.go); nil: the rules alone
 	// record, when set, receives every scored candidate's features (training).
 	record func(start, end int, feats []uint32)
-	// nocoref is set while corefer scores an earlier mention (no nested search).
+	// nocoref is set while corefer scores an earlier mention, or coordinated a later one (no
+	// nested search).
 	nocoref bool
 }
 

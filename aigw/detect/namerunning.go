@@ -497,7 +497,60 @@ func (d nameDetector) runningCue(text string, s, e int, ws []nameWord) bool {
 	if creditLine(text, s, e) || len(ws) >= 2 && addressBlockAfter(text, s, e) {
 		return true
 	}
-	return len(ws) == 1 && !d.nocoref && d.corefer(text, ws[0])
+	if len(ws) != 1 || d.nocoref || ws[0].flags&(gzWord|gzAmbiguous) != 0 && ws[0].flags&gzFirst == 0 {
+		return false
+	}
+	return d.corefer(text, ws[0]) || d.coordinated(text, e)
+}
+
+// coordinators join two people's names: "Aoife and Eamonn McCartan", "Thuli & Sipho Zulu".
+var coordinators = []string{" and ", " & ", " und ", " et ", " e ", " y ", " en ", " och ", " og ", " ve ", " i "}
+
+// coordStart returns the start of the word after a coordinator that follows e, -1 when there is
+// none, or len(text) when text ends inside the coordinator.
+func coordStart(text string, e int) int {
+	for _, c := range coordinators {
+		if r := text[e:]; strings.HasPrefix(r, c) {
+			return e + len(c)
+		} else if len(r) < len(c) && strings.HasPrefix(c, r) {
+			return len(text)
+		}
+	}
+	return -1
+}
+
+// coordinated reports whether a single name-like word is joined by "and" to a full name that
+// the rules take for a person ("Kalani and Mateus Figueiredo are ..."): the two are people.
+func (d nameDetector) coordinated(text string, e int) bool {
+	k := coordStart(text, e)
+	if k < 0 || k >= len(text) || !isUpper(text[k]) {
+		return false
+	}
+	d.nocoref, d.record = true, nil
+	_, end, score := d.nameSpan(text, k, wordEnd(text, k), false)
+	return end > 0 && score >= DefaultMinScore && strings.IndexByte(text[k:end], ' ') > 0
+}
+
+// coordPending reports whether coordinated(text, e) could still change once more text arrives:
+// the word after the coordinator, or the run it starts, is not decided yet.
+func (d nameDetector) coordPending(text string, e int) bool {
+	k := coordStart(text, e)
+	if k < 0 {
+		return false
+	}
+	if k >= len(text) {
+		return true
+	}
+	if !isUpper(text[k]) {
+		return false
+	}
+	fe := wordEnd(text, k)
+	if fe >= len(text) || !capRunClosed(text, fe) {
+		return true
+	}
+	d.nocoref, d.record = true, nil
+	_, end, _ := d.nameSpan(text, k, fe, false)
+	return end > 0 && (emailMayFollow(text, end) || appositionPending(text, end) || addressBlockPending(text, k, end))
 }
 
 // speechVerbs after a run of two or more name-like words make it a person: "... said", "...

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +44,8 @@ func TestRunningTextNames(t *testing.T) {
 		{"title of parliament", "Hon. Nduku Wambua asked the Minister", []string{"person:Nduku Wambua"}},
 		{"office after a role title", "the Deputy Speaker ruled", nil},
 		{"payee in capitals", "Ksh700 sent to PETER OTIENO 0711 222 333 on 1/2/26", []string{"person:PETER OTIENO", "phone:0711 222 333"}},
+		{"coordinated with a full name", "Koa and Leilani Kahananui are delighted", []string{"person:Koa", "person:Leilani Kahananui"}},
+		{"coordinated with a firm", "Harrowby and Tamsin Vale Ltd signed", nil},
 		// organisations, places and things
 		{"foundation after", "a grant from the Elsbeth Harnisch Stiftung for", nil},
 		{"company form after", "Invoice from Kauko Lindroos Oy, Tampere", nil},
@@ -80,6 +83,7 @@ func TestRunningTextNames(t *testing.T) {
 // the text that decides it has not arrived (SafePrefix then holds the run), and decided once it
 // has.
 func TestRunningTextPending(t *testing.T) {
+	names := newEngine(t, Options{}).names
 	for _, tc := range []struct {
 		text    string // the run is "Odalys Quenum" at the start of a line
 		pending bool
@@ -103,9 +107,18 @@ func TestRunningTextPending(t *testing.T) {
 		{"Odalys Quenum\nFl", true}, // an address may start the next line
 		{"Odalys Quenum\nThe meeting is on Friday", false},
 		{"Odalys Quenum wrote", false},
+		{"Odalys an", true}, // " and Quenum Achebe" may follow
+		{"Odalys and", true},
+		{"Odalys and Qu", true},
+		{"Odalys and Quenum Achebe ", true}, // " as ..." may still follow the second name
+		{"Odalys and Quenum Achebe were ", false},
+		{"Odalys and Quenum Achebe,", true},
 	} {
 		e := len("Odalys Quenum")
-		got := appositionPending(tc.text, e) || addressBlockPending(tc.text, 0, e)
+		if strings.HasPrefix(tc.text, "Odalys a") {
+			e = len("Odalys") // the run is "Odalys" alone
+		}
+		got := appositionPending(tc.text, e) || addressBlockPending(tc.text, 0, e) || names.coordPending(tc.text, e)
 		if got != tc.pending {
 			t.Errorf("pending(%q) = %v; want %v", tc.text, got, tc.pending)
 		}

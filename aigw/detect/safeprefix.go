@@ -161,7 +161,7 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		for _, d := range ds[:nd] {
 			// an e-mail that may still follow the run would raise its score (emailFollows)
 			if _, end, score := d.nameSpan(text, cs, ce, tt); end > 0 && (score >= e.minScore || emailMayFollow(text, end) || appositionPending(text, end) ||
-				addressBlockPending(text, cs, end)) {
+				addressBlockPending(text, cs, end) || d.coordPending(text, end)) {
 				return false
 			}
 		}
