@@ -577,7 +577,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		// skipped, as before this check existed), but no name
 		return start, end, 0
 	}
-	if score < nameTitledFloor && lexical && !allWords(words[:n]) && d.runningCue(text, start, end, words[:n]) {
+	if score < nameTitledFloor && lexical && !allWords(words[:n]) && !capWordNext(text, end) && d.runningCue(text, start, end, words[:n]) {
 		// apposition, a name label of another language, a repeated mention
 		score = nameTitledFloor + nameContextBoost
 	}
