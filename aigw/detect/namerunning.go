@@ -271,6 +271,10 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 	if headAfter(text, e) || len(ws) > 1 && lowerWordIn(text[ws[len(ws)-1].s:e], headsAfter) {
 		return true
 	}
+	// A product noun after it: "Dr. Martens boots", "the new Siri features".
+	if e+1 < len(text) && text[e] == ' ' && isLower(text[e+1]) && completeWordIn(text, e+1, productNouns) {
+		return true
+	}
 	// A preposition of place before a run that ends in a place noun: "at Walter Sisulu Hall".
 	if len(ws) > 1 && lowerWordIn(text[ws[len(ws)-1].s:e], placeCues) {
 		if pw, _ := wordJustBefore(text, s); pw != "" && lowerWordIn(pw, placePrepositions) {
@@ -384,6 +388,19 @@ func headAfter(text string, e int) bool {
 	}
 	return len(b) > 0 && headsAfter[string(b)]
 }
+
+// productNouns after a run make it a brand or a product named like a person.
+var productNouns = map[string]bool{"boots": true, "shoes": true, "sneakers": true,
+	"trainers": true, "sandals": true, "jeans": true, "jacket": true, "jackets": true,
+	"handbag": true, "handbags": true, "perfume": true, "fragrance": true, "features": true,
+	"feature": true, "update": true, "updates": true, "speaker": true, "speakers": true,
+	"headphones": true, "earbuds": true, "phone": true, "phones": true, "laptop": true,
+	"laptops": true, "tablet": true, "smartwatch": true, "whisky": true, "whiskey": true,
+	"bourbon": true, "vodka": true, "gin": true, "rum": true, "beer": true, "lager": true,
+	"cider": true, "sauce": true, "cereal": true, "chocolate": true, "biscuits": true,
+	"cookies": true, "crisps": true, "chips": true, "yoghurt": true, "yogurt": true,
+	"sales": true, "shares": true, "stock": true, "devices": true, "device": true,
+	"subscription": true, "integration": true, "plugin": true, "extension": true}
 
 // placePrepositions before a run that ends in a place noun make it a place.
 var placePrepositions = map[string]bool{"at": true, "in": true, "near": true, "inside": true,

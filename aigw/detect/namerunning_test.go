@@ -62,6 +62,7 @@ func TestRunningTextNames(t *testing.T) {
 		{"firm after &", "Agent: Hulst & Vermeer (ops@example.nl)", nil},
 		{"address line", "Adres: Kızıltepe Mah. Gül Sok. No: 4", nil},
 		{"header row", "First name\tLast name\tSide\tTable\n", nil},
+		{"product after the name", "They now stock Dr. Halloran boots and Bellamy Finch perfume.", nil},
 		{"animal record", "Patient: Bramble   Species: feline   Breed: tabby", nil},
 	}
 	e := newEngine(t, Options{})
