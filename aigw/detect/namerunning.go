@@ -8,33 +8,32 @@ import (
 
 // Evidence for person names in running text that has no cue phrase or label (detect8, study
 // sets 10 and 13), and for places and organisations that look like names. All of it is
-// linguistic or layout evidence, not lists of names:
+// linguistic or layout evidence, not lists of names (README "Names in running text"):
 //
-//   - apposition with a role or kinship noun before the run ("Our waiter, Bastian,", "my uncle
-//     Fadi", "the late Desmond O'Halloran") or after it ("Hilda Brennan, 78, who ...", "Chidi
-//     Nwosu, the company's founder");
-//   - a field label whose last word means "name" in some language ("Anyja neve:", "Apellido y
-//     nombre:"), or a name label with a number ("Driver 1:");
-//   - a repeated mention: a family name alone after the full name within the previous
-//     corefWindow bytes ("Oluwatoyin Bamgbose ... Bamgbose joins"), a given name alone after it;
-//   - capitalised particles of Gaelic and other names inside a run ("Ó Dálaigh", "Nic Giolla
-//     Phádraig", "Ó hUiginn", "Dela Cruz");
-//   - vetoes: the head noun of an organisation, a place or a building after the run in many
-//     languages ("Robert Bosch Stiftung", "Boreal Timber Oy", "Nick Hern Books", "Kızılay
-//     Mah."), before it in Romance word order and for saints ("Fundação Calouste Gulbenkian",
-//     "Casa Azulejo", "Saint Ursula"), a compound ending in a place noun ("Heinrich-Heine-Saal",
-//     "Willem de Zwijgerschool"), "the" on the line before, a titled run after "the" ("the Sir
-//     Bobby Robson stand"), and any run on a line labelled as an address.
+//   - apposition with a role or kinship noun before the run ("our barber, Teodoro,", "my aunt
+//     Ifeoluwa", "the late ...") or after it (an age, ", who", ", the club's treasurer", "as chief
+//     executive", "'s younger sister"); a verb of speech after it, a verb that takes a person
+//     before it ("married");
+//   - a field label whose last word means "name" in some language ("Apja neve:"), or a name
+//     label with a number ("Passenger 2:");
+//   - a repeated mention of a full name within corefWindow bytes before, coordination with a full
+//     name ("Koa and Leilani Kahananui"), credits and bylines, the addressee line above an
+//     address, payees in capitals after a transfer cue;
+//   - name shapes: Gaelic particles ("Ó hEochaidh", "Mac Giolla Phádraig") and capitalised
+//     particles inside a run, Vietnamese middle names;
+//   - vetoes: the head noun of an organisation, a place, a building or a product after, ending
+//     or before the run in many languages, compounds ending in a place noun, "the" on the line
+//     before, titled things, address lines, header rows, animal fields.
 //
-// Streaming: the rules before the run and the repeated mention look only backwards (a bounded
-// window, so that aigw/guard's windowed scan decides as a whole scan does); the apposition after
-// the run reads at most appositionWindow bytes of its line, and SafePrefix holds a run until
-// those are known (appositionPending).
+// It runs after the name rescorer (nameSpan), which was trained without it. Streaming: the
+// evidence before a run and the repeated mention look only backwards (a bounded window, so that
+// aigw/guard's windowed scan decides as a whole scan does); the evidence after a run reads a few
+// words of its line or the next line, and SafePrefix holds the run until they are known
+// (appositionPending, coordPending, addressBlockPending).
 
-const (
-	corefWindow      = 120 // bytes before a run searched for its full mention (guard's stream context is 128)
-	appositionWindow = 64  // bytes after a run that the apposition after it may read
-)
+// corefWindow is how far before a run its full mention is searched (guard's stream context is
+// 128 bytes).
+const corefWindow = 120
 
 // roleNouns before a run (a comma between allowed) make it a person: kinship, occupations and
 // roles in several languages.
