@@ -42,7 +42,12 @@ var phoneContext = &contextRule{
 		"ssn", "iban", "card", "zip", "postcode", "amount", "total", "price", "order number",
 		"part number", "case number", "account number", "tracking number", "serial number",
 		"reference number", "invoice number", "ticket number", "model number", "card number",
-		"confirmation number", "booking number", "order no", "social security", "routing number"),
+		"confirmation number", "booking number", "order no", "social security", "routing number",
+		// the same identifiers in other languages: a phone word such as "numero" or "nummer"
+		// must not make "Laskun numero 2024-1187" (an invoice number) a phone
+		"rechnung", "rechnungsnummer", "kundennummer", "bestellnummer", "auftragsnummer",
+		"factura", "facture", "fattura", "pedido", "commande", "ordine", "lasku", "laskun",
+		"tilaus", "faktura", "pesanan", "resi", "nik", "dni", "cnp", "aadhaar", "protocollo"),
 	boost:   0.2,
 	penalty: 0.45,
 	max:     0.88, // below a validated card, SSN or IBAN with context
@@ -56,10 +61,18 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	"portable", "handy", "móvil", "movil", "cellulare", "celular", "telemóvel", "mobil", "nummer",
 	"numéro", "número", "numero", "rufnummer", "gsm", "pbx", "hp", "tlf", "tlf.", "puh", "puh.",
 	"sími", "farsími", "kom.", "mobiel", "cel.", "cep", "telefone", "điện thoại", "τηλ", "κιν",
-	"nr tel", "wa", "ussd",
+	"nr tel", "wa", "ussd", "telp", "telp.", "hubungi", "celular", "fijo", "joignable", "rückruf", "rückrufnummer",
+	"ტელ", "ტელეფონი", "Հեռ", "հեռ", "手机", "手機", "電話", "电话", "座机", "전화", "휴대폰", "연락처",
+	"تلفن", "موبایل", "هاتف", "الجوال", "اتصل", "رابطہ", "فون", "ስልክ", "ይደውሉ", "टेलीफोन", "फोन",
 	// "You can get me at ...": contact idioms whose verb is not a phone word.
 	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
 	"ping me at", "ping me on", "get hold of me at", "get hold of me on")
+
+// phoneHeaderWords name a table's phone column ("phone", "mobile_no", "Telefon"); not words
+// such as "contact" or "number" that head other columns too.
+var phoneHeaderWords = newKeywords("phone", "telephone", "tel", "mobile", "cell", "cellphone", "fax",
+	"msisdn", "whatsapp", "landline", "handy", "telefon", "telefono", "teléfono", "téléphone",
+	"telefone", "celular", "móvil", "mobil", "puhelin", "gsm")
 
 // phoneFallbackRegions are tried for national numbers when the default region rejects them and
 // a phone word is near; min and max bound the digit count
@@ -89,6 +102,21 @@ func nanp(region string) bool {
 type phoneGroup struct{ start, end, digits int }
 
 func (d phoneDetector) Detect(text string, out []Entity) []Entity {
+	if !needsPhoneNorm(text) {
+		return d.detectASCII(text, out)
+	}
+	// Non-ASCII digits or spaces between digits (phonenorm.go): scan an ASCII copy and map
+	// the spans back.
+	norm, at := phoneNormalise(text)
+	n := len(out)
+	out = d.detectASCII(norm, out)
+	for k := n; k < len(out); k++ {
+		out[k].Start, out[k].End = at[out[k].Start], at[out[k].End]
+	}
+	return out
+}
+
+func (d phoneDetector) detectASCII(text string, out []Entity) []Entity {
 	var groups [phoneMaxGroups]phoneGroup
 	var hints phoneHints // reused: compute resets it
 	for i := 0; i < len(text); {
@@ -185,8 +213,10 @@ func extensionEnd(text string, e int) int {
 
 // extensionWords introduce an extension in several languages: "ext. 12", "Durchwahl 15",
 // "poste 221", "ramal 12", "anexo 5", "dahili 104", "wew. 31", "mellék 12", "toestel 2",
-// "lokal 3", "linka 20", "anknytning 4", "内線 215", "내선 302", "שלוחה 3", "داخلي 12".
-var extensionWords = [...]string{"ext", "extn", "extension", "x", "durchwahl", "dw", "poste", "int",
+// "lokal 3", "linka 20", "anknytning 4", "内線 215", "내선 302", "שלוחה 3", "داخلي 12", "分機 215",
+// "local 102" (the Philippines).
+var extensionWords = [...]string{"ext", "extn", "extension", "x", "durchwahl", "dw", "poste", "int", "local", "loc",
+	"分機", "分机", "轉", "转",
 	"anexo", "ramal", "dahili", "wew", "mellék", "toestel", "tst", "lokal", "linka", "kl",
 	"anknytning", "ankn", "lokaal", "interno", "interne", "内線", "内线", "분기", "내선", "שלוחה",
 	"داخلي", "добавочный", "доб", "εσωτ"}
@@ -246,6 +276,9 @@ func phoneGroups(text string, i int, groups *[phoneMaxGroups]phoneGroup) (int, i
 			case k >= len(text):
 			case sep == ' ' && text[k] == '-' && k+1 < len(text) && text[k+1] == ' ':
 				k += 2
+			case sep == ' ' && text[k] == '/' && k+1 < len(text) && text[k+1] == ' ' && ng == 1 &&
+				text[groups[0].start] == '0' && e-groups[0].start >= 2 && e-groups[0].start <= 5:
+				k += 2 // "030 / 12345679": an area code, then the subscriber's number
 			case sep == ' ' && text[k] == '(' && !open:
 				open = true
 				k++
@@ -301,7 +334,8 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 	// A national number of another region. The text's own evidence of its country (other
 	// numbers' country codes, ccTLDs, script, letters, currency: phoneregion.go) is tried
 	// first; a number valid there and written in groups is a phone even without a phone word.
-	word := hasKeyword(text, s, e, phoneWords)
+	// A phone word near it, or the column it fills in a table ("name,phone,postcode").
+	word := hasKeyword(text, s, e, phoneWords) || headerHas(columnHeader(text, s, e), phoneHeaderWords)
 	parses := 0
 	// Parses are dear (libphonenumber allocates): none for a run of digits without a phone
 	// word, a prefix of a longer run, more digits than national numbers have, or a number
@@ -339,6 +373,18 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 			if r.region != d.region && n >= r.min && n <= r.max && parses < phoneMaxFallbackParses {
 				parses++
 				if phoneValid(cand, r.region) {
+					return phoneFallbackScore, true
+				}
+			}
+		}
+	}
+	// Eight digits in two groups of four after a phone word: the numbering plans without a
+	// trunk prefix and without area codes ("call 9123 4567").
+	if word && !trunk && nd == 8 && groups == 2 {
+		for _, r := range [...]string{"SG", "HK"} {
+			if r != d.region && parses < phoneMaxFallbackParses {
+				parses++
+				if phoneValid(cand, r) {
 					return phoneFallbackScore, true
 				}
 			}
@@ -436,6 +482,9 @@ func phoneShape(c string) bool {
 		if lens[0] <= 2 && lens[1] <= 2 && lens[2] == 4 { // 18.06.2024
 			return false
 		}
+	}
+	if n == 2 && !intl && lens[0] == 4 && (seps[0] == '-' || seps[0] == '/') && (c[0] == '1' && c[1] == '9' || c[0] == '2' && c[1] == '0') {
+		return false // "2024-1187": a year and a serial number of an invoice, case or file
 	}
 	if n == 4 && !intl && seps[0] == '.' && seps[1] == '.' && seps[2] == '.' &&
 		lens[0] <= 3 && lens[1] <= 3 && lens[2] <= 3 && lens[3] <= 3 { // 10.20.30.40

@@ -1,0 +1,50 @@
+package detect
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestWorldPhones covers the mechanisms of phonenorm.go and phoneplaces.go and the extension,
+// separator and column rules of phone.go (made-up numbers valid for their country) and, for
+// each, a look-alike that must stay no phone.
+func TestWorldPhones(t *testing.T) {
+	e := newEngine(t, Options{Types: []string{TypePhone}})
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"full-width digits", "電話番号：０９０－１２３４－５６７８\n", []string{"phone:０９０－１２３４－５６７８"}},
+		{"arabic-indic digits", "أو الجوال ٠٥٠ ١٢٣ ٤٥٦٧ في دبي", []string{"phone:٠٥٠ ١٢٣ ٤٥٦٧"}},
+		{"persian digits and letters", "شماره جدید: ۰۹۱۲ ۳۴۵ ۶۷۸۹", []string{"phone:۰۹۱۲ ۳۴۵ ۶۷۸۹"}},
+		{"no-break spaces", "Appelez le 06\u00a012\u00a034\u00a056\u00a078 à Paris", []string{"phone:06\u00a012\u00a034\u00a056\u00a078"}},
+		{"thin spaces keep offsets", "tél. 01\u202f42\u202f68\u202f53\u202f00, merci", []string{"phone:01\u202f42\u202f68\u202f53\u202f00"}},
+		{"georgian script", "ტელ: 555 12 34 56", []string{"phone:555 12 34 56"}},
+		{"armenian script", "Հեռ․՝ 077 123456 կամ", []string{"phone:077 123456"}},
+		{"ethiopic script", "እባክዎ በ 0911 23 45 67 ይደውሉ", []string{"phone:0911 23 45 67"}},
+		{"urdu letters and city", "رابطہ: 0300 1234567 لاہور", []string{"phone:0300 1234567"}},
+		{"city", "The Cork office: Siobhán 087 123 4567", []string{"phone:087 123 4567"}},
+		{"city spanish mobile", "Santiago. Mi celular es el 9 8765 4321 y", []string{"phone:9 8765 4321"}},
+		{"language words", "sige. globe ko is 0927 455 1020 or smart", []string{"phone:0927 455 1020"}},
+		{"currency", "Harga baharu RM 45.90, sila hubungi 03-7955 1234", []string{"phone:03-7955 1234"}},
+		{"two groups of four after a phone word", "pls call 9123 4567 tmr", []string{"phone:9123 4567"}},
+		{"area code slash", "Fax 030 / 12345679\n", []string{"phone:030 / 12345679"}},
+		{"two numbers slash", "ტელ: 555 12 34 56 / 032 224 11 22", []string{"phone:555 12 34 56", "phone:032 224 11 22"}},
+		{"extension local", "please call (02) 8921 4455 local 102 from 8", []string{"phone:(02) 8921 4455 local 102"}},
+		{"extension fen ji", "電話：(02) 2345-6789 分機 215\n", []string{"phone:(02) 2345-6789 分機 215"}},
+		{"phone column", "name,phone,postcode\nHarriet Cole,020 7946 0321,SW1A 2AA", []string{"phone:020 7946 0321"}},
+		// look-alikes
+		{"invoice year serial", "Helsinki\nLaskun numero 2024-1187, eräpäivä", nil},
+		{"contact header is no phone column", "Emergency contact: Ana, +91 81234 53876\ncustomer_id,full_name\n8224781729,Dewi", []string{"phone:+91 81234 53876"}},
+		{"arabic-indic order number", "رقم الطلب ٧٧٨١٢٠٣ في دبي", nil},
+		{"eight digits without a phone word", "Blk 221, ref 9123 4567 tmr", nil},
+		{"aadhaar", "Mumbai\nAadhaar No.: 2345 6789 0124\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := found(e.Scan(tc.text))
+			if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Errorf("Scan(%q) = %q; want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
