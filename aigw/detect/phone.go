@@ -66,7 +66,8 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	"تلفن", "موبایل", "هاتف", "الجوال", "اتصل", "رابطہ", "فون", "ስልክ", "ይደውሉ", "टेलीफोन", "फोन",
 	// "You can get me at ...": contact idioms whose verb is not a phone word.
 	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
-	"ping me at", "ping me on", "get hold of me at", "get hold of me on")
+	"ping me at", "ping me on", "get hold of me at", "get hold of me on",
+	"callback", "call back", "rang", "ring me", "ring back")
 
 // phoneHeaderWords name a table's phone column ("phone", "mobile_no", "Telefon"); not words
 // such as "contact" or "number" that head other columns too.
@@ -335,12 +336,20 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 	// numbers' country codes, ccTLDs, script, letters, currency: phoneregion.go) is tried
 	// first; a number valid there and written in groups is a phone even without a phone word.
 	// A phone word near it, or the column it fills in a table ("name,phone,postcode").
-	word := hasKeyword(text, s, e, phoneWords) || headerHas(columnHeader(text, s, e), phoneHeaderWords)
+	hdr := columnHeader(text, s, e)
+	word := hasKeyword(text, s, e, phoneWords) || headerHas(hdr, phoneHeaderWords)
 	parses := 0
 	// Parses are dear (libphonenumber allocates): none for a run of digits without a phone
 	// word, a prefix of a longer run, more digits than national numbers have, or a number
 	// after a word such as "order" or "invoice".
-	tryHints := whole && nd <= 12 && (word || groups > 1 && !hasKeyword(text, s, e, phoneContext.neg))
+	// One run of ten or eleven digits after a trunk "0" ("kwa JOSEPH MWANGI 0722483119") is
+	// tried too, but only a mobile number counts: order and account numbers seldom start with
+	// "0" and fit a country's mobile ranges.
+	// In a table such a run needs a phone column (identifiers fill the other columns).
+	trunkRun := groups == 1 && nd >= 10 && nd <= 11 && cand[0] == '0' && cand[1] != '0' &&
+		!(s > 0 && isDelimiter(text[s-1]) || e < len(text) && isDelimiter(text[e]))
+	tryHints := whole && nd <= 12 && (word || (groups > 1 || trunkRun) && !hasKeyword(text, s, e, phoneContext.neg) &&
+		!headerHas(hdr, phoneContext.neg)) // not in an "id" or "order" column
 	if tryHints {
 		// Only text near the number counts, so that a stream, which scans a window of the
 		// text, decides as a scan of the whole text does (aigw/guard's streamContext of 128
@@ -352,11 +361,10 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 			continue
 		}
 		parses++
-		if phoneValid(cand, r) {
-			switch {
-			case word:
-				return phoneFallbackScore, true
-			}
+		switch {
+		case word && phoneValid(cand, r):
+			return phoneFallbackScore, true
+		case groups > 1 && phoneValid(cand, r), groups == 1 && phoneMobile(cand, r):
 			return phoneHintScore, true
 		}
 	}
@@ -440,6 +448,19 @@ func acronymNumber(text string, s int) bool {
 		return false // a name in capitals: "sent to JOSEPH KAMAU 0722 456 789"
 	}
 	return !hasKeywordBefore(text[:j], j, phoneWords)
+}
+
+// phoneMobile reports whether s is a valid mobile number of region.
+func phoneMobile(s, region string) bool {
+	n, err := phonenumbers.Parse(s, region)
+	if err != nil || !phonenumbers.IsValidNumber(n) {
+		return false
+	}
+	switch phonenumbers.GetNumberType(n) {
+	case phonenumbers.MOBILE, phonenumbers.FIXED_LINE_OR_MOBILE:
+		return true
+	}
+	return false
 }
 
 func phoneValid(s, region string) bool {

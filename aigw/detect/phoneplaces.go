@@ -75,6 +75,10 @@ var languageWords = map[string]uint8{
 	// Italian
 	"il": langIT, "della": langIT, "per": langIT, "con": langIT, "saluti": langIT, "sono": langIT,
 	"cordiali": langIT, "ufficio": langIT,
+	// Portuguese
+	"obrigado": langPT, "obrigada": langPT, "pode": langPT, "meu": langPT, "minha": langPT,
+	"pelo": langPT, "falar": langPT, "caso": langPT, "em": langPT, "você": langPT, "não": langPT,
+	"ou": langPT, "tudo": langPT, "olá": langPT,
 }
 
 const (
@@ -84,12 +88,13 @@ const (
 	langFI
 	langNL
 	langIT
+	langPT
 )
 
 var languageRegions = [...]struct {
 	lang   uint8
 	region string
-}{{langTL, "PH"}, {langMS, "MY"}, {langID, "ID"}, {langFI, "FI"}, {langNL, "NL"}, {langIT, "IT"}}
+}{{langTL, "PH"}, {langMS, "MY"}, {langID, "ID"}, {langFI, "FI"}, {langNL, "NL"}, {langIT, "IT"}, {langPT, "BR"}, {langPT, "PT"}}
 
 // addPlaces adds the regions of the places and institutions named in text.
 func (h *phoneHints) addPlaces(text string) {

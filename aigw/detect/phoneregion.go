@@ -125,7 +125,7 @@ func letterRegions(r rune) (string, string) {
 
 // currencyWords name a country's money in Latin letters ("Ksh2,350.00", "R$ 120", "Rp 50.000").
 var currencyWords = [...]struct{ word, region string }{
-	{"Ksh", "KE"}, {"KES", "KE"}, {"M-PESA", "KE"}, {"R$", "BR"}, {"Rp", "ID"}, {"IDR", "ID"},
+	{"Ksh", "KE"}, {"KES", "KE"}, {"M-PESA", "KE"}, {"M-Pesa", "KE"}, {"mpesa", "KE"}, {"Mpesa", "KE"}, {"R$", "BR"}, {"Rp", "ID"}, {"IDR", "ID"},
 	{"PLN", "PL"}, {"HUF", "HU"}, {"CZK", "CZ"}, {"Kč", "CZ"}, {"RON", "RO"},
 	{"NGN", "NG"}, {"ZAR", "ZA"}, {"EGP", "EG"}, {"VND", "VN"}, {"THB", "TH"}, {"INR", "IN"},
 	{"MXN", "MX"}, {"ARS", "AR"}, {"COP", "CO"}, {"AUD", "AU"}, {"SEK", "SE"},

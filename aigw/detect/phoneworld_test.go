@@ -33,7 +33,13 @@ func TestWorldPhones(t *testing.T) {
 		{"extension local", "please call (02) 8921 4455 local 102 from 8", []string{"phone:(02) 8921 4455 local 102"}},
 		{"extension fen ji", "電話：(02) 2345-6789 分機 215\n", []string{"phone:(02) 2345-6789 分機 215"}},
 		{"phone column", "name,phone,postcode\nHarriet Cole,020 7946 0321,SW1A 2AA", []string{"phone:020 7946 0321"}},
+		{"callback", "Jarrah rang, wants a callback on 0412 345 678", []string{"phone:0412 345 678"}},
+		{"mpesa", "pls send the mpesa to 0712 345678 b4 5", []string{"phone:0712 345678"}},
+		{"portuguese words", "Obrigado! Pode confirmar?\nCliente: meu 71 98812-3344", []string{"phone:71 98812-3344"}},
+		{"trunk mobile run", "Ksh1,250.00 imetumwa kwa JOSEPH MWANGI 0722483119 tarehe", []string{"phone:0722483119"}},
 		// look-alikes
+		{"trunk run in an id column", "+61 2 9374 4000\nid|name\n0437531724|Chiamaka Desta", []string{"phone:+61 2 9374 4000"}},
+		{"trunk run that is no mobile", "Ksh 450 paid at till 0201234567 thanks", nil},
 		{"invoice year serial", "Helsinki\nLaskun numero 2024-1187, eräpäivä", nil},
 		{"contact header is no phone column", "Emergency contact: Ana, +91 81234 53876\ncustomer_id,full_name\n8224781729,Dewi", []string{"phone:+91 81234 53876"}},
 		{"arabic-indic order number", "رقم الطلب ٧٧٨١٢٠٣ في دبي", nil},
