@@ -348,7 +348,11 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 	// In a table such a run needs a phone column (identifiers fill the other columns).
 	trunkRun := groups == 1 && nd >= 10 && nd <= 11 && cand[0] == '0' && cand[1] != '0' &&
 		!(s > 0 && isDelimiter(text[s-1]) || e < len(text) && isDelimiter(text[e]))
-	tryHints := whole && nd <= 12 && (word || (groups > 1 || trunkRun) && !hasKeyword(text, s, e, phoneContext.neg) &&
+	// So is one run of 11-13 digits that starts with the country code of a hinted region
+	// without its "+" (M-Pesa and WhatsApp exports: "kutoka kwa AKINYI ODERO 254733590214").
+	ccRun := groups == 1 && nd >= 11 && nd <= 13 && cand[0] != '0' &&
+		!(s > 0 && isDelimiter(text[s-1]) || e < len(text) && isDelimiter(text[e]))
+	tryHints := whole && (nd <= 12 || ccRun) && (word || (groups > 1 || trunkRun || ccRun) && !hasKeyword(text, s, e, phoneContext.neg) &&
 		!headerHas(hdr, phoneContext.neg)) // not in an "id" or "order" column
 	if tryHints {
 		// Only text near the number counts, so that a stream, which scans a window of the
@@ -361,6 +365,12 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 			continue
 		}
 		parses++
+		if ccRun {
+			if phoneCountryRun(cand, r) {
+				return phoneHintScore, true
+			}
+			continue
+		}
 		switch {
 		case word && phoneValid(cand, r):
 			return phoneFallbackScore, true
@@ -448,6 +458,22 @@ func acronymNumber(text string, s int) bool {
 		return false // a name in capitals: "sent to JOSEPH KAMAU 0722 456 789"
 	}
 	return !hasKeywordBefore(text[:j], j, phoneWords)
+}
+
+// phoneCountryRun reports whether the digits s start with region's country code and, with a
+// "+" before them, are one of its mobile numbers.
+func phoneCountryRun(s, region string) bool {
+	cc := phonenumbers.GetCountryCodeForRegion(region)
+	if cc == 0 {
+		return false
+	}
+	var buf [3]byte
+	n := len(buf)
+	for ; cc > 0 && n > 0; cc /= 10 {
+		n--
+		buf[n] = byte('0' + cc%10)
+	}
+	return strings.HasPrefix(s, string(buf[n:])) && phoneMobile("+"+s, region)
 }
 
 // phoneMobile reports whether s is a valid mobile number of region.

@@ -37,7 +37,9 @@ func TestWorldPhones(t *testing.T) {
 		{"mpesa", "pls send the mpesa to 0712 345678 b4 5", []string{"phone:0712 345678"}},
 		{"portuguese words", "Obrigado! Pode confirmar?\nCliente: meu 71 98812-3344", []string{"phone:71 98812-3344"}},
 		{"trunk mobile run", "Ksh1,250.00 imetumwa kwa JOSEPH MWANGI 0722483119 tarehe", []string{"phone:0722483119"}},
+		{"country code without plus", "Umepokea Ksh3,000.00 kutoka kwa AKINYI ODERO 254733590214 tarehe", []string{"phone:254733590214"}},
 		// look-alikes
+		{"country code run that is no mobile", "Ksh 300 at till 254201234567 tarehe", nil},
 		{"trunk run in an id column", "+61 2 9374 4000\nid|name\n0437531724|Chiamaka Desta", []string{"phone:+61 2 9374 4000"}},
 		{"trunk run that is no mobile", "Ksh 450 paid at till 0201234567 thanks", nil},
 		{"invoice year serial", "Helsinki\nLaskun numero 2024-1187, eräpäivä", nil},
