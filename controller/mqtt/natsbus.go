@@ -309,7 +309,9 @@ func (b *NATSBus) PublishLive(topic string, payload []byte) error {
 // a consumer of its own, starting where the acknowledgements end, gives the new owner every
 // message not acknowledged, in order and at once (not after AckWait), and leaves nothing to a
 // previous owner that is still pulling. The released version's consumers (p{N}, AckExplicit)
-// are taken over the same way: their ack floor is where the new one starts.
+// are taken over the same way: their ack floor is where the new one starts; p{N} itself is
+// kept for a while (keepReleased), for a controller of the released version during a rolling
+// upgrade.
 func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 	if p < 0 || p >= b.o.Partitions {
 		return fmt.Errorf("mqtt.NATSBus.StartPartition: partition %d of %d", p, b.o.Partitions)
@@ -415,9 +417,9 @@ func consumerGeneration(name string, p int) (int, bool) {
 // takeOver creates partition p's next consumer (see StartPartition): AckAll, starting after
 // the highest ack floor of the partition's existing consumers (whatever one of them
 // acknowledged was handled: acks are sent only for messages handled, and cover only earlier
-// ones of the same consumer), then deletes those. Repeating it after a failure at any step
-// is safe: the consumers left over are found again next time, and a new one's floor is
-// where it started. The names come from the meta leader; each floor from its consumer's
+// ones of the same consumer), then deletes those, but for the released p{N} (keepReleased).
+// Repeating it after a failure at any step is safe: the consumers left over are found again
+// next time, and a new one's floor is where it started. The names come from the meta leader; each floor from its consumer's
 // leader, so a consumer without one fails the attempt (retried) rather than being missed
 // and its partition read again from the start.
 func (b *NATSBus) takeOver(ctx context.Context, p int) (jetstream.Consumer, error) {
