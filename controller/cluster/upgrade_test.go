@@ -225,10 +225,12 @@ func TestRollingUpgrade(t *testing.T) {
 
 	// 2, 3. The others, one at a time: SIGTERM (leases released after draining), the new
 	// version started under the same ID, until the three share the partitions again.
-	for i, id := range ids {
+	step := 1
+	for _, id := range ids {
 		if id == victim {
 			continue
 		}
+		step++
 		t0 := time.Now()
 		phases = append(phases, phase{t0, "SIGTERM to older " + id})
 		procs[id].readCounters(t)
@@ -238,7 +240,7 @@ func TestRollingUpgrade(t *testing.T) {
 		run(id, "new")
 		waitFor(t, 60*time.Second, "new "+id+" holds its share", func() bool { return shared(so.db, ids) })
 		t.Logf("%d. older %s stopped (SIGTERM to exit) in %v, the new one ready at %v, the 3 sharing the partitions at %v; consumers: %s",
-			i+1, id, stopped.Round(time.Millisecond), procs[id].readyAt.Sub(t0).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond),
+			step, id, stopped.Round(time.Millisecond), procs[id].readyAt.Sub(t0).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond),
 			consumerKinds(partitionConsumers(t, js)))
 	}
 	rolled := time.Now()
