@@ -582,18 +582,28 @@ func observe(t *testing.T, broker string) *watermarks {
 		t.Fatalf("observer: %v", tok.Error())
 	}
 	t.Cleanup(func() { c.Disconnect(100) })
-	tok := c.Subscribe(telemetry.Topic("+", telemetry.KindStored), 1, func(_ paho.Client, m paho.Message) {
-		var st telemetry.Stored
-		if json.Unmarshal(m.Payload(), &st) != nil {
-			return
+	topic := telemetry.Topic("+", telemetry.KindStored)
+	// NATS refuses a subscription (SUBACK 0x80, not an error to paho) while JetStream has no
+	// leader for its MQTT streams (a start on a loaded machine): asked again until granted.
+	waitFor(t, 60*time.Second, "the observer's subscription granted", func() bool {
+		tok := c.Subscribe(topic, 1, func(_ paho.Client, m paho.Message) {
+			var st telemetry.Stored
+			if json.Unmarshal(m.Payload(), &st) != nil {
+				return
+			}
+			w.mu.Lock()
+			w.seen[st.Site] = append(w.seen[st.Site], mark{boot: st.Boot, seq: st.Seq, at: time.Now()})
+			w.mu.Unlock()
+		})
+		if !tok.WaitTimeout(20*time.Second) || tok.Error() != nil {
+			t.Fatalf("observer: subscribing: %v", tok.Error())
 		}
-		w.mu.Lock()
-		w.seen[st.Site] = append(w.seen[st.Site], mark{boot: st.Boot, seq: st.Seq, at: time.Now()})
-		w.mu.Unlock()
+		if tok.(*paho.SubscribeToken).Result()[topic] == 0x80 {
+			time.Sleep(500 * time.Millisecond) // paced: the refusal is immediate
+			return false
+		}
+		return true
 	})
-	if !tok.WaitTimeout(20*time.Second) || tok.Error() != nil {
-		t.Fatalf("observer: subscribing: %v", tok.Error())
-	}
 	return w
 }
 
