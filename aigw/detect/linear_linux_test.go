@@ -78,6 +78,11 @@ func TestLinearTime(t *testing.T) {
 		{"po boxes", "PO Box 4674, "},
 		{"unit first", "Flat 8, 262 "},
 		{"no-type streets", "Damrak 80, 1012 "},
+		// running-text evidence (namerunning.go): repeated mentions, coordination, particles
+		{"repeated mentions", "Oluwatoyin Bamgbose met Bamgbose and "},
+		{"coordinated names", "Kalani and Mateus Figueiredo and "},
+		{"gaelic particles", "Ó Mac Nic "},
+		{"appositions", "Odalys Quenum, the club's "},
 	}
 	const base = 16 << 10
 	for _, tc := range tests {

@@ -173,7 +173,9 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 		}
 		auth, mqttUser, mqttPassword = nats.UserJWTAndSeed(o.JWT, o.Seed), o.ClientID, o.MQTTJWT
 	}
-	nc, err := nats.Connect(strings.Join(o.URLs, ","), auth,
+	// The nodes in this controller's own order (NodeOrder), the same for both connections.
+	urls, mqttURLs := NodeOrder(o.URLs, o.ClientID), NodeOrder(o.MQTTURLs, o.ClientID)
+	nc, err := nats.Connect(strings.Join(urls, ","), auth, nats.DontRandomize(),
 		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Name(o.ClientID),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("NATS disconnected", "err", err) }),
 		nats.ReconnectHandler(func(c *nats.Conn) { b.log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }))
@@ -211,7 +213,7 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 	po := paho.NewClientOptions().SetClientID(o.ClientID).SetUsername(mqttUser).SetPassword(mqttPassword).
 		SetCleanSession(true).SetAutoReconnect(true).SetConnectRetry(true).
 		SetMaxReconnectInterval(2 * time.Second).SetConnectTimeout(5 * time.Second).SetWriteTimeout(10 * time.Second)
-	for _, u := range o.MQTTURLs {
+	for _, u := range mqttURLs {
 		po.AddBroker(u)
 	}
 	b.pub = paho.NewClient(po)
