@@ -47,7 +47,9 @@ var phoneContext = &contextRule{
 		// must not make "Laskun numero 2024-1187" (an invoice number) a phone
 		"rechnung", "rechnungsnummer", "kundennummer", "bestellnummer", "auftragsnummer",
 		"factura", "facture", "fattura", "pedido", "commande", "ordine", "lasku", "laskun",
-		"tilaus", "faktura", "pesanan", "resi", "nik", "dni", "cnp", "aadhaar", "protocollo"),
+		"tilaus", "faktura", "pesanan", "resi", "nik", "dni", "cnp", "aadhaar", "protocollo",
+		"folio", "rut", "ruc", "nif", "nie", "cif", "rfc", "curp", "npwp", "uen", "bvn", "nuban",
+		"ifsc", "gstin", "hkid", "nric"),
 	boost:   0.2,
 	penalty: 0.45,
 	max:     0.88, // below a validated card, SSN or IBAN with context

@@ -46,6 +46,7 @@ func TestWorldPhones(t *testing.T) {
 		{"contact header is no phone column", "Emergency contact: Ana, +91 81234 53876\ncustomer_id,full_name\n8224781729,Dewi", []string{"phone:+91 81234 53876"}},
 		{"arabic-indic order number", "رقم الطلب ٧٧٨١٢٠٣ في دبي", nil},
 		{"eight digits without a phone word", "Blk 221, ref 9123 4567 tmr", nil},
+		{"document number word", "Santiago, RUT 12.345.678-5, folio 9 8765 4321", nil},
 		{"aadhaar", "Mumbai\nAadhaar No.: 2345 6789 0124\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
