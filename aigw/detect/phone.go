@@ -338,8 +338,12 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 	// numbers' country codes, ccTLDs, script, letters, currency: phoneregion.go) is tried
 	// first; a number valid there and written in groups is a phone even without a phone word.
 	// A phone word near it, or the column it fills in a table ("name,phone,postcode").
-	hdr := columnHeader(text, s, e)
-	word := hasKeyword(text, s, e, phoneWords) || headerHas(hdr, phoneHeaderWords)
+	word := hasKeyword(text, s, e, phoneWords)
+	var hdr string
+	if !word {
+		hdr = columnHeader(text, s, e)
+		word = headerHas(hdr, phoneHeaderWords)
+	}
 	parses := 0
 	// Parses are dear (libphonenumber allocates): none for a run of digits without a phone
 	// word, a prefix of a longer run, more digits than national numbers have, or a number

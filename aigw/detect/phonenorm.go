@@ -40,8 +40,8 @@ func phoneNormLead(c byte) bool {
 	return c == 0xc2 || c == 0xd9 || c == 0xdb || c == 0xe2 || c == 0xe3 || c == 0xef
 }
 
-// needsPhoneNorm reports whether text holds a rune that phoneASCII maps next to a digit
-// (a space or hyphen elsewhere changes nothing for the scanner).
+// needsPhoneNorm reports whether text holds a digit that phoneASCII maps, or a space or hyphen
+// it maps between two ASCII digits (elsewhere they change nothing for the scanner).
 func needsPhoneNorm(text string) bool {
 	for i := 0; i < len(text); i++ {
 		if !phoneNormLead(text[i]) {
@@ -52,8 +52,8 @@ func needsPhoneNorm(text string) bool {
 		if b == 0 {
 			continue
 		}
-		if isDigit(b) || i > 0 && isDigit(text[i-1]) {
-			return true
+		if isDigit(b) || i > 0 && isDigit(text[i-1]) && i+n < len(text) && isDigit(text[i+n]) {
+			return true // a digit, or a space or hyphen between ASCII digits ("45\u00a0€" is not)
 		}
 		i += n - 1
 	}

@@ -57,3 +57,22 @@ func TestWorldPhones(t *testing.T) {
 		})
 	}
 }
+
+// TestPhoneNormOnlyWhenNeeded checks that text whose only non-ASCII spaces are away from digit
+// groups is scanned without the normalised copy (no allocation for it).
+func TestPhoneNormOnlyWhenNeeded(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"Prix\u00a0: 45\u00a0€", false},
+		{"tél. 01\u00a042 68 53 00", true},
+		{"電話 ０９０", true},
+		{"رقم ٧٧٨", true},
+		{"plain 0123 456 789", false},
+	} {
+		if got := needsPhoneNorm(tc.text); got != tc.want {
+			t.Errorf("needsPhoneNorm(%q) = %v; want %v", tc.text, got, tc.want)
+		}
+	}
+}
