@@ -280,6 +280,14 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			}
 			titled = true
 		}
+		if !titled && e-s == 1 && e < len(text) && text[e] == '.' {
+			if end := d.initialsRun(text, s); end > 0 && !tokenGoesOn(text, end) {
+				// "J. R. Okafor", "T. Mensah" as list items (namelist.go)
+				out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameTitledFloor})
+				i = end
+				continue
+			}
+		}
 		initial := -1
 		if titled && e-s == 1 && e+1 < len(text) && text[e] == '.' { // "Dr J. Otieno"
 			if ns := space(text, e+1); ns > 0 && isLetterAt(text, ns) && isCapWord(text[ns:wordEnd(text, ns)]) {
@@ -580,6 +588,19 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	if score < nameTitledFloor && lexical && !allWords(words[:n]) && !capWordNext(text, end) && d.runningCue(text, start, end, words[:n]) {
 		// apposition, a name label of another language, a repeated mention
 		score = nameTitledFloor + nameContextBoost
+	}
+	if score < DefaultMinScore && lexical && !allWords(words[:n]) && d.listCue(text, start, end, words[:n]) {
+		// an item of a list whose earlier items are names (namelist.go)
+		score = nameTitledFloor
+	}
+	if n == 1 && !titled && inverted < 0 && !cite {
+		if b := d.familyCommaBefore(text, words[0]); b >= 0 {
+			// "Mwale, Tiwonge - present": a family name written first in a row (namelist.go)
+			start, score = b, max(score, nameStrongFloor+nameContextBoost)
+		} else if ie := initialsAfter(text, start, end); ie > 0 && noWords(words[:n]) && fw&(gzNotName|gzPlace) == 0 {
+			// "Tanaka H.", "Brennan P. J." in an author list or a results table
+			end, score = ie, max(score, nameTitledFloor)
+		}
 	}
 	if score >= DefaultMinScore {
 		end = hyphenBreak(text, end) // "Rosalind T. Amadi-\nWhitfield" (OCR, wrapped lines)

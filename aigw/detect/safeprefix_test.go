@@ -128,6 +128,12 @@ func TestSafePrefixProperty(t *testing.T) {
 			texts = append(texts, s.Text)
 		}
 	}
+	// set 15's lists, rows and tables, cut more often: namelist.go reads list items and rows
+	for _, s := range loadAnnotated(t, "testdata/realistic_study15.txt") {
+		for range 8 {
+			texts = append(texts, s.Text)
+		}
+	}
 	texts = append(texts, fuzzSeeds...)
 	checked := 0
 	for _, text := range texts {
