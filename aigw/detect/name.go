@@ -425,8 +425,8 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		n++
 		j = we
 	}
-	if breaker || (j+2 < len(text) && text[j:j+2] == " &") {
-		return 0, -1, 0
+	if breaker || (j+2 < len(text) && text[j:j+2] == " &" && !d.listCue(text, s, j, words[:n])) {
+		return 0, -1, 0 // "Johnson & Johnson"; but "Wed: Marisol & Ilkka" after other names (namelist.go)
 	}
 	// A greeting word starts a sentence with a capital in any language: "Olá Tiago Barros,",
 	// "Merhaba Kerem Aksoy,". It is the name's cue, not its first word.

@@ -58,8 +58,45 @@ func (d nameDetector) listCue(text string, s, e int, ws []nameWord) bool {
 	if addressNumber(text, ls, s) {
 		return false // "Carrera 7 # 71-21, Torre B, Oficina 1204": parts of an address
 	}
-	names, unknown, things := d.listPeers(text, ls, s, s-ls < listMarkerLen && (ls == 0 || text[ls-1] == '\n') && bareLine(text, e))
-	return (names >= listMinPeers || names >= 1 && unknown >= 1) && names+unknown > 2*things
+	lineStart := ls == 0 || text[ls-1] == '\n'
+	names, unknown, things := d.listPeers(text, ls, s, s-ls < listMarkerLen && lineStart && bareLine(text, e))
+	if names+unknown <= 2*things {
+		return false
+	}
+	if names >= listMinPeers || names >= 1 && unknown >= 1 {
+		return true
+	}
+	// a list of names no word of which is known ("15 Volavola, 14 Nayacalevu, 13 Radradra"): the
+	// run itself must look like a name
+	return unknown >= 3 && things == 0 && ws[len(ws)-1].flags&(gzFirst|gzLast|gzProbable) != 0
+}
+
+// lineShape classes a line by how it starts, so that rows of one table or list can be told
+// from the lines around them: 'L' a short label and ": " ("Mon: ", "Sopranos: "), 'M' a
+// number marker and blanks ("9-11  ", "-8  ", "14 "), 0 other lines or no line start. (CSV
+// rows are not rows of one list: their cells are columns of different things.)
+func lineShape(text string, ls int) byte {
+	if ls > 0 && text[ls-1] != '\n' {
+		return 0
+	}
+	end := ls
+	for end < len(text) && text[end] != '\n' && end-ls < listWindow {
+		end++
+	}
+	line := text[ls:end]
+	if c := strings.Index(line, ": "); c > 0 && c <= 24 && isLetterAt(line, 0) && strings.IndexAny(line[:c], ",;.()[]") < 0 {
+		return 'L'
+	}
+	if line != "" && (isDigit(line[0]) || len(line) > 1 && (line[0] == '-' || line[0] == '+') && isDigit(line[1])) {
+		i := 1
+		for i < len(line) && i < listMarkerLen && strings.IndexByte("0123456789.:)'-", line[i]) >= 0 {
+			i++
+		}
+		if i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			return 'M'
+		}
+	}
+	return 0
 }
 
 // listMarkerLen bounds a line's list marker ("14.3 ", "-9  ", "9-11  ").
@@ -105,13 +142,28 @@ func bareLine(text string, e int) bool {
 
 // listPeers counts the list items that end in the listWindow bytes before s: items that are
 // names by their words, and other items.
-// Items on lines above count only when the run is a whole line (vertical) and they are whole
-// lines too, and then only as names or other items: a signature block ("Cordialmente,", a name,
-// a role) is no roster.
+// Items on lines above count when their line starts as the run's line does (lineShape: rows
+// of one rota or table), or when the run is a whole line (vertical) and they are whole lines
+// too, and then only as names or other items: a signature block ("Cordialmente,", a name, a
+// role) is no roster.
 func (d nameDetector) listPeers(text string, ls, s int, vertical bool) (names, unknown, things int) {
 	lo := max(0, s-listWindow)
-	if !vertical {
+	shape := lineShape(text, ls)
+	if !vertical && shape == 0 {
 		lo = max(lo, ls)
+	}
+	pls := -1 // the start of the line being read, once known
+	peerShape := byte(0)
+	if shape != 0 {
+		for p := lo; p > 0 && lo-p < listWindow; p-- {
+			if text[p-1] == '\n' {
+				pls, peerShape = p, lineShape(text, p)
+				break
+			}
+		}
+		if lo == 0 {
+			pls, peerShape = 0, lineShape(text, 0)
+		}
 	}
 	for lo > 0 && lo < s && !utf8.RuneStart(text[lo]) {
 		lo++
@@ -121,6 +173,9 @@ func (d nameDetector) listPeers(text string, ls, s int, vertical bool) (names, u
 		i = wordEnd(text, i) // a word cut by the window
 	}
 	for i < s {
+		if i > 0 && text[i-1] == '\n' && i != pls {
+			pls, peerShape = i, lineShape(text, i)
+		}
 		if !isLetterAt(text, i) || i > 0 && isWordByte(text[i-1]) {
 			_, n := utf8.DecodeRuneInString(text[i:])
 			i += max(n, 1)
@@ -155,7 +210,7 @@ func (d nameDetector) listPeers(text string, ls, s int, vertical bool) (names, u
 			}
 			w, re = re+1, ne
 		}
-		if re <= s && k <= 3 && listItemAfter(text, re) && (i >= ls || bareLine(text, re) && !(name && !known)) {
+		if re <= s && k <= 3 && listItemAfter(text, re) && (i >= ls || shape != 0 && pls >= 0 && peerShape == shape || vertical && bareLine(text, re) && !(name && !known)) {
 			switch {
 			case thing:
 				things++
@@ -231,7 +286,8 @@ func listItemAfter(text string, e int) bool {
 			return true
 		}
 		w := text[e+1 : wordEnd(text, e+1)]
-		if e+1+len(w) < len(text) && text[e+1+len(w)] == ' ' {
+		if len(w) > 1 && e+1+len(w) < len(text) && text[e+1+len(w)] == ' ' {
+			// not the one-letter "y", "e", "i" after a word: "Apellido y nombre:"
 			for _, c := range listConj {
 				if w == c {
 					return true
