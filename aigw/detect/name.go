@@ -247,6 +247,9 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				if end < 0 {
 					end = d.capsTransferSpan(text, s, e) // "sent to JOSEPH KAMAU 0722 ..." (namerunning.go)
 				}
+				if end < 0 {
+					end = d.capsRowSpan(text, s, e) // "KOVALENKO Oksana (UA)" in a list (namelist.go)
+				}
 				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end

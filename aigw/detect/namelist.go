@@ -32,7 +32,8 @@ const listWindow = 120
 const listMinPeers = 2
 
 // listConj are conjunctions that join the last item of a list.
-var listConj = []string{"and", "und", "et", "y", "e", "og", "och", "en", "és", "ja", "i"}
+// "bt", "vs" and "def" join the two sides of a result: "Kvitová bt Ostapenko 6-3 7-5".
+var listConj = []string{"and", "und", "et", "y", "e", "og", "och", "en", "és", "ja", "i", "bt", "vs", "def", "beat"}
 
 // listCue reports whether the run ws (text[s:e]) is an item of a list whose earlier items are
 // names.
@@ -447,6 +448,9 @@ func (d nameDetector) listPending(text string, cs, ce int) bool {
 	if ce-cs == 1 && ce < len(text) && text[ce] == '.' && listItemBefore(text, cs) {
 		return true
 	}
+	if ce-cs >= 3 && allCaps(text[cs:ce]) && listItemBefore(text, cs) && d.lowerWordOK(text[cs:ce]) {
+		return true // a family name in capitals that may start a capsRowSpan
+	}
 	if f := d.flags(text[cs:ce]); f&(gzLast|gzProbable) == 0 || f&(gzNotName|gzPlace|gzAmbiguous) != 0 ||
 		f&gzWord != 0 && f&gzLast == 0 {
 		return false // not a family name of familyCommaBefore
@@ -460,4 +464,47 @@ func (d nameDetector) listPending(text string, cs, ce int) bool {
 		return isCapWord(text[ns:ne]) && d.familyCommaBefore(text, nameWord{ns, ne, d.flags(text[ns:ne])}) == cs
 	}
 	return false
+}
+
+// capsRowSpan returns the end of a name in a list item or a row that starts with a family name
+// in capitals, followed by a given name in capitals or capitalised: "KOVALENKO Oksana (UA)",
+// "MBEKI THANDO       22:00-06:00", or -1. Both words must look like names to the gazetteer or
+// the model (lowerWordOK, or a known or probable given name); in capitals both, the row must
+// start there and the item end at blanks, a parenthesis or the line end.
+func (d nameDetector) capsRowSpan(text string, s, e int) int {
+	if e-s < 3 || !allCaps(text[s:e]) || !listItemBefore(text, s) || !d.capsNameWord(text[s:e]) {
+		return -1
+	}
+	if e+1 >= len(text) || text[e] != ' ' || !isLetterAt(text, e+1) {
+		return -1
+	}
+	ns := e + 1
+	ne := wordEnd(text, ns)
+	w := text[ns:ne]
+	switch {
+	case ne-ns < 2:
+		return -1
+	case allCaps(w):
+		if !d.capsNameWord(w) || !rowStart(text, s) || ne < len(text) && !(strings.HasPrefix(text[ne:], "  ") ||
+			text[ne] == '\t' || text[ne] == '\n' || strings.HasPrefix(text[ne:], " (")) {
+			return -1
+		}
+	case isCapWord(w):
+		f := d.flags(w)
+		if f&(gzFirst|gzProbable) == 0 || f&(gzNotName|gzPlace|gzAmbiguous) != 0 || f&gzWord != 0 && f&gzFirst == 0 {
+			return -1
+		}
+	default:
+		return -1
+	}
+	if !listItemAfter(text, ne) {
+		return -1
+	}
+	return ne
+}
+
+// capsNameWord reports whether w, in capitals, looks like a name and like no ordinary word
+// ("GRACE CHURCH" is a building; "THANDO" and "KARLSSON" are names).
+func (d nameDetector) capsNameWord(w string) bool {
+	return d.lowerWordOK(w) && nameFlags(w)&gzAmbiguous == 0 && d.modelFlags(w, -1e9) != gzWord
 }
