@@ -596,6 +596,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		// an item of a list whose earlier items are names (namelist.go)
 		score = nameTitledFloor
 	}
+	if score < DefaultMinScore && n == 1 && !titled && fw&gzProbable != 0 && fw&(gzNotName|gzAmbiguous) == 0 &&
+		sentenceSubject(text, start, end) {
+		score = nameTitledFloor - nameContextBoost // "Chiamaka is on leave" (namelist.go)
+	}
 	if n == 1 && !titled && inverted < 0 && !cite {
 		if b := d.familyCommaBefore(text, words[0]); b >= 0 {
 			// "Mwale, Tiwonge - present": a family name written first in a row (namelist.go)

@@ -508,3 +508,23 @@ func (d nameDetector) capsRowSpan(text string, s, e int) int {
 func (d nameDetector) capsNameWord(w string) bool {
 	return d.lowerWordOK(w) && nameFlags(w)&gzAmbiguous == 0 && d.modelFlags(w, -1e9) != gzWord
 }
+
+// subjectVerbs after a single word that starts a sentence make it a person's given name when the
+// model takes it for a name and the gazetteer does not know it ("Chiamaka is on leave",
+// "Kasimir will bring the projector"). A known given name alone stays under the threshold, as
+// TestScan requires ("Michael said it works.").
+var subjectVerbs = []string{"is", "was", "will", "has", "had", "said", "says", "told", "asked",
+	"wrote", "can", "could", "would", "joined", "leaves", "left", "runs", "covers"}
+
+// sentenceSubject reports whether the one-word run text[s:e] starts a line or a sentence and a
+// verb of subjectVerbs follows it.
+func sentenceSubject(text string, s, e int) bool {
+	j := s
+	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
+		j--
+	}
+	if !(j == 0 || text[j-1] == '\n' || j < s && j >= 2 && strings.IndexByte(".!?", text[j-1]) >= 0 && !isUpper(text[j-2])) {
+		return false
+	}
+	return followedBy(text, e, subjectVerbs)
+}
