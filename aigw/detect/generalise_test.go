@@ -93,6 +93,8 @@ func TestGeneralisation(t *testing.T) {
 // obituaries and announcements with cue-less names in running text, and organisations, places,
 // horses, boats and products named like people) was written by detect8 and committed before the
 // detector ran on it; a study set: its errors are printed and read.
+// Set 14 (names without honorifics in non-Latin scripts and romanised, addresses of more
+// countries) was written by detect9 and committed before the detector ran on it; a study set.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -118,6 +120,7 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_study15.txt", realistic15MinF2, realistic15MinPrecision, 1},
 		// Set 12: blind; floors set just under its first run (below).
 		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
+		{"testdata/realistic_study14.txt", realistic14MinF2, realistic14MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout12") {
@@ -177,21 +180,24 @@ const (
 	realistic7MinPrecision = 0.95 // first run 0.914; 0.940 with detect3's rules, 0.950 with detect4's, 0.959 with detect8's
 	realistic8MinF2        = 0.87 // first run 0.838 (P 0.938, R 0.816; detect4, errors never printed); 0.838 with detect4's rules; 0.883 with detect6's script.go (P 0.934; detect6 had seen 6 of its lines); 0.885 with detect7's; 0.888 with detect8's
 	realistic8MinPrecision = 0.95 // first run 0.938; 0.938 with detect4's rules; 0.934 with detect6's; 0.948 with detect7's; 0.962 with detect8's
-	realistic9MinF2        = 0.95 // first run 0.645 (P 0.908, R 0.601); 0.977 with detect6's changes (a study set: its errors were read)
+	realistic9MinF2        = 0.96 // first run 0.645 (P 0.908, R 0.601); 0.977 with detect6's changes (a study set: its errors were read); 0.983 with detect9's (one name labelled)
 	realistic9MinPrecision = 0.96 // first run 0.908; 0.967 with detect6's changes, 0.973 with detect8's
 	// Set 10 (set10 helper, written without reading the detector or the other sets' texts; first
 	// run by the lead on main 694bd21, errors never printed): P 0.818, R 0.677, F2 0.701;
 	// P 0.829, R 0.692, F2 0.715 with detect6's changes (script.go; blind); P 0.852, R 0.737,
 	// F2 0.757 with detect7's (phones, role mailboxes, addresses, dates of birth; blind). A study
-	// set since 2026-11-25: P 0.935, R 0.812, F2 0.834 with detect8's changes (errors read).
-	realistic10MinF2        = 0.82
-	realistic10MinPrecision = 0.92
+	// set since 2026-11-25: P 0.935, R 0.812, F2 0.834 with detect8's changes (errors read);
+	// P 0.888, R 0.805, F2 0.820 with detect9's alone (scriptrun.go, addrworld.go: addresses
+	// 14 of 14); P 0.963, R 0.880, F2 0.895 with both.
+	realistic10MinF2        = 0.87
+	realistic10MinPrecision = 0.95
 	// Set 11 (detect7's study set: phones, addresses, role mailboxes and dates of birth of 36
 	// countries): first run 0.641 / 0.540 / 0.558 (P / R / F2); 0.930 / 0.874 / 0.884 with
 	// detect7's changes (its errors were read).
-	// 0.951 / 0.879 / 0.892 with detect8's (names only).
-	realistic11MinF2        = 0.87
-	realistic11MinPrecision = 0.93
+	// 0.951 / 0.879 / 0.892 with detect8's (names only); 0.968 / 0.929 / 0.937 with detect9's
+	// alone (addresses, non-Latin names); 0.979 / 0.934 / 0.943 with both.
+	realistic11MinF2        = 0.92
+	realistic11MinPrecision = 0.96
 	// Set 12 (set12 helper, written without reading the detector or the other sets' texts;
 	// first run by the lead on main 2026-11-25, errors never printed): P 0.852, R 0.557, F2
 	// 0.598 (person 380 of 557 spans: P 0.796, R 0.432); P 0.870, R 0.603, F2 0.643 with
@@ -203,8 +209,18 @@ const (
 	// 0.954 / 0.880 / 0.894 with detect8's changes (its errors were read).
 	realistic13MinF2        = 0.88
 	realistic13MinPrecision = 0.94
-	realistic15MinF2        = 0 // set 15 (detect10, study): floors set after its first run
-	realistic15MinPrecision = 0
+	// Set 14 (detect9's study set: names in CJK, Korean, Thai, Arabic, Hebrew and Cyrillic
+	// without honorifics, addresses of TH/MX/AR/CO/CL/IN/ID/VN/KR/JP/CN/SA/EG/IL): first run
+	// 0.625 / 0.238 / 0.272 (P / R / F2); 0.959 / 0.886 / 0.899 with detect9's changes (its
+	// errors were read); 0.969 / 0.905 / 0.917 with detect8's merged too.
+	realistic14MinF2        = 0.90
+	realistic14MinPrecision = 0.95
+	// Set 15 (detect10's study set: names known from the structure of lists, rosters, results,
+	// team sheets, rows and tables; look-alike negatives; written before the detector ran on
+	// it): first run P 0.848, R 0.311, F2 0.356; 0.976 / 0.672 / 0.717 with namelist.go (its
+	// errors were read).
+	realistic15MinF2        = 0.70
+	realistic15MinPrecision = 0.96
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].

@@ -59,6 +59,9 @@ func (d nameDetector) listCue(text string, s, e int, ws []nameWord) bool {
 	if addressNumber(text, ls, s) {
 		return false // "Carrera 7 # 71-21, Torre B, Oficina 1204": parts of an address
 	}
+	if csvRow(text, ls, s) {
+		return false // the cells of a CSV row are columns of different things (column.go reads them)
+	}
 	lineStart := ls == 0 || text[ls-1] == '\n'
 	names, unknown, things := d.listPeers(text, ls, s, s-ls < listMarkerLen && lineStart && bareLine(text, e))
 	if names+unknown <= 2*things {
@@ -527,4 +530,16 @@ func sentenceSubject(text string, s, e int) bool {
 		return false
 	}
 	return followedBy(text, e, subjectVerbs)
+}
+
+// csvRow reports whether the line holding s (from ls) is a CSV row: two commas before s with no
+// blank after them ("Pham Thi Mai,Ho Chi Minh City,45 Lê Lợi, Phường Bến Nghé, Quận 1").
+func csvRow(text string, ls, s int) bool {
+	commas := 0
+	for i := ls; i < s; i++ {
+		if text[i] == ',' && i+1 < len(text) && text[i+1] != ' ' {
+			commas++
+		}
+	}
+	return commas >= 2
 }

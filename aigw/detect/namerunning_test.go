@@ -60,7 +60,7 @@ func TestRunningTextNames(t *testing.T) {
 		{"pet in brackets", "chased the neighbour's cat (Mr Pemberton) again", nil},
 		{"place preposition and place noun", "Donations to Ezekiel Mphahlele Hall or at Oliver Tambo Hall.", nil},
 		{"firm after &", "Agent: Hulst & Vermeer (ops@example.nl)", nil},
-		{"address line", "Adres: Kızıltepe Mah. Gül Sok. No: 4", nil},
+		{"address line", "Adres: Kızıltepe Mah. Gül Sok. No: 4", []string{"street_address:Kızıltepe Mah. Gül Sok. No: 4"}}, // no person; an address since detect9's "No: " marker
 		{"header row", "First name\tLast name\tSide\tTable\n", nil},
 		{"product after the name", "They now stock Dr. Halloran boots and Bellamy Finch perfume.", nil},
 		{"animal record", "Patient: Bramble   Species: feline   Breed: tabby", nil},

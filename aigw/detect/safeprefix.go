@@ -374,7 +374,12 @@ func numberMayFollow(text string, we int) bool {
 			return false
 		}
 		if r, _ := runeAt(text, j); !unicode.IsUpper(r) {
-			return false
+			// a street type after the name, in lower case: "Váci út 76", "Karl Johans gate 14"
+			te := wordEnd(text, j)
+			if te >= len(text) {
+				return stAfterPrefix(text[j:te])
+			}
+			return streetKind(text, j, te)&stAfter != 0
 		}
 		te := wordEnd(text, j)
 		if te >= len(text) {
