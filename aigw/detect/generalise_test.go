@@ -217,7 +217,7 @@ const (
 	realistic14MinPrecision = 0.95
 	// Set 15 (detect10's study set: names known from the structure of lists, rosters, results,
 	// team sheets, rows and tables; look-alike negatives; written before the detector ran on
-	// it): first run P 0.848, R 0.311, F2 0.356; 0.976 / 0.672 / 0.717 with namelist.go (its
+	// it): first run P 0.848, R 0.311, F2 0.356; 0.976 / 0.667 / 0.712 with namelist.go (its
 	// errors were read).
 	realistic15MinF2        = 0.70
 	realistic15MinPrecision = 0.96

@@ -598,7 +598,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	}
 	if score < DefaultMinScore && n == 1 && !titled && fw&gzProbable != 0 && fw&(gzNotName|gzAmbiguous) == 0 &&
 		sentenceSubject(text, start, end) {
-		score = nameTitledFloor - nameContextBoost // "Chiamaka is on leave" (namelist.go)
+		score = nameTitledFloor - nameContextBoost // "Kasimir will bring the projector" (namelist.go)
 	}
 	if n == 1 && !titled && inverted < 0 && !cite {
 		if b := d.familyCommaBefore(text, words[0]); b >= 0 {

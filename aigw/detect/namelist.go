@@ -513,11 +513,12 @@ func (d nameDetector) capsNameWord(w string) bool {
 }
 
 // subjectVerbs after a single word that starts a sentence make it a person's given name when the
-// model takes it for a name and the gazetteer does not know it ("Chiamaka is on leave",
-// "Kasimir will bring the projector"). A known given name alone stays under the threshold, as
+// model takes it for a name and the gazetteer does not know it ("Kasimir will bring the
+// projector", "Wairimu said she can"). A known given name alone stays under the threshold, as
 // TestScan requires ("Michael said it works.").
-var subjectVerbs = []string{"is", "was", "will", "has", "had", "said", "says", "told", "asked",
-	"wrote", "can", "could", "would", "joined", "leaves", "left", "runs", "covers"}
+// Not "is" or "was": things are subjects of those too ("Evensong is in the chapel").
+var subjectVerbs = []string{"will", "has", "had", "said", "says", "told", "asked", "wrote",
+	"joined", "leaves", "left", "covers"}
 
 // sentenceSubject reports whether the one-word run text[s:e] starts a line or a sentence and a
 // verb of subjectVerbs follows it.

@@ -28,7 +28,8 @@ func TestListNames(t *testing.T) {
 		{"box score", "PLAYER  PTS\nT. Mensah  21\nJ. Paz  9", []string{"T. Mensah", "J. Paz"}},
 		{"family name in capitals first", "Delegates: KOVALENKO Oksana (UA), DIALLO Mariama (SN)", []string{"KOVALENKO Oksana", "DIALLO Mariama"}},
 		{"caps roster", "NIGHT\nMBEKI THANDO       22:00-06:00\nKARLSSON INGRID    off", []string{"MBEKI THANDO", "KARLSSON INGRID"}},
-		{"given name starting a sentence", "Kasimir will bring the projector. Chiamaka is on leave.", []string{"Kasimir", "Chiamaka"}},
+		{"given name starting a sentence", "Kasimir will bring the projector. Wairimu said so.", []string{"Kasimir", "Wairimu"}},
+		{"a thing starting a sentence", "Evensong is in the chapel. Kubernetes will restart it.", nil},
 		{"known given name alone before said", "Michael said it works.", nil},
 		// look-alikes in the same structures
 		{"places", "Depots: Leeds, Bradford, Wakefield, Huddersfield and Halifax.", nil},

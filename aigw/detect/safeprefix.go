@@ -122,6 +122,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		return false // "March 12, 1985", "may 3 1990"
 	}
 	r, _ := runeAt(core, 0)
+	if !unicode.IsUpper(r) && !unicode.IsTitle(r) && ce < len(text) && text[ce] == '.' && streetStart(core) {
+		return false // "ul. Długa 44/6": an abbreviated street type in lower case starts an address
+	}
 	if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
 		// A lower-case name may follow a title, an introducing phrase or a label.
 		return !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) || precededBy(text, cs, nameMedium) ||
