@@ -133,7 +133,10 @@ var nameHeaders = newKeywords("name", "full name", "fullname", "first name", "la
 	"customer", "client", "owner", "contact", "employee", "patient", "person", "holder",
 	"cardholder", "recipient", "sender", "assignee", "reporter", "requester", "author", "user name",
 	"applicant", "tenant", "guest", "passenger", "member", "student", "nombre", "nom", "nome", "vorname",
-	"nachname")
+	"nachname",
+	// rosters and results (detect10): "first\tlast", "Player", "Forename"
+	"first", "last", "forename", "given", "player", "athlete", "runner", "volunteer", "attendee",
+	"delegate", "pupil")
 
 // fieldKey returns the key of a structured field whose whole value is text[s:e], or "": a
 // quoted value after a quoted or bare key and ':' or '=' (JSON, YAML, Python, shell:

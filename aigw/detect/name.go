@@ -247,6 +247,9 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				if end < 0 {
 					end = d.capsTransferSpan(text, s, e) // "sent to JOSEPH KAMAU 0722 ..." (namerunning.go)
 				}
+				if end < 0 {
+					end = d.capsRowSpan(text, s, e) // "KOVALENKO Oksana (UA)" in a list (namelist.go)
+				}
 				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end
@@ -279,6 +282,14 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				continue
 			}
 			titled = true
+		}
+		if !titled && e-s == 1 && e < len(text) && text[e] == '.' {
+			if end := d.initialsRun(text, s); end > 0 && !tokenGoesOn(text, end) {
+				// "J. R. Okafor", "T. Mensah" as list items (namelist.go)
+				out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameTitledFloor})
+				i = end
+				continue
+			}
 		}
 		initial := -1
 		if titled && e-s == 1 && e+1 < len(text) && text[e] == '.' { // "Dr J. Otieno"
@@ -417,8 +428,8 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		n++
 		j = we
 	}
-	if breaker || (j+2 < len(text) && text[j:j+2] == " &") {
-		return 0, -1, 0
+	if breaker || (j+2 < len(text) && text[j:j+2] == " &" && !d.listCue(text, s, j, words[:n])) {
+		return 0, -1, 0 // "Johnson & Johnson"; but "Wed: Marisol & Ilkka" after other names (namelist.go)
 	}
 	// A greeting word starts a sentence with a capital in any language: "Olá Tiago Barros,",
 	// "Merhaba Kerem Aksoy,". It is the name's cue, not its first word.
@@ -580,6 +591,23 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	if score < nameTitledFloor && lexical && !allWords(words[:n]) && !capWordNext(text, end) && d.runningCue(text, start, end, words[:n]) {
 		// apposition, a name label of another language, a repeated mention
 		score = nameTitledFloor + nameContextBoost
+	}
+	if score < DefaultMinScore && lexical && !allWords(words[:n]) && d.listCue(text, start, end, words[:n]) {
+		// an item of a list whose earlier items are names (namelist.go)
+		score = nameTitledFloor
+	}
+	if score < DefaultMinScore && n == 1 && !titled && fw&gzProbable != 0 && fw&(gzNotName|gzAmbiguous) == 0 &&
+		sentenceSubject(text, start, end) {
+		score = nameTitledFloor - nameContextBoost // "Kasimir will bring the projector" (namelist.go)
+	}
+	if n == 1 && !titled && inverted < 0 && !cite {
+		if b := d.familyCommaBefore(text, words[0]); b >= 0 {
+			// "Mwale, Tiwonge - present": a family name written first in a row (namelist.go)
+			start, score = b, max(score, nameStrongFloor+nameContextBoost)
+		} else if ie := initialsAfter(text, start, end); ie > 0 && noWords(words[:n]) && fw&(gzNotName|gzPlace) == 0 {
+			// "Tanaka H.", "Brennan P. J." in an author list or a results table
+			end, score = ie, max(score, nameTitledFloor)
+		}
 	}
 	if score >= DefaultMinScore {
 		end = hyphenBreak(text, end) // "Rosalind T. Amadi-\nWhitfield" (OCR, wrapped lines)

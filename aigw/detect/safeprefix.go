@@ -122,6 +122,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		return false // "March 12, 1985", "may 3 1990"
 	}
 	r, _ := runeAt(core, 0)
+	if !unicode.IsUpper(r) && !unicode.IsTitle(r) && ce < len(text) && text[ce] == '.' && streetStart(core) {
+		return false // "ul. Długa 44/6": an abbreviated street type in lower case starts an address
+	}
 	if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
 		// A lower-case name may follow a title, an introducing phrase or a label.
 		return !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) || precededBy(text, cs, nameMedium) ||
@@ -129,8 +132,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 			precededBy(text, cs, nameLowerWeak) && e.names.givenLower(core))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
-	if isTitle(core) || streetStart(core) {
-		return false
+	if isTitle(core) || streetStart(core) || e.names.listPending(text, cs, ce) {
+		return false // e.names.listPending: initials or a family name that may start a row's name (namelist.go)
 	}
 	if !isCapWord(core) {
 		// All capitals ("API"): no street starts there, and a name only after a cue
