@@ -24,4 +24,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 EDGEWAN_BENCH_SITES="${SITES:-300}" EDGEWAN_BENCH_SECONDS="${STEP_SECONDS:-30}" \
 	EDGEWAN_BENCH_EQUAL="${EQUAL:-}" EDGEWAN_BENCH_GOMAXPROCS="${GOMAXPROCS_CTL:-}" \
 	go test -run '^$' -bench '^BenchmarkClusterCPU$' -benchtime 1x -count=1 -timeout 60m ./controller/cluster/ 2>&1 |
-	grep -E 'controller\(s\)|^Benchmark|^(ok|FAIL|PASS)'
+	grep -E 'controller\(s\)|level=WARN|^Benchmark|^(ok|FAIL|PASS)'

@@ -171,6 +171,10 @@ func BenchmarkClusterCPU(b *testing.B) {
 		paused.Store(false)
 		time.Sleep(2 * time.Second)
 		moves0, warns0 := logCount(procs, "cluster: partition acquired"), logCount(procs, "level=WARN")
+		logAt := make([]int, len(procs)) // where each log stood when the window began
+		for i, p := range procs {
+			logAt[i] = len(p.log.String())
+		}
 		cpu0, s0, t0 := cpuSeconds(b, procs), samples.Load(), time.Now()
 		profs = profileAll(b, profDir, pprofAddrs, procs, seconds-2, fmt.Sprintf("%dctl-load", n))
 		time.Sleep(time.Duration(seconds) * time.Second)
@@ -192,6 +196,17 @@ func BenchmarkClusterCPU(b *testing.B) {
 		moves, warns := logCount(procs, "cluster: partition acquired")-moves0, logCount(procs, "level=WARN")-warns0
 		b.Logf("%d controller(s)%s: %.0f samples/s offered, controllers' CPU %.1f%% of a core (%s), idle %.1f%%; %.1f CPU-ms per s per 1,000 samples/s, %.1f above idle; stream backlog at the end %d messages (handled, not yet acked included); %d partitions moved, %d warnings logged in the window",
 			n, benchMode(equal), rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog, moves, warns)
+		if warns > 0 { // what disturbed the window (up to 5 lines per controller)
+			for i, p := range procs {
+				k := 0
+				for _, line := range strings.Split(p.log.String()[logAt[i]:], "\n") {
+					if strings.Contains(line, "level=WARN") && k < 5 {
+						b.Logf("  %s: %s", p.id, line)
+						k++
+					}
+				}
+			}
+		}
 		b.ReportMetric(netK, fmt.Sprintf("net-cpu-ms/s/1k-samples/s@%dctl", n))
 		b.ReportMetric(perK, fmt.Sprintf("cpu-ms/s/1k-samples/s@%dctl", n))
 	}
