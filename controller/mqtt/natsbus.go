@@ -93,19 +93,10 @@ type natsPart struct {
 	ctx     context.Context // ends at stop: cuts short the JetStream calls of the partition's goroutine
 	cancel  context.CancelFunc
 	mu      sync.Mutex
-	cc      jetstream.ConsumeContext // the current consumption (nil until bound); replaced when it ends
-	name    string                   // the consumer bound (p{N}-g{generation}); "" until bound
+	it      jetstream.MessagesContext // the current iterator (nil until bound); replaced when it fails
+	name    string                    // the consumer bound (p{N}-g{generation}); "" until bound
 	stopped bool
 	done    chan struct{}
-
-	// hmu serialises the handler calls (deliver, on the consumption's goroutine) with the
-	// partition goroutine's work: that goroutine holds it while it binds a consumer and
-	// replays the agents' status, so no message of the partition is handled before the
-	// replay, and takes it to end a consumption, so none is handled after.
-	hmu   sync.Mutex
-	gen   int           // the current consumption's number: a callback of an earlier one does nothing
-	lost  chan struct{} // (1) deliver saw the partition no longer owned
-	quiet time.Time     // the first error of a run without messages; zero once one came
 
 	// The acknowledgement not sent yet (consume's, and the timer's that sends it).
 	ackMu    sync.Mutex
@@ -120,11 +111,11 @@ type natsPart struct {
 func (np *natsPart) stop() {
 	np.mu.Lock()
 	np.stopped = true
-	cc := np.cc
+	it := np.it
 	np.mu.Unlock()
 	np.cancel()
-	if cc != nil {
-		cc.Stop()
+	if it != nil {
+		it.Stop()
 	}
 	<-np.done
 }
@@ -333,7 +324,7 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 		return nil
 	}
 	pctx, cancel := context.WithCancel(ctx)
-	np := &natsPart{ctx: pctx, cancel: cancel, done: make(chan struct{}), lost: make(chan struct{}, 1)}
+	np := &natsPart{ctx: pctx, cancel: cancel, done: make(chan struct{})}
 	np.timer = time.AfterFunc(time.Hour, func() { b.flushAck(p, np, false) })
 	np.timer.Stop()
 	b.parts[p] = np
@@ -342,19 +333,17 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 	return nil
 }
 
-// bind binds p's consumer and starts consuming from it (a new consumption, np.gen), each
-// attempt bounded by timeout, retrying with a growing back-off (up to 2 s) until it succeeds
-// or the partition stops (false). With fresh (a start, or the partition owned again), or when
-// the bound consumer is gone, it takes the partition over through a new consumer (takeOver);
-// else it pulls again from the one bound. Called with np.hmu held: the new consumption's
-// messages wait for it.
+// bind binds p's consumer, each attempt bounded by timeout, retrying with a growing back-off
+// (up to 2 s) until it succeeds or the partition stops (false). With fresh (a start, or the
+// partition owned again), or when the bound consumer is gone, it takes the partition over
+// through a new consumer (takeOver); else it pulls again from the one bound.
 //
-// nats.go's Consume, not its Messages iterator: both hand each message from the connection's
-// reader to another goroutine (Consume: the subscription's own, woken through a sync.Cond;
-// Messages: a channel the caller's Next selects on, with a heartbeat timer allocated and
-// stopped per call), so Consume costs one goroutine hop per message like the iterator, without
-// the select and the timer (BenchmarkNATSBusConsume). Fetch forwards each message from its
-// subscription's channel to the batch's through one more goroutine.
+// The Messages iterator, not Consume or Fetch: each of the three hands every message from the
+// connection's reader to another goroutine (Fetch through two), so none saves the wake-up per
+// delivery. Consume (the handler on the subscription's goroutine, woken through a sync.Cond)
+// spares the iterator's select and its heartbeat timer per Next: 5 allocations of 11 per
+// message, but no CPU that paired runs could see (docs/benchmarks.md, "the 1 -> 3 rise"), so
+// the simpler loop stayed.
 func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration, fresh bool) bool {
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -373,13 +362,9 @@ func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration, fresh bool) b
 		if fresh || name == "" {
 			c, err = b.takeOver(ctx, p)
 		}
-		var cc jetstream.ConsumeContext
+		var it jetstream.MessagesContext
 		if err == nil {
-			np.gen++
-			gen := np.gen
-			cc, err = c.Consume(func(m jetstream.Msg) { b.deliver(p, np, gen, m) },
-				jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(500*time.Millisecond),
-				jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { b.consumeError(p, np, gen, err) }))
+			it, err = c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(4*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
 		}
 		cancel()
 		if err == nil {
@@ -387,10 +372,10 @@ func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration, fresh bool) b
 			np.mu.Lock()
 			if np.stopped {
 				np.mu.Unlock()
-				cc.Stop()
+				it.Stop()
 				return false
 			}
-			np.cc, np.name = cc, c.CachedInfo().Name
+			np.it, np.name = it, c.CachedInfo().Name
 			np.mu.Unlock()
 			if attempt > 1 {
 				b.log.Info("NATS partition consumer bound", "partition", p, "attempts", attempt)
@@ -595,146 +580,111 @@ func (b *NATSBus) awaitOwned(p int, np *natsPart) bool {
 	}
 }
 
-// consume runs p's messages through the handlers (deliver), in order, acknowledging them
-// (handled) as it goes, and the last one handled when it stops. Its goroutine binds the
-// consumer, replays the agents' status, then waits for the consumption to end: the partition
-// stopped, the consumption ended by itself (its consumer deleted, the connection closed: it
-// pulls afresh), or deliver saw the partition no longer owned.
+// consume runs p's messages through the handlers, in order, acknowledging them (handled) as
+// it goes, and the last one handled when it stops.
 func (b *NATSBus) consume(p int, np *natsPart) {
 	defer close(np.done)
 	defer np.cancel()
 	defer b.flushAck(p, np, true)
-	np.hmu.Lock()
 	if !b.bind(p, np, bindTimeout, true) {
-		np.hmu.Unlock()
 		return
 	}
 	b.replayStatus(p, np)
+	var resumed time.Time // the first error of a run without messages; zero once one came
 	for {
 		np.mu.Lock()
-		cc := np.cc
+		it := np.it
 		np.mu.Unlock()
-		np.hmu.Unlock()
-		lost := false
-		select {
-		case <-np.ctx.Done():
-		case <-cc.Closed():
-		case <-np.lost:
-			lost = true
-		}
-		np.hmu.Lock() // a handler call in progress ends first; none of this consumption follows
-		np.gen++
-		cc.Stop()
-		if np.ctx.Err() != nil {
-			np.hmu.Unlock()
-			return
-		}
-		fresh, timeout := false, 2*time.Second
-		if lost {
-			// Not ours any more (deliver acknowledged what was handled and gave the message
-			// back): StopPartition follows, and the next owner starts a consumer of its own after
-			// the ack floor. Nothing more is pulled (an ack of a later message would cover the
-			// ones not handled), until the partition is owned again, which takes it over afresh.
-			if !b.awaitOwned(p, np) {
-				np.hmu.Unlock()
+		m, err := it.Next()
+		if err != nil {
+			np.mu.Lock()
+			stopped := np.stopped
+			np.mu.Unlock()
+			if stopped {
 				return
 			}
-			fresh, timeout = true, bindTimeout
-		} else {
-			// The consumption ended (its consumer deleted, the connection closed): pull afresh
-			// (the durable consumer keeps the position; what was delivered and not acked comes
-			// again).
-			b.log.Warn("NATS partition consumer ended; resubscribing", "partition", p)
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				// The consumer's leader died with its node (or the connection's node did): the
+				// iterator has forgotten its pull and pulls again on the next Next, every two
+				// heartbeats, so it is served as soon as a new leader is elected (NATS raft:
+				// 4-9 s). Creating the consumer again instead waited for the API's answer, which
+				// a leaderless consumer never gives: 10 s lost after every election.
+				if resumed.IsZero() {
+					resumed = time.Now()
+				}
+				b.log.Debug("NATS partition consumer: no heartbeat; pulling again", "partition", p)
+				continue
+			}
+			// The iterator ended (its consumer deleted, the connection closed): start pulling
+			// afresh (the durable consumer keeps the position; what was delivered and not acked
+			// comes again).
+			b.log.Warn("NATS partition consumer; resubscribing", "partition", p, "err", err)
+			it.Stop()
 			b.flushAck(p, np, false)
-			select { // back off between attempts: a new consumption may end at once again
+			select { // back off between attempts: a new iterator may fail at once again
 			case <-np.ctx.Done():
-				np.hmu.Unlock()
 				return
 			case <-time.After(250 * time.Millisecond):
 			}
+			fresh := false
 			if b.o.Owns != nil && !b.o.Owns(p) { // another owner's consumer, if any, is not ours to pull from
 				if !b.awaitOwned(p, np) {
-					np.hmu.Unlock()
 					return
 				}
 				fresh = true
 			}
-			if np.quiet.IsZero() {
-				np.quiet = time.Now()
+			// Short attempts: a consumer without a leader never answers; trying again soon is
+			// better.
+			if !b.bind(p, np, 2*time.Second, fresh) {
+				return
 			}
+			if fresh {
+				b.replayStatus(p, np)
+			}
+			if resumed.IsZero() {
+				resumed = time.Now()
+			}
+			continue
 		}
-		// Short attempts after an error: a consumer without a leader never answers; trying
-		// again soon is better.
-		if !b.bind(p, np, timeout, fresh) {
-			np.hmu.Unlock()
-			return
+		if !resumed.IsZero() {
+			b.log.Info("NATS partition consumer: delivering again", "partition", p, "since the first error", time.Since(resumed))
+			resumed = time.Time{}
 		}
-		if fresh {
+		// edgewan.in.{p}.{site}.{kind} -> edgewan/v1/sites/{site}/{kind}
+		site, kind, ok := subjectSite(m.Subject())
+		if !ok {
+			_ = m.Term()
+			continue
+		}
+		if b.o.Owns != nil && !b.o.Owns(p) {
+			// Not ours any more: StopPartition follows, and the next owner starts a consumer
+			// of its own after the ack floor. What was handled is acknowledged; nothing more is
+			// pulled (an ack of a later message would cover this one), until the partition is
+			// owned again, which takes it over afresh.
+			b.flushAck(p, np, true)
+			_ = m.NakWithDelay(time.Second)
+			it.Stop()
+			if !b.awaitOwned(p, np) {
+				return
+			}
+			if !b.bind(p, np, bindTimeout, true) {
+				return
+			}
 			b.replayStatus(p, np) // the engine took its sites as lost: it waits for their paths again
+			continue
 		}
-	}
-}
-
-// consumeError notes an error of consumption gen. A missing heartbeat means the consumer's
-// leader died with its node (or the connection's node did): nats.go pulls again, every two
-// heartbeats, so the partition is served as soon as a new leader is elected (NATS raft: 4-9
-// s). Creating the consumer again instead waited for the API's answer, which a leaderless
-// consumer never gives: 10 s lost after every election. Errors that end the consumption
-// close it (consume then pulls afresh).
-func (b *NATSBus) consumeError(p int, np *natsPart, gen int, err error) {
-	np.hmu.Lock()
-	defer np.hmu.Unlock()
-	if np.gen != gen {
-		return
-	}
-	if np.quiet.IsZero() {
-		np.quiet = time.Now()
-	}
-	b.log.Debug("NATS partition consumer", "partition", p, "err", err)
-}
-
-// deliver handles one message of consumption gen of partition p (on the consumption's
-// goroutine): the handler, then its ack (handled). A message of a consumption already ended
-// is left alone: it comes again, to this consumer's next pull or to the partition's next one.
-func (b *NATSBus) deliver(p int, np *natsPart, gen int, m jetstream.Msg) {
-	np.hmu.Lock()
-	defer np.hmu.Unlock()
-	if np.gen != gen {
-		return
-	}
-	if !np.quiet.IsZero() {
-		b.log.Info("NATS partition consumer: delivering again", "partition", p, "since the first error", time.Since(np.quiet))
-		np.quiet = time.Time{}
-	}
-	// edgewan.in.{p}.{site}.{kind} -> edgewan/v1/sites/{site}/{kind}
-	site, kind, ok := subjectSite(m.Subject())
-	if !ok {
-		_ = m.Term()
-		return
-	}
-	if b.o.Owns != nil && !b.o.Owns(p) {
-		// Not ours any more: what was handled is acknowledged, this one given back, and the
-		// consumption ends (consume).
-		b.flushAck(p, np, true)
-		_ = m.NakWithDelay(time.Second)
-		np.gen++
-		select {
-		case np.lost <- struct{}{}:
-		default:
+		b.mu.Lock()
+		h := b.routes[kind]
+		b.mu.Unlock()
+		if h != nil {
+			b.d.run(delivery{h: h, topic: telemetry.TopicRoot + site + "/" + kind, payload: m.Data()})
 		}
-		return
+		b.handled(p, np, m)
 	}
-	b.mu.Lock()
-	h := b.routes[kind]
-	b.mu.Unlock()
-	if h != nil {
-		b.d.run(delivery{h: h, topic: telemetry.TopicRoot + site + "/" + kind, payload: m.Data()})
-	}
-	b.handled(p, np, m)
 }
 
-// subjectSite splits edgewan.in.{partition}.{site}.{kind} (kind may hold dots) without
-// allocating.
+// subjectSite splits edgewan.in.{partition}.{site}.{kind} (kind may hold dots) as
+// strings.SplitN(subject, ".", 5) would, without allocating the slice: once per message.
 func subjectSite(subject string) (site, kind string, ok bool) {
 	rest := subject
 	for range 3 {
