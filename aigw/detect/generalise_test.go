@@ -84,6 +84,10 @@ func TestGeneralisation(t *testing.T) {
 // with phones in national formats, addresses of each country's shape, role mailboxes of many
 // languages and dates of birth) was written by detect7 and committed before the detector ran
 // on it; a study set like set 9: its errors are printed and read.
+// Set 12 (sports reports and commentary, results sheets, letters and corrections, rotas,
+// rosters, donor rolls, appointment letters, LDIF/ICS/CODEOWNERS/patch trailers, forms of many
+// countries, 30 languages and voices) was written by set12, who never ran the detector on it;
+// committed alone, errors never printed, floors 0 until the lead's first run.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -104,9 +108,11 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_study11.txt", realistic11MinF2, realistic11MinPrecision, 1},
 		// Set 10: blind; floors set just under its first run (below).
 		{"testdata/realistic_holdout10.txt", realistic10MinF2, realistic10MinPrecision, 1},
+		// Set 12: blind; floors set just under its first run (below).
+		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout10") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout10") || strings.Contains(tc.file, "holdout12") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -176,6 +182,11 @@ const (
 	// detect7's changes (its errors were read).
 	realistic11MinF2        = 0.86
 	realistic11MinPrecision = 0.91
+	// Set 12 (set12 helper, written without reading the detector or the other sets' texts;
+	// first run by the lead on main 2026-11-25, errors never printed): P 0.852, R 0.557, F2
+	// 0.598 (person 380 of 557 spans: P 0.796, R 0.432).
+	realistic12MinF2        = 0.59
+	realistic12MinPrecision = 0.84
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
