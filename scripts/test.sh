@@ -120,6 +120,14 @@ bash scripts/mosquitto.sh install
 log "NATS server"
 bash scripts/nats.sh install
 
+# History: TestRollingUpgrade (controller/cluster) builds the controller of an older commit from
+# the repository's history and upgrades a running cluster from it. A shallow clone lacks that
+# commit: deepen it from its origin here (the test fails, naming the commit, if this could not).
+if [ "$(git rev-parse --is-shallow-repository 2>/dev/null || echo false)" = true ]; then
+	log "Git history (shallow clone: fetching the rest for TestRollingUpgrade)"
+	git fetch --quiet --unshallow || printf 'test.sh: warning: git fetch --unshallow failed; TestRollingUpgrade needs the full history\n' >&2
+fi
+
 # Headless Chromium: the NOC page's browser test (controller/server/noc_test.go) fails without it.
 log "Chromium"
 bash scripts/chromium.sh install

@@ -189,6 +189,14 @@ type Decisions struct {
 // when the watermark stalls below them. An agent that has never
 // seen one (an older controller publishes none) deletes at PUBACK after a grace instead; see
 // docs/telemetry.md.
+//
+// Hole, when set, is a resend request: the controller holds sequences above Seq's contiguous
+// run but not Hole.From..Hole.To (lost between the broker and the controller), and asks the
+// agent to send those again now instead of after its own stall timeout. Such a message is
+// published live only (never retained) by the site's owner; its Seq is the watermark already
+// published. Agents older than the field ignore it (encoding/json skips unknown fields) and
+// take the message as a repeated watermark; controllers older than it never send it, and the
+// agent then finds the hole by the stalled watermark alone (docs/agent.md).
 type Stored struct {
 	V      int       `json:"v"`
 	Site   string    `json:"site"`
@@ -196,6 +204,13 @@ type Stored struct {
 	Seq    uint64    `json:"seq"`
 	Boot   string    `json:"boot"` // changes at each controller start
 	Time   time.Time `json:"ts"`
+	Hole   *SeqRange `json:"hole,omitempty"`
+}
+
+// SeqRange is an inclusive range of an agent's spool sequences.
+type SeqRange struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
 }
 
 // Errors of Decode and Validate wrap ErrInvalid.

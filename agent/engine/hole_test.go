@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/edgewan/edgewan/agent/claim"
@@ -85,10 +87,11 @@ func (s *historySink) has(seq uint64) int {
 // of a run, and one of an event's neighbours. The watermark (contiguous) stays below each
 // hole; the agent, seeing it stalled below records acknowledged long ago, sends the oldest
 // again; they are stored; and only then does the spool delete them. Nothing is lost and
-// nothing is stored twice.
+// nothing is stored twice. The controller is one from before hole requests (HoleGrace < 0):
+// a new agent with an older controller (TestUplinkHoleRequested has both new).
 func TestUplinkSendsLostReportAgain(t *testing.T) {
 	dir, creds, c := setupWithSite(t)
-	bus, hist := runLossyController(t, c, creds, map[uint64]bool{7: true, 12: true, 13: true}, nil)
+	bus, hist := runLossyControllerWith(t, c, creds, map[uint64]bool{7: true, 12: true, 13: true}, nil, ingest.Options{HoleGrace: -1})
 
 	sp := openSpool(t, dir)
 	defer sp.Close()
@@ -248,6 +251,13 @@ func TestUplinkWaitingSendsHoleAgain(t *testing.T) {
 // lose (wrapped by wrap, if not nil), until the test ends.
 func runLossyController(t *testing.T, c *controllerSide, creds *claim.Credentials, lose map[uint64]bool, wrap func(*lossyBus) mqtt.Bus) (*lossyBus, *historySink) {
 	t.Helper()
+	return runLossyControllerWith(t, c, creds, lose, wrap, ingest.Options{})
+}
+
+// runLossyControllerWith is runLossyController with the engine's options o (its FlushEvery
+// and Logger are the test's).
+func runLossyControllerWith(t *testing.T, c *controllerSide, creds *claim.Credentials, lose map[uint64]bool, wrap func(*lossyBus) mqtt.Bus, o ingest.Options) (*lossyBus, *historySink) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
 	if err != nil {
@@ -268,7 +278,8 @@ func runLossyController(t *testing.T, c *controllerSide, creds *claim.Credential
 	if wrap != nil {
 		bus = wrap(lossy)
 	}
-	eng := ingest.New(st, bus, hist, ingest.Options{FlushEvery: 50 * time.Millisecond, Logger: quiet})
+	o.FlushEvery, o.Logger = 50*time.Millisecond, quiet
+	eng := ingest.New(st, bus, hist, o)
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -277,4 +288,84 @@ func runLossyController(t *testing.T, c *controllerSide, creds *claim.Credential
 	go func() { defer close(engineDone); _ = eng.Run(rctx) }()
 	t.Cleanup(func() { stopEngine(); <-engineDone })
 	return lossy, hist
+}
+
+// holeTest runs the lossy controller with the options o (a registry of its own) and an agent
+// that waits an hour before its own stall probe unless holeAfter says otherwise, reports 20
+// windows, and waits until every record is covered and deleted. It returns the controller's
+// hole requests and the history.
+func holeTest(t *testing.T, o ingest.Options, holeAfter time.Duration, older bool) (*runningUplink, *historySink, float64) {
+	t.Helper()
+	dir, creds, c := setupWithSite(t)
+	reg := prometheus.NewRegistry()
+	o.Registerer = reg
+	bus, hist := runLossyControllerWith(t, c, creds, map[uint64]bool{7: true, 12: true, 13: true}, nil, o)
+	sp := openSpool(t, dir)
+	t.Cleanup(func() { _ = sp.Close() })
+	r := startUplink(t, c, sp, time.Hour)
+	r.u.olderAgent.Store(older)
+	r.u.holeAfter.Store(int64(holeAfter))
+	waitUntil(t, "the controller's first watermark", func() bool { b, _ := r.u.boot.Load().(string); return b != "" })
+	r.turn(t)
+	window := []telemetry.TransportWindow{{Name: "wan1", Method: "icmp", Sent: 10, LatencyMs: 20, P50Ms: 20, P95Ms: 22, MinMs: 19, MaxMs: 25, JitterMs: 1, StdDevMs: 1}}
+	for range 20 {
+		r.e.spoolReport(time.Now(), time.Second, window)
+	}
+	waitUntil(t, "every record covered by the watermark and deleted", func() bool { return sp.Stats().Acked == 20 && sp.Stats().Records == 0 })
+	bus.mu.Lock()
+	lost := slices.Clone(bus.lost)
+	bus.mu.Unlock()
+	if len(lost) != 3 {
+		t.Fatalf("the bus lost %v; want 7, 12 and 13 (the test's premise)", lost)
+	}
+	for q := uint64(1); q <= 20; q++ {
+		if n := hist.has(q); n != 1 {
+			t.Errorf("report %d written to the history %d times; want once", q, n)
+		}
+	}
+	asks := 0.0
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "edgewan_ingest_hole_requests_total" {
+			asks = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return r, hist, asks
+}
+
+// TestUplinkHoleRequested: the controller's bus loses reports 7, 12 and 13 after the broker
+// acknowledged them; the controller, holding newer ones, asks the agent for each hole once the
+// reorder grace passed (telemetry.Stored.Hole), and the agent sends them at once. Its own stall
+// probe (holeAfter) is an hour here, so only the request can have brought them back: every
+// report is stored once and the spool empties.
+func TestUplinkHoleRequested(t *testing.T) {
+	r, _, asks := holeTest(t, ingest.Options{HoleGrace: 200 * time.Millisecond}, time.Hour, false)
+	if asks < 1 {
+		t.Errorf("controller hole requests %v; want at least one", asks)
+	}
+	if got := counterValue(t, r.e.m.holeRequests); got < 1 {
+		t.Errorf("edgewan_agent_spool_hole_requests_total %v; want the controller's requests served", got)
+	}
+	if got := counterValue(t, r.e.m.resent); got < 3 {
+		t.Errorf("edgewan_agent_spool_resent_total %v; want at least the 3 lost", got)
+	}
+}
+
+// TestUplinkOlderAgentHoleRequest: a controller that asks for holes and an agent older than
+// the request (it ignores the field, as encoding/json skips unknown ones): the requests do it
+// no harm (a repeated watermark), and its stall probe still brings the lost reports back.
+func TestUplinkOlderAgentHoleRequest(t *testing.T) {
+	r, _, asks := holeTest(t, ingest.Options{HoleGrace: 200 * time.Millisecond}, time.Second, true)
+	if asks < 1 {
+		t.Errorf("controller hole requests %v; want at least one (the test's premise)", asks)
+	}
+	if got := counterValue(t, r.e.m.holeRequests); got != 0 {
+		t.Errorf("an agent older than hole requests served %v of them; want 0", got)
+	}
+	if got := counterValue(t, r.e.m.resent); got < 3 {
+		t.Errorf("edgewan_agent_spool_resent_total %v; want the stall probe to send the lost ones again", got)
+	}
 }

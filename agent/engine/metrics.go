@@ -17,6 +17,7 @@ type metrics struct {
 	published              prometheus.Counter
 	stored                 prometheus.Counter
 	resent                 prometheus.Counter
+	holeRequests           prometheus.Counter
 	pubackFallbacks        prometheus.Counter
 	connected              prometheus.Gauge
 	standby                prometheus.Gauge
@@ -37,7 +38,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		published:   prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_mqtt_published_total", Help: "Spooled messages acknowledged by the broker (PUBACK); on NATS, at QoS 0, written to the connection."}),
 		stored:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_reports_stored_total", Help: "Telemetry windows the controller confirmed stored (covered by its watermark) and the spool deleted."}),
 		resent: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_resent_total",
-			Help: "Spooled messages sent again because the controller's watermark stalled below them long after the broker acknowledged them (lost between broker and controller)."}),
+			Help: "Spooled messages sent again because they were lost between broker and controller: the controller asked for them (a hole below newer ones), or its watermark stalled below them long after the broker acknowledged them."}),
+		holeRequests: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_hole_requests_total",
+			Help: "The controller's requests for spooled messages it is missing below newer ones that the agent served (their records are counted in edgewan_agent_spool_resent_total)."}),
 		pubackFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgewan_agent_spool_puback_fallbacks_total",
 			Help: "Times the agent began deleting spooled records at the broker's PUBACK (no watermark from the controller within the grace: an older controller)."}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "edgewan_agent_mqtt_connected", Help: "1 while connected to the broker."}),
@@ -50,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Dead-link verdicts withdrawn because their first unanswered probe was answered late (a delay step, not a dead link)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.pubackFallbacks, m.connected, m.standby, m.standbyActivations, m.standbyPublished, m.verdictsRevoked)
+		reg.MustRegister(m.probesSent, m.probesLost, m.transportUp, m.switches, m.reports, m.dpChanges, m.dpErrors, m.published, m.stored, m.resent, m.holeRequests, m.pubackFallbacks, m.connected, m.standby, m.standbyActivations, m.standbyPublished, m.verdictsRevoked)
 	}
 	return m
 }

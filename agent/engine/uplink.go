@@ -63,6 +63,11 @@ type uplink struct {
 	nats bool
 	// sb: the warm standby connection (NATS only; nil: none), see standby.
 	sb *standby
+	// hole: the controller's latest request for records it is missing (telemetry.Stored.Hole),
+	// until sendLoop serves it; olderAgent: ignore such requests (tests: an agent from before
+	// them, which falls back on holeAfter).
+	hole       atomic.Pointer[telemetry.SeqRange]
+	olderAgent atomic.Bool
 	// heard: per connection (its connAt; the standby's id), the highest watermark heard on it,
 	// for Options.OnAccepted only (accepted.covered).
 	heardMu sync.Mutex
@@ -481,6 +486,9 @@ func (u *uplink) onStored(payload []byte, conn int64) {
 			break
 		}
 	}
+	if h := m.Hole; h != nil && !u.olderAgent.Load() && h.From <= h.To && h.To > u.mark.Load() {
+		u.hole.Store(&telemetry.SeqRange{From: h.From, To: h.To})
+	}
 	u.wake()
 }
 
@@ -619,6 +627,8 @@ func (u *uplink) sendLoop(ctx context.Context) {
 	acked := uint64(0)
 	var probe prober
 	var acc accepted
+	var served time.Time // the last hole request served, and its lower bound
+	var servedFrom uint64
 	u.marked.Store(time.Now().UnixNano())
 	mode := ""
 	deletePublished := func() { // at PUBACK: everything published so far
@@ -664,6 +674,16 @@ func (u *uplink) sendLoop(ctx context.Context) {
 		if !u.connected() && !u.onStandby() {
 			if !u.waitWake(ctx, time.Second) {
 				return
+			}
+			continue
+		}
+		// The controller asked for records it is missing (a hole below newer ones it holds):
+		// sent now; the same hole at most once per holeRequestEvery (a controller repeats its
+		// own while the hole stays open), the next one up at once.
+		if h := u.hole.Swap(nil); h != nil && mode != modePuback && (h.From != servedFrom || time.Since(served) >= holeRequestEvery) {
+			served, servedFrom = time.Now(), h.From
+			if err := u.sendRequested(ctx, *h, pending, &acc); err != nil {
+				u.e.log.Warn("agent: sending records the controller asked for; retrying at its next request", "err", err)
 			}
 			continue
 		}
@@ -788,14 +808,47 @@ func (p *prober) due(u *uplink, pending []sent, acked uint64) bool {
 	return true
 }
 
-// sendHole sends again the oldest uncovered records, at most p.n and at most those published
-// (pending), in order, in batches; the watermark's wait starts again.
-func (u *uplink) sendHole(ctx context.Context, p *prober, pending []sent, acc *accepted) error {
+// holeRequestEvery: the agent serves the controller's requests for one hole at most this often
+// (the controller asks again after 2, 4, ... grace periods while the hole stays open, or one
+// grace (1 s) after its last request when newer reports came: half of it here, so that such a
+// request is never refused for arriving a few milliseconds early).
+const holeRequestEvery = 500 * time.Millisecond
+
+// sendRequested sends again the records of h that were published and are not covered
+// (pending, so at most maxUnconfirmed), in order, in batches: the controller holds newer
+// ones and is missing these. The stall probe's wait starts again.
+func (u *uplink) sendRequested(ctx context.Context, h telemetry.SeqRange, pending []sent, acc *accepted) error {
+	n := 0 // pending is in ID order, and the spool's oldest records are pending's
+	for n < len(pending) && pending[n].id <= h.To {
+		n++
+	}
+	if n == 0 || pending[n-1].id < h.From {
+		return nil // nothing of it published and uncovered: sent anyway, or covered already
+	}
 	u.marked.Store(time.Now().UnixNano())
-	recs, err := u.e.sp.Peek(min(p.n, len(pending)))
-	if err != nil || len(recs) == 0 {
+	recs, err := u.e.sp.Peek(n)
+	if err != nil {
 		return err
 	}
+	i := 0
+	for i < len(recs) && recs[i].ID < h.From {
+		i++
+	}
+	recs = recs[i:]
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := u.resendRecords(ctx, recs, acc); err != nil {
+		return err
+	}
+	u.e.m.holeRequests.Inc()
+	u.e.log.Info("agent: the controller is missing records below newer ones: sent them again",
+		"watermark", u.mark.Load(), "from", recs[0].ID, "to", recs[len(recs)-1].ID, "records", len(recs))
+	return nil
+}
+
+// resendRecords publishes records sent before again, in order, in batches, and counts them.
+func (u *uplink) resendRecords(ctx context.Context, recs []spool.Record, acc *accepted) error {
 	qos, conn := u.reportQoS(), u.connAt.Load()
 	for i := 0; i < len(recs); i += publishBatch {
 		batch := recs[i:min(i+publishBatch, len(recs))]
@@ -806,8 +859,22 @@ func (u *uplink) sendHole(ctx context.Context, p *prober, pending []sent, acc *a
 			acc.add(u, batch, time.Now().UnixNano(), conn)
 		}
 	}
-	p.from, p.upTo = recs[0].ID, recs[len(recs)-1].ID
 	u.e.m.resent.Add(float64(len(recs)))
+	return nil
+}
+
+// sendHole sends again the oldest uncovered records, at most p.n and at most those published
+// (pending), in order, in batches; the watermark's wait starts again.
+func (u *uplink) sendHole(ctx context.Context, p *prober, pending []sent, acc *accepted) error {
+	u.marked.Store(time.Now().UnixNano())
+	recs, err := u.e.sp.Peek(min(p.n, len(pending)))
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	if err := u.resendRecords(ctx, recs, acc); err != nil {
+		return err
+	}
+	p.from, p.upTo = recs[0].ID, recs[len(recs)-1].ID
 	u.e.log.Warn("agent: the controller's watermark is stuck below records the broker acknowledged: sending the oldest again (lost between broker and controller)",
 		"watermark", u.mark.Load(), "from", recs[0].ID, "to", p.upTo, "records", len(recs))
 	return nil

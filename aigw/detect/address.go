@@ -104,6 +104,7 @@ var unitWords = map[string]bool{
 // Room 404 is booked".
 var commaUnitWords = map[string]bool{
 	"fl": true, "floor": true, "room": true, "rm": true, "bldg": true, "building": true,
+	"of": true, "oficina": true, "torre": true, "interior": true,
 }
 
 // usStates holds US state, territory, Canadian province and Australian state codes (WA, SA
@@ -119,6 +120,7 @@ func init() {
 }
 
 func (addressDetector) Detect(text string, out []Entity) []Entity {
+	out = scriptAddresses(text, out)
 	for i := 0; i < len(text); {
 		c := text[i]
 		switch {
@@ -126,6 +128,22 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 			if numLeftOK(text, i) {
 				if e := japaneseAddress(text, i); e > 0 {
 					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: addrScore + addrLocalBoost})
+					i = e
+					continue
+				}
+				if e := postcodeCityStreet(text, i); e > 0 {
+					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: addrScore + addrLocalBoost})
+					i = e
+					continue
+				}
+				if e := thaiLatinStreet(text, i); e > 0 {
+					score := addrScore + addrLocalBoost
+					if le := worldLocality(text, e, true); le > 0 {
+						e = le
+					} else {
+						e, score = addressTail(text, e, addrScore)
+					}
+					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
 					i = e
 					continue
 				}
@@ -138,6 +156,17 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 			i = digitsAt(text, i)
 		case isLetterAt(text, i) && (i == 0 || !isWordByte(text[i-1])):
 			we := wordEnd(text, i)
+			if e := unitChain(text, i); e > 0 {
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: addrScore + addrLocalBoost})
+				i = e
+				continue
+			}
+			if e := colombianStreet(text, i, we); e > 0 {
+				e, score := addressTail(text, e, addrScore)
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				i = e
+				continue
+			}
 			if e, score := unitFirst(text, i, we); e > 0 {
 				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
 				i = e
@@ -421,7 +450,7 @@ func addressNoType(text string, i int) int {
 		}
 		j = space(text, we)
 	}
-	if end < 0 || localityAfter(text, end) < 0 {
+	if end < 0 || localityAfter(text, end) < 0 && !worldStreetEnd(text, end) {
 		return -1
 	}
 	return end
@@ -609,7 +638,7 @@ func numberAfterName(text string, j int) int {
 // numberMarker skips a word that introduces a house number in Portuguese, Spanish, Italian,
 // Romanian, Indonesian and Turkish ("nº 62", "n° 5", "No. 18", "nr. 35", "No:7") at j.
 func numberMarker(text string, j int) int {
-	for _, m := range [...]string{"nº ", "n° ", "nº", "Nº ", "No. ", "no. ", "Nr. ", "nr. ", "No:", "no:", "No ", "nr ", "Nr "} {
+	for _, m := range [...]string{"nº ", "n° ", "nº", "Nº ", "No. ", "no. ", "Nr. ", "nr. ", "No:", "no:", "No: ", "No ", "nr ", "Nr "} {
 		if strings.HasPrefix(text[j:], m) && j+len(m) < len(text) && isDigit(text[j+len(m)]) {
 			return j + len(m)
 		}
@@ -619,6 +648,7 @@ func numberMarker(text string, j int) int {
 
 // addressTail extends an address ending at e with a unit and a locality.
 func addressTail(text string, e int, score float64) (int, float64) {
+	e = worldUnit(text, e)
 	// Turkish flat number: "No:214 D:5".
 	if strings.HasPrefix(text[e:], " D:") && e+3 < len(text) && isDigit(text[e+3]) {
 		if d := digitsAt(text, e+3); d-e-3 <= 3 && numRightOK(text, d) {
@@ -680,15 +710,18 @@ func floorUnit(text string, e int) int {
 	if t := space(text, k); t > 0 && isLetterAt(text, t) {
 		if te := wordEnd(text, t); te-t <= 4 {
 			k = te
+			if k+1 < len(text) && text[k] == '.' && text[k+1] == ',' { // "3º Esq., 4050-032 Porto"
+				k++
+			}
 		}
 	}
 	return k
 }
 
-// localityAfter returns the end of a locality that carries a postal code or a state after the
+// localityStd returns the end of a locality that carries a postal code or a state after the
 // street ending at e (", Springfield, IL 62704", ", London SW1A 2AA", ", 10115 Berlin",
 // ", 1016 BR Amsterdam", ", Melbourne VIC 3000"), or -1.
-func localityAfter(text string, e int) int {
+func localityStd(text string, e int) int {
 	if e+3 < len(text) && text[e] == ' ' && text[e+1] == '-' && text[e+2] == ' ' {
 		return otherPostcode(text, e) // Brazil: "Av. Paulista, 1578 - Bela Vista, São Paulo - SP, ..."
 	}
@@ -1088,19 +1121,8 @@ func japaneseAddress(text string, i int) int {
 	if end < 0 || !admin {
 		return -1
 	}
-	// The building and floor: one more word that ends the line ("ノースゲートビル12F").
-	if end < len(text) && text[end] == ' ' {
-		k := end + 1
-		if r, _ := utf8.DecodeRuneInString(text[k:]); isHan(r) || isKana(r) {
-			for k < len(text) && text[k] != ' ' && text[k] != '\n' && text[k] != '\r' && text[k] != '\t' && k-end < 64 {
-				k++
-			}
-			if k == len(text) || text[k] == '\n' || text[k] == '\r' {
-				return k
-			}
-		}
-	}
-	return end
+	// The building and floor: words that end the line ("ノースゲートビル12F").
+	return jpBuilding(text, end)
 }
 
 func isHan(r rune) bool  { return r >= 0x4e00 && r <= 0x9fff }

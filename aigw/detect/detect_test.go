@@ -52,7 +52,7 @@ func TestScan(t *testing.T) {
 		{"address japanese after its postal code", "住所: 〒160-0022 東京都新宿区新宿5-17-5 ラウンドクロス新宿3階\n電話", []string{"street_address:160-0022 東京都新宿区新宿5-17-5 ラウンドクロス新宿3階"}},
 		{"japanese postal code shape without an address", "注文番号 530-0001 大阪 出荷", nil},
 		{"phone identifier named by its acronym", "CPF 123.456.789-09, NIP 526-104-08-28", nil},
-		{"phone after a name in capitals", "Ksh500 sent to JOSEPH KAMAU 0722 456 789 on 2/3/26", []string{"phone:0722 456 789"}},
+		{"phone after a name in capitals", "Ksh500 sent to JOSEPH KAMAU 0722 456 789 on 2/3/26", []string{"person:JOSEPH KAMAU", "phone:0722 456 789"}},
 		{"email role mailboxes of other languages", "biuro@firma.pl, iroda@ceg.hu, muhasebe@firma.com.tr, atendimento@loja.com.br, soumu@kaisha.co.jp, info.hu@shop.example, sales-eu@shop.example", nil},
 		{"email role by the word model", "escriba a recepcion@hotel.example o a kitchen@cafe.example", nil},
 		{"email personal beside roles", "office@firma.pl, anna.nowak@firma.pl, grace@studio.example, j.kowalski@firma.pl", []string{"email:anna.nowak@firma.pl", "email:grace@studio.example", "email:j.kowalski@firma.pl"}},

@@ -79,7 +79,8 @@ func TestGeneralisation(t *testing.T) {
 // committed before the detector ran on it; it is a study set: its errors are printed and read.
 // Set 10 (tribunal judgments, Hansard, credits, crew lists, registers, statements, labels,
 // e-mail threads in Hungarian, Hebrew and Japanese, Thai, Swahili, Polish and Turkish notices)
-// was written by set10, who never ran the detector on it; committed alone, errors never printed.
+// was written by set10, who never ran the detector on it; committed alone, errors never printed
+// until 2026-11-25 (first run P 0.818 / F2 0.701): since then a study set, errors printed and read.
 // Set 11 (SMS, invoices, signatures, forms, CSV, chat, contact pages and letters of 36 countries,
 // with phones in national formats, addresses of each country's shape, role mailboxes of many
 // languages and dates of birth) was written by detect7 and committed before the detector ran
@@ -88,6 +89,12 @@ func TestGeneralisation(t *testing.T) {
 // rosters, donor rolls, appointment letters, LDIF/ICS/CODEOWNERS/patch trailers, forms of many
 // countries, 30 languages and voices) was written by set12, who never ran the detector on it;
 // committed alone, errors never printed, floors 0 until the lead's first run.
+// Set 13 (sports and court reports, reviews, blogs, fiction, press releases, class notes,
+// obituaries and announcements with cue-less names in running text, and organisations, places,
+// horses, boats and products named like people) was written by detect8 and committed before the
+// detector ran on it; a study set: its errors are printed and read.
+// Set 14 (names without honorifics in non-Latin scripts and romanised, addresses of more
+// countries) was written by detect9 and committed before the detector ran on it; a study set.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -106,13 +113,16 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout8.txt", realistic8MinF2, realistic8MinPrecision, 1},
 		{"testdata/realistic_study9.txt", realistic9MinF2, realistic9MinPrecision, 1},
 		{"testdata/realistic_study11.txt", realistic11MinF2, realistic11MinPrecision, 1},
-		// Set 10: blind; floors set just under its first run (below).
+		// Set 10 was blind until 2026-11-25 (first run P 0.818 / F2 0.701, errors never printed);
+		// since then it is a study set like 9 and 11: detect8 reads its errors.
 		{"testdata/realistic_holdout10.txt", realistic10MinF2, realistic10MinPrecision, 1},
+		{"testdata/realistic_study13.txt", realistic13MinF2, realistic13MinPrecision, 1},
 		// Set 12: blind; floors set just under its first run (below).
 		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
+		{"testdata/realistic_study14.txt", realistic14MinF2, realistic14MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout10") || strings.Contains(tc.file, "holdout12") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout12") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -163,30 +173,47 @@ const (
 	realistic4MinPrecision = 0.90 // first run 0.887; 0.889 before the rescorer, 0.918 with it
 	realistic5MinF2        = 0.84 // first run 0.778 (P 0.934, R 0.747), 0.783 with the rescorer, 0.794 with layout.go, 0.840 with detect3's rules, 0.851 with detect4's (blind)
 	realistic5MinPrecision = 0.94 // first run 0.934, 0.934 with the rescorer, 0.935 with layout.go, 0.946 with detect3's rules, 0.953 with detect4's (blind)
-	realistic6MinF2        = 0.83 // first run 0.713 (P 0.905, R 0.677); 0.828 with layout.go, 0.837 with detect3's rules, 0.845 with detect4's (errors never printed)
-	realistic6MinPrecision = 0.91 // first run 0.905; 0.920 with layout.go, 0.920 with detect3's rules
-	realistic7MinF2        = 0.87 // first run 0.839 (P 0.914, R 0.822); 0.862 with detect3's rules (its author's; errors never printed), 0.890 with detect4's
-	realistic7MinPrecision = 0.94 // first run 0.914; 0.940 with detect3's rules, 0.950 with detect4's
-	realistic8MinF2        = 0.86 // first run 0.838 (P 0.938, R 0.816; detect4, errors never printed); 0.838 with detect4's rules; 0.883 with detect6's script.go (P 0.934; detect6 had seen 6 of its lines)
-	realistic8MinPrecision = 0.92 // first run 0.938; 0.938 with detect4's rules; 0.934 with detect6's
-	realistic9MinF2        = 0.95 // first run 0.645 (P 0.908, R 0.601); 0.977 with detect6's changes (a study set: its errors were read)
-	realistic9MinPrecision = 0.95 // first run 0.908; 0.967 with detect6's changes
+	realistic6MinF2        = 0.84 // first run 0.713 (P 0.905, R 0.677); 0.828 with layout.go, 0.837 with detect3's rules, 0.845 with detect4's (errors never printed), 0.854 with detect8's
+	realistic6MinPrecision = 0.91 // first run 0.905; 0.920 with layout.go, 0.920 with detect3's rules, 0.922 with detect8's
+	realistic7MinF2        = 0.90 // first run 0.839 (P 0.914, R 0.822); 0.862 with detect3's rules (its author's; errors never printed), 0.890 with detect4's, 0.896 with detect7's, 0.917 with detect8's
+	realistic7MinPrecision = 0.95 // first run 0.914; 0.940 with detect3's rules, 0.950 with detect4's, 0.959 with detect8's
+	realistic8MinF2        = 0.87 // first run 0.838 (P 0.938, R 0.816; detect4, errors never printed); 0.838 with detect4's rules; 0.883 with detect6's script.go (P 0.934; detect6 had seen 6 of its lines); 0.885 with detect7's; 0.888 with detect8's
+	realistic8MinPrecision = 0.95 // first run 0.938; 0.938 with detect4's rules; 0.934 with detect6's; 0.948 with detect7's; 0.962 with detect8's
+	realistic9MinF2        = 0.96 // first run 0.645 (P 0.908, R 0.601); 0.977 with detect6's changes (a study set: its errors were read); 0.983 with detect9's (one name labelled)
+	realistic9MinPrecision = 0.96 // first run 0.908; 0.967 with detect6's changes, 0.973 with detect8's
 	// Set 10 (set10 helper, written without reading the detector or the other sets' texts; first
 	// run by the lead on main 694bd21, errors never printed): P 0.818, R 0.677, F2 0.701;
 	// P 0.829, R 0.692, F2 0.715 with detect6's changes (script.go; blind); P 0.852, R 0.737,
-	// F2 0.757 with detect7's (phones, role mailboxes, addresses, dates of birth; blind).
-	realistic10MinF2        = 0.74
-	realistic10MinPrecision = 0.83
+	// F2 0.757 with detect7's (phones, role mailboxes, addresses, dates of birth; blind). A study
+	// set since 2026-11-25: P 0.935, R 0.812, F2 0.834 with detect8's changes (errors read);
+	// P 0.888, R 0.805, F2 0.820 with detect9's alone (scriptrun.go, addrworld.go: addresses
+	// 14 of 14); P 0.963, R 0.880, F2 0.895 with both.
+	realistic10MinF2        = 0.87
+	realistic10MinPrecision = 0.95
 	// Set 11 (detect7's study set: phones, addresses, role mailboxes and dates of birth of 36
 	// countries): first run 0.641 / 0.540 / 0.558 (P / R / F2); 0.930 / 0.874 / 0.884 with
 	// detect7's changes (its errors were read).
-	realistic11MinF2        = 0.86
-	realistic11MinPrecision = 0.91
+	// 0.951 / 0.879 / 0.892 with detect8's (names only); 0.968 / 0.929 / 0.937 with detect9's
+	// alone (addresses, non-Latin names); 0.979 / 0.934 / 0.943 with both.
+	realistic11MinF2        = 0.92
+	realistic11MinPrecision = 0.96
 	// Set 12 (set12 helper, written without reading the detector or the other sets' texts;
 	// first run by the lead on main 2026-11-25, errors never printed): P 0.852, R 0.557, F2
-	// 0.598 (person 380 of 557 spans: P 0.796, R 0.432).
-	realistic12MinF2        = 0.59
-	realistic12MinPrecision = 0.84
+	// 0.598 (person 380 of 557 spans: P 0.796, R 0.432); P 0.870, R 0.603, F2 0.643 with
+	// detect8's (person P 0.833, R 0.500; still blind: detect8 never read it).
+	realistic12MinF2        = 0.63
+	realistic12MinPrecision = 0.86
+	// Set 13 (detect8's study set: cue-less names in running text of new kinds, look-alike
+	// negatives; written before the detector ran on it): first run P 0.845, R 0.701, F2 0.726;
+	// 0.954 / 0.880 / 0.894 with detect8's changes (its errors were read).
+	realistic13MinF2        = 0.88
+	realistic13MinPrecision = 0.94
+	// Set 14 (detect9's study set: names in CJK, Korean, Thai, Arabic, Hebrew and Cyrillic
+	// without honorifics, addresses of TH/MX/AR/CO/CL/IN/ID/VN/KR/JP/CN/SA/EG/IL): first run
+	// 0.625 / 0.238 / 0.272 (P / R / F2); 0.959 / 0.886 / 0.899 with detect9's changes (its
+	// errors were read); 0.969 / 0.905 / 0.917 with detect8's merged too.
+	realistic14MinF2        = 0.90
+	realistic14MinPrecision = 0.95
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].

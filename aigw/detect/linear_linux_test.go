@@ -73,11 +73,26 @@ func TestLinearTime(t *testing.T) {
 		{"csv cells", "Ana Lima,1990-01-02,078 05 1121|"},
 		{"csv rows", "name,dob\nAna Lima,1990-01-02\n"},
 		{"chat speakers", "[09:15] Atieno: hi\n"},
+		// scriptrun.go and addrworld.go: runs without spaces, open brackets, chains of parts
+		{"chinese provinces", "上海市"},
+		{"japanese prefectures", "東京都新宿区"},
+		{"katakana brackets", "山田太郎（"},
+		{"chinese list", "出席：周伟、"},
+		{"japanese family names", "の山田が"},
+		{"korean regions", "서울특별시 "},
+		{"thai villages", "1 หมู่ "},
+		{"district chains", "Col. Roma, "},
+		{"unit chains", "Flat 1, "},
 		{"lower-case names after cues", "my name is keoni quispe "},
 		{"labels", "Owner: Anahera Virtanen "},
 		{"po boxes", "PO Box 4674, "},
 		{"unit first", "Flat 8, 262 "},
 		{"no-type streets", "Damrak 80, 1012 "},
+		// running-text evidence (namerunning.go): repeated mentions, coordination, particles
+		{"repeated mentions", "Oluwatoyin Bamgbose met Bamgbose and "},
+		{"coordinated names", "Kalani and Mateus Figueiredo and "},
+		{"gaelic particles", "Ó Mac Nic "},
+		{"appositions", "Odalys Quenum, the club's "},
 	}
 	const base = 16 << 10
 	for _, tc := range tests {

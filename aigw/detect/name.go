@@ -25,6 +25,9 @@ type nameDetector struct {
 	rescorer *nameRescorer // the learned part (namerescore.go); nil: the rules alone
 	// record, when set, receives every scored candidate's features (training).
 	record func(start, end int, feats []uint32)
+	// nocoref is set while corefer scores an earlier mention, or coordinated a later one (no
+	// nested search).
+	nocoref bool
 }
 
 func newNameDetector(m *namemodel.Model) nameDetector {
@@ -235,11 +238,14 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 		if c, _ := classAt(text, s); c != scNone {
 			continue // a word of another script: its own rules (script.go)
 		}
-		if !isCapWord(text[s:e]) {
+		if !isCapWord(text[s:e]) && !lowerTitle(text, s, e) {
 			if isLower(text[s]) || text[s] >= 0x80 || allCaps(text[s:e]) {
 				end := d.lowerSpan(text, s, e)
 				if end < 0 {
 					end = d.layoutSpan(text, s)
+				}
+				if end < 0 {
+					end = d.capsTransferSpan(text, s, e) // "sent to JOSEPH KAMAU 0722 ..." (namerunning.go)
 				}
 				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
@@ -259,7 +265,17 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				continue
 			}
 			s, e = ns, wordEnd(text, ns)
-			if !isCapWord(text[s:e]) {
+			for c := 0; c < 3 && isTitle(text[s:e]); c++ { // "Hon. Dr Amina", "dr hab. inż. Jan"
+				ne := e
+				if ne < len(text) && text[ne] == '.' {
+					ne++
+				}
+				if ns = space(text, ne); ns < 0 || !isLetterAt(text, ns) {
+					break
+				}
+				s, e = ns, wordEnd(text, ns)
+			}
+			if !isCapWord(text[s:e]) || isTitle(text[s:e]) {
 				continue
 			}
 			titled = true
@@ -318,6 +334,11 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	n := 0
 	e, stop := stripPossessive(text, s, e)
 	f := d.flags(text[s:e])
+	if _, ne, core, ok := d.particleWord(text, s, e, true); ok && !stop {
+		// "Ní Bhriain", "Ó Dálaigh": a Gaelic particle starts the family name (namerunning.go)
+		e, stop = stripPossessive(text, s, ne)
+		f = d.flags(text[core:e])
+	}
 	if f&gzNotName != 0 {
 		return 0, -1, 0
 	}
@@ -339,6 +360,17 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			}
 			break
 		}
+		if isTitle(text[k:we]) && !streetAbbrev(text, k, we) {
+			break // a title after a particle or an initial starts the next run
+		}
+		// Capitalised particles: "Ó Dálaigh", "Nic Giolla Phádraig", "Dela Cruz" (namerunning.go).
+		if ns, ne, core, ok := d.particleWord(text, k, we, false); ok {
+			ne, stop = stripPossessive(text, ns, ne)
+			words[n] = nameWord{ns, ne, d.flags(text[core:ne])}
+			n++
+			j = ne
+			continue
+		}
 		// Particles: "van der", "de la".
 		p := k
 		for nameParticlesLower[text[p:we]] {
@@ -356,7 +388,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		we, stop = stripPossessive(text, p, we)
 		f := d.flags(text[p:we])
 		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 &&
-			!(f&gzWord == 0 && strongCue(text, words[0].s)) {
+			!(f&gzWord == 0 && (titled && we-p > 2 && !tokenGoesOn(text, we) || strongCue(text, words[0].s))) {
 			// "Jakob Stevenson Blocked": an unknown word after a family name starts something
 			// else; but after a cue, a word that is not an ordinary word may follow a family name
 			// written first ("Patient: Nguyễn Thị Lan", "Név: Kovács Anna", "Tenant: Chen
@@ -369,6 +401,9 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			words[n] = nameWord{p, we, f&^(gzNotName|gzPlace) | gzLast}
 			n++
 			j = we
+			if d.placeThenFamily(text, we) {
+				continue
+			}
 			break
 		}
 		if f&gzNotName != 0 {
@@ -535,7 +570,21 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	case n == 1 && isF && fw&gzAmbiguous == 0 && midSentence(text, start):
 		score += nameWeakBoost // "did Calum send the lease?"
 	}
-	return start, end, min(d.rescore(text, words[:n], min(score, nameMaxScore), titled), nameMaxScore)
+	score = d.rescore(text, words[:n], min(score, nameMaxScore), titled)
+	// Evidence of running text (namerunning.go), after the rescorer, which was trained without it.
+	if d.orgPlaceRun(text, words[:n]) || titled && titledThing(text, start, words[:n]) {
+		// organisations, places, buildings and things named after people: the run is decided (and
+		// skipped, as before this check existed), but no name
+		return start, end, 0
+	}
+	if score < nameTitledFloor && lexical && !allWords(words[:n]) && !capWordNext(text, end) && d.runningCue(text, start, end, words[:n]) {
+		// apposition, a name label of another language, a repeated mention
+		score = nameTitledFloor + nameContextBoost
+	}
+	if score >= DefaultMinScore {
+		end = hyphenBreak(text, end) // "Rosalind T. Amadi-\nWhitfield" (OCR, wrapped lines)
+	}
+	return start, end, min(score, nameMaxScore)
 }
 
 // flags returns the gazetteer flags of w, or for a word the gazetteer does not know, gzWord
@@ -715,10 +764,10 @@ var animalNouns = map[string]bool{
 func animalRun(text string, s, e int) bool {
 	w, k := wordJustBefore(text, s)
 	if isTitle(w) {
-		w, _ = wordJustBefore(text, k)
+		w, k = wordJustBefore(text, k)
 	}
-	if w != "" && lowerWordIn(w, animalNouns) {
-		return true
+	if w != "" && lowerWordIn(w, animalNouns) && (k+len(w) >= len(text) || text[k+len(w)] != '.') {
+		return true // not after a sentence that ends with the noun: "their two dogs. Declan ..."
 	}
 	if strings.HasPrefix(text[e:], " (") && e+2 < len(text) && isLetterAt(text, e+2) {
 		return completeWordIn(text, e+2, animalNouns)
@@ -1276,7 +1325,7 @@ func cueHash(b []byte) uint32 {
 // non-name (the cue is the evidence; the model's score is not needed).
 func (d nameDetector) lowerWordOK(w string) bool {
 	f := nameFlags(w)
-	return f&gzNotName == 0 && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, -1e9) == gzProbable)
+	return f&gzNotName == 0 && !isTitle(w) && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, -1e9) == gzProbable)
 }
 
 // precededByTitle reports whether a title ("dr", "mrs.") ends just before s.
@@ -1480,11 +1529,12 @@ func (d nameDetector) capsFamilyMayStart(text string, cs, ce int) bool {
 // known given name first before it: a title, an introducing phrase, a field label or a greeting
 // precedes the given name, and the name ends after the place (",", ".", a line break or the end).
 func (d nameDetector) placeSurname(text string, first nameWord, p, we int) bool {
-	if first.flags&gzFirst == 0 || first.flags&gzAmbiguous != 0 || first.e+1 != p {
-		return false
+	if first.flags&gzFirst == 0 && !(first.flags&gzProbable != 0 && strongCue(text, first.s)) || first.flags&gzAmbiguous != 0 || first.e+1 != p {
+		return false // after a cue, a probable given name will do: "Name: Tiago Albuquerque Menezes"
 	}
 	if we < len(text) && strings.IndexByte(",.\n\r", text[we]) < 0 {
-		return false
+		// or a second family name after a cue: "Name: Tiago Albuquerque Menezes" (namerunning.go)
+		return d.placeThenFamily(text, we) && (titleBefore(text, first.s) || strongCue(text, first.s))
 	}
 	return titleBefore(text, first.s) || strongCue(text, first.s) ||
 		precededBy(text, first.s, nameGreetings) && closesGreeting(text, we)

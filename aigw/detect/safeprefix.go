@@ -138,7 +138,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 		// Nor a family name written first: "HALVORSEN, Ingrid".
 		return !allCaps(core) || !e.names.lowerWordOK(core) || !(precededBy(text, cs, nameStrong) ||
 			precededBy(text, cs, nameMedium) || precededByLabel(text, cs) || precededByTitle(text, cs) ||
-			nameAnswer(text, cs) || e.names.layoutPending(text, cs) || e.names.capsFamilyMayStart(text, cs, ce))
+			nameAnswer(text, cs) || e.names.layoutPending(text, cs) || e.names.capsFamilyMayStart(text, cs, ce) ||
+			precededBy(text, cs, transferCues))
 	}
 	if numberMayFollow(text, ce) {
 		return false // "Damrak 80, 1012 LP Amsterdam": an address without a street type
@@ -159,7 +160,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	for _, tt := range [2]bool{false, titled} {
 		for _, d := range ds[:nd] {
 			// an e-mail that may still follow the run would raise its score (emailFollows)
-			if _, end, score := d.nameSpan(text, cs, ce, tt); end > 0 && (score >= e.minScore || emailMayFollow(text, end)) {
+			if _, end, score := d.nameSpan(text, cs, ce, tt); end > 0 && (score >= e.minScore || emailMayFollow(text, end) || appositionPending(text, end) ||
+				addressBlockPending(text, cs, end) || d.coordPending(text, end)) {
 				return false
 			}
 		}
@@ -372,7 +374,12 @@ func numberMayFollow(text string, we int) bool {
 			return false
 		}
 		if r, _ := runeAt(text, j); !unicode.IsUpper(r) {
-			return false
+			// a street type after the name, in lower case: "Váci út 76", "Karl Johans gate 14"
+			te := wordEnd(text, j)
+			if te >= len(text) {
+				return stAfterPrefix(text[j:te])
+			}
+			return streetKind(text, j, te)&stAfter != 0
 		}
 		te := wordEnd(text, j)
 		if te >= len(text) {

@@ -128,6 +128,15 @@ func TestSafePrefixProperty(t *testing.T) {
 			texts = append(texts, s.Text)
 		}
 	}
+	// sets 14 (names without honorifics, addresses of more countries: scriptrun.go,
+	// addrworld.go), 10 and 11, cut more often too
+	for _, f := range []string{"testdata/realistic_study14.txt", "testdata/realistic_holdout10.txt", "testdata/realistic_study11.txt"} {
+		for _, s := range loadAnnotated(t, f) {
+			for range 8 {
+				texts = append(texts, s.Text)
+			}
+		}
+	}
 	texts = append(texts, fuzzSeeds...)
 	checked := 0
 	for _, text := range texts {
@@ -171,6 +180,9 @@ func FuzzSafePrefix(f *testing.F) {
 	f.Add("you may 12 1985", uint16(8), uint16(0))
 	f.Add("Уважаемая Анна Викторовна! Смирнов А. В., и Пётр Ильич Чайковский", uint16(60), uint16(0))
 	f.Add("请李娜经理跟进。 저는 이민준입니다. 박지훈 팀장님 山本さん เรียน คุณสมชาย श्री विनोद कुमार जी", uint16(40), uint16(0))
+	f.Add("刘洋：明天开会，记得带合同\n이지은: 내일 회의 몇 시야?\n09:12 สมศรี วงศ์สวัสดิ์: พรุ่งนี้ประชุม", uint16(30), uint16(0))
+	f.Add("会社員の山田健一容疑者（34）を逮捕。 قال أحمد الخطيب إن الاجتماع דוד כהן אמר כי", uint16(50), uint16(0))
+	f.Add("배송지: 서울특별시 마포구 월드컵북로 396 누리꿈스퀘어 12층 شارع الملك فهد، حي العليا، الرياض 12214", uint16(20), uint16(0))
 	e, err := New(Options{})
 	if err != nil {
 		f.Fatal(err)

@@ -182,7 +182,7 @@ func scriptNames(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return out
+	return runNames(text, out)
 }
 
 // ---- cues before a name ----
@@ -973,11 +973,14 @@ func cjkCued(text string, s, e int) (int, int, bool) {
 			lb = st
 			if japanese, ok := cjkLabels[text[lb:le]]; ok {
 				ne := cjkValueEnd(text, s, e)
+				if ne > e && (!japanese || fieldWordAt(text, e+1)) {
+					ne = e // a Chinese name has no space ("会员：孙建华 手机"); "担当: 高橋 直通 090-..."
+				}
 				if ne < 0 {
 					return 0, 0, false
 				}
 				m := runeCount(text[s:ne])
-				if japanese && m >= 2 && m <= 8 || !japanese && m >= 2 && m <= 4 && hanSurnameAt(text, s) {
+				if japanese && (m >= 2 && m <= 8 || m == 1 && jpOneKanjiSurnames[text[s:ne]]) || !japanese && m >= 2 && m <= 4 && hanSurnameAt(text, s) {
 					return s, ne, true
 				}
 				return 0, 0, false
@@ -1167,6 +1170,13 @@ func hasScriptRune(w string) bool {
 // follows text: the two words after it must be complete, and scriptNames on a window around
 // them must find no name starting in the word.
 func scriptInert(text string, t, u int) bool {
+	for k := t; k < u; {
+		if addrScriptStart(text[k:u]) {
+			return false
+		}
+		_, n := utf8.DecodeRuneInString(text[k:])
+		k += n
+	}
 	j := u
 	for n := 0; n < 2; n++ {
 		for j < len(text) && isSpaceByte(text[j]) {

@@ -124,36 +124,9 @@ func TestClusterProcesses(t *testing.T) {
 
 	// The agents probe a TCP listener on loopback (always answering: no transport events).
 	target := tcpTarget(t)
-	agents := make([]*runAgent, 0, sites)
 	agentLog := newTimeline(nil) // the agents' log, for the phases of their failover
 	acc := newAccepts()          // when the broker accepted each report
-	for i := range sites {
-		ctl := procs[ids[i%3]] // create and claim through every controller's API
-		var site struct {
-			ID    string `json:"id"`
-			Claim string `json:"claim_token"`
-		}
-		ctl.api(t, token, "POST", "/sd-wan/v1/sites", map[string]any{"name": fmt.Sprintf("Branch %d", i), "role": "branch", "transports": []map[string]any{
-			{"name": "mpls", "kind": "mpls", "interface": "lo", "gateway": "198.18.1.1", "probe_targets": []string{"198.18.100.1"}},
-			{"name": "inet", "kind": "broadband", "interface": "lo", "gateway": "198.18.2.1", "probe_targets": []string{"198.18.100.1"}}}}, &site, http.StatusCreated)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		creds, err := claim.Claim(ctx, ctl.hc, ctl.base, claim.Request{ClaimToken: site.Claim, Hostname: fmt.Sprintf("router-%d", i), Version: "test"})
-		cancel()
-		if err != nil {
-			t.Fatalf("claim of %s: %v", site.ID, err)
-		}
-		if !sameNodes(creds.MQTTURLs, so.nc.MQTTURLs) {
-			t.Fatalf("claim gave broker list %q; want the NATS nodes %q", creds.MQTTURLs, so.nc.MQTTURLs)
-		}
-		if creds.Broker != claim.BrokerNATS {
-			t.Fatalf("claim gave broker kind %q; want %q", creds.Broker, claim.BrokerNATS)
-		}
-		creds.Broker = agentBroker()
-		// One NATS account for everyone (per-device NATS users are not done: docs/scale-out.md);
-		// the agents start on the nodes in turn and have all three.
-		creds.MQTTURL, creds.Username, creds.Password = so.nc.MQTTURLs[i%3], natstest.User, natstest.Password
-		agents = append(agents, startAgent(t, creds, target, agentLog, acc.hook(creds.Site)))
-	}
+	agents := claimFleet(t, so, []*serveProc{procs[ids[0]], procs[ids[1]], procs[ids[2]]}, token, sites, target, agentLog, acc)
 	t.Logf("setup (build, 3 NATS nodes, 3 controllers, %d sites claimed, agents started): %v", sites, time.Since(start).Round(time.Millisecond))
 	waitFor(t, 60*time.Second, "every agent's reports covered by a watermark", func() bool {
 		for _, a := range agents {
@@ -222,6 +195,16 @@ func TestClusterProcesses(t *testing.T) {
 	for _, a := range agents {
 		published[a.site] = a.metric("edgewan_agent_mqtt_published_total")
 	}
+	spoolsOf := func() map[string]int {
+		out := make(map[string]int, len(agents))
+		for _, a := range agents {
+			out[a.site] = int(a.metric("edgewan_agent_spool_records"))
+		}
+		return out
+	}
+	steady := steadySpools(spoolsOf, 6*time.Second) // a whole cycle of the controllers' FlushEvery (5 s)
+	t.Logf("the node to be killed (n2) leads: %v", ledBy(t, so.nc.URLs[0], "n2"))
+	sw := watchSpools(spoolsOf, steady)
 	nodeKilledAt := time.Now()
 	phases = append(phases, phase{nodeKilledAt, "kill -9 of NATS node 2"})
 	jw := watchJetStream(t, so.nc.URLs[0], "n2", nodeKilledAt)
@@ -255,6 +238,19 @@ func TestClusterProcesses(t *testing.T) {
 	t.Logf("connections the agents lost, by error: %v", agentLog.drops(nodeKilledAt))
 	t.Logf("the live NATS nodes' logs: %v", natsErrors(so.nc.Dir, 1, 3))
 	jw.log(t)
+	// The agents' spools back to their steady size: what the election cost the reports sent
+	// meanwhile (a hole the controllers ask for, docs/scale-out.md "Holes after a node's death").
+	if !waitCond(30*time.Second, func() bool {
+		for id, n := range spoolsOf() {
+			if n > steady[id] {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Logf("some agents' spools still above their steady size 30 s after the node kill: %v (steady %v)", spoolsOf(), steady)
+	}
+	t.Logf("kill -9 of NATS node 2: every agent's spool back to its steady size after %s agents whose spool grew", spread(sw.back(nodeKilledAt)))
 	so.nc.Restart(t, 2)
 
 	// Rolling restart: SIGTERM one controller at a time, start it again, wait until the three
@@ -273,6 +269,56 @@ func TestClusterProcesses(t *testing.T) {
 
 	// Let the agents catch up (their spools shrink to what the last watermark does not cover),
 	// then stop them and compare what they deleted with InfluxDB.
+	stopDrained(t, agents)
+	checkDelivered(t, so.idb, agents, phases)
+	// One owner at a time: no status change or path switch of a site is announced twice (each
+	// owner announcing what it decided, or a new owner deciding again what the last one had).
+	if dup := repeatedTransitions(t, so.db); len(dup) > 0 {
+		t.Errorf("one transition of a site recorded twice in a row (two owners?): %v", dup)
+	}
+	t.Logf("whole test: %v", time.Since(start).Round(time.Millisecond))
+}
+
+// claimFleet creates n sites (two transports each) through the controllers' APIs in turn,
+// claims each as its router would, and starts an agent on the claim running the agent's own
+// engine (startAgent); the agents start on the NATS nodes in turn.
+func claimFleet(t *testing.T, so *scaledOut, ctls []*serveProc, token string, n int, target string, log *timeline, acc *accepts) []*runAgent {
+	t.Helper()
+	agents := make([]*runAgent, 0, n)
+	for i := range n {
+		ctl := ctls[i%len(ctls)] // create and claim through every controller's API
+		var site struct {
+			ID    string `json:"id"`
+			Claim string `json:"claim_token"`
+		}
+		ctl.api(t, token, "POST", "/sd-wan/v1/sites", map[string]any{"name": fmt.Sprintf("Branch %d", i), "role": "branch", "transports": []map[string]any{
+			{"name": "mpls", "kind": "mpls", "interface": "lo", "gateway": "198.18.1.1", "probe_targets": []string{"198.18.100.1"}},
+			{"name": "inet", "kind": "broadband", "interface": "lo", "gateway": "198.18.2.1", "probe_targets": []string{"198.18.100.1"}}}}, &site, http.StatusCreated)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		creds, err := claim.Claim(ctx, ctl.hc, ctl.base, claim.Request{ClaimToken: site.Claim, Hostname: fmt.Sprintf("router-%d", i), Version: "test"})
+		cancel()
+		if err != nil {
+			t.Fatalf("claim of %s: %v", site.ID, err)
+		}
+		if !sameNodes(creds.MQTTURLs, so.nc.MQTTURLs) {
+			t.Fatalf("claim gave broker list %q; want the NATS nodes %q", creds.MQTTURLs, so.nc.MQTTURLs)
+		}
+		if creds.Broker != claim.BrokerNATS {
+			t.Fatalf("claim gave broker kind %q; want %q", creds.Broker, claim.BrokerNATS)
+		}
+		creds.Broker = agentBroker()
+		// One NATS account for everyone (per-device NATS users are not done: docs/scale-out.md);
+		// the agents start on the nodes in turn and have all three.
+		creds.MQTTURL, creds.Username, creds.Password = so.nc.MQTTURLs[i%3], natstest.User, natstest.Password
+		agents = append(agents, startAgent(t, creds, target, log, acc.hook(creds.Site)))
+	}
+	return agents
+}
+
+// stopDrained lets the agents catch up (their spools shrink to what the last watermark does
+// not cover), then stops them.
+func stopDrained(t *testing.T, agents []*runAgent) {
+	t.Helper()
 	waitFor(t, 60*time.Second, "every agent's spool drained", func() bool {
 		for _, a := range agents {
 			// The watermark goes out every 5 s: about 5-7 records of 1 s each are uncovered.
@@ -285,7 +331,15 @@ func TestClusterProcesses(t *testing.T) {
 	for _, a := range agents {
 		a.stop(t)
 	}
-	history := influxTimes(t, so.idb, "mpls")
+}
+
+// checkDelivered compares what the stopped agents deleted from their spools (covered by a
+// watermark) with InfluxDB: every deleted report must be there (0 lost), no spool may have
+// dropped records at its cap, and no minute of a site's history may be empty. It returns the
+// reports lost (failing the test if any).
+func checkDelivered(t *testing.T, idb influxtest.Database, agents []*runAgent, phases []phase) int {
+	t.Helper()
+	history := influxTimes(t, idb, "mpls")
 	var reports, deleted, lost int
 	var examples []string
 	for _, a := range agents {
@@ -317,12 +371,7 @@ func TestClusterProcesses(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d reports deleted by agents are not in InfluxDB (0 lost wanted), e.g. %v", lost, examples)
 	}
-	// One owner at a time: no status change or path switch of a site is announced twice (each
-	// owner announcing what it decided, or a new owner deciding again what the last one had).
-	if dup := repeatedTransitions(t, so.db); len(dup) > 0 {
-		t.Errorf("one transition of a site recorded twice in a row (two owners?): %v", dup)
-	}
-	t.Logf("whole test: %v", time.Since(start).Round(time.Millisecond))
+	return lost
 }
 
 // shared reports whether the controllers hold the 16 partitions between them, each its share:
@@ -556,18 +605,28 @@ func observe(t *testing.T, broker string) *watermarks {
 		t.Fatalf("observer: %v", tok.Error())
 	}
 	t.Cleanup(func() { c.Disconnect(100) })
-	tok := c.Subscribe(telemetry.Topic("+", telemetry.KindStored), 1, func(_ paho.Client, m paho.Message) {
-		var st telemetry.Stored
-		if json.Unmarshal(m.Payload(), &st) != nil {
-			return
+	topic := telemetry.Topic("+", telemetry.KindStored)
+	// NATS refuses a subscription (SUBACK 0x80, not an error to paho) while JetStream has no
+	// leader for its MQTT streams (a start on a loaded machine): asked again until granted.
+	waitFor(t, 60*time.Second, "the observer's subscription granted", func() bool {
+		tok := c.Subscribe(topic, 1, func(_ paho.Client, m paho.Message) {
+			var st telemetry.Stored
+			if json.Unmarshal(m.Payload(), &st) != nil {
+				return
+			}
+			w.mu.Lock()
+			w.seen[st.Site] = append(w.seen[st.Site], mark{boot: st.Boot, seq: st.Seq, at: time.Now()})
+			w.mu.Unlock()
+		})
+		if !tok.WaitTimeout(20*time.Second) || tok.Error() != nil {
+			t.Fatalf("observer: subscribing: %v", tok.Error())
 		}
-		w.mu.Lock()
-		w.seen[st.Site] = append(w.seen[st.Site], mark{boot: st.Boot, seq: st.Seq, at: time.Now()})
-		w.mu.Unlock()
+		if tok.(*paho.SubscribeToken).Result()[topic] == 0x80 {
+			time.Sleep(500 * time.Millisecond) // paced: the refusal is immediate
+			return false
+		}
+		return true
 	})
-	if !tok.WaitTimeout(20*time.Second) || tok.Error() != nil {
-		t.Fatalf("observer: subscribing: %v", tok.Error())
-	}
 	return w
 }
 

@@ -267,7 +267,8 @@ func startController(t *testing.T, id string, db *sql.DB, nc *natstest.Cluster, 
 	if os.Getenv("EDGEWAN_TEST_RETAINED_MARKS_ONLY") != "" { // as before PublishLive, to compare (docs/benchmarks.md)
 		bus = retainedOnly{bus}
 	}
-	e := ingest.New(f, bus, recordingSink{h: h, ctl: id, m: c.m}, ingest.Options{Owner: c.m, Logger: elog, FlushEvery: time.Second})
+	e := ingest.New(f, bus, recordingSink{h: h, ctl: id, m: c.m}, ingest.Options{Owner: c.m, Logger: elog, FlushEvery: time.Second,
+		HoleGrace: testHoleGrace(t)})
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,10 @@ func TestScaleOut(t *testing.T) {
 	f := newFleet(sites)
 	h := &handled{log: map[string][]handling{}, marks: map[string][]string{}, pubs: map[string][]markPub{}}
 	ctls := map[string]*controller{}
-	for _, id := range []string{"a", "b", "c"} {
+	// Controllers 1, 2 and 3 sit on NATS nodes 2, 3 and 1 (mqtt.NodeOrder, by the trailing
+	// number of their client IDs); 2 is killed below, so node 1's kill later takes the
+	// connections of controller 3, as one node's death does in a cluster of 3 on 3.
+	for _, id := range []string{"1", "2", "3"} {
 		ctls[id] = startController(t, id, db, nc, f, h)
 	}
 	t.Cleanup(func() {
@@ -325,7 +329,7 @@ func TestScaleOut(t *testing.T) {
 		}
 	})
 	waitFor(t, 30*time.Second, "3 controllers share the partitions", func() bool {
-		return balanced(&node{m: ctls["a"].m}, &node{m: ctls["b"].m}, &node{m: ctls["c"].m})
+		return balanced(&node{m: ctls["1"].m}, &node{m: ctls["2"].m}, &node{m: ctls["3"].m})
 	})
 
 	// 50 agents, each the agent's own spool and uplink (agent/engine.Uplink) on its own MQTT
@@ -340,12 +344,12 @@ func TestScaleOut(t *testing.T) {
 	fl := startAgents(t, ctx, nc, ids, perSecond)
 	time.Sleep(5 * time.Second) // steady state under load (pacing, not synchronisation)
 
-	// kill -9 of controller c.
-	victim := ctls["c"]
+	// kill -9 of controller 2.
+	victim := ctls["2"]
 	lost := victim.m.Owned()
 	killedAt := time.Now()
 	victim.kill()
-	delete(ctls, "c")
+	delete(ctls, "2")
 	var victimSites []string
 	for _, id := range ids {
 		for _, p := range lost {
@@ -359,7 +363,7 @@ func TestScaleOut(t *testing.T) {
 		defer h.mu.Unlock()
 		for _, id := range victimSites {
 			l := h.log[id]
-			if len(l) == 0 || l[len(l)-1].ctl == "c" || l[len(l)-1].at.Before(killedAt) {
+			if len(l) == 0 || l[len(l)-1].ctl == "2" || l[len(l)-1].at.Before(killedAt) {
 				return false
 			}
 		}
@@ -426,6 +430,9 @@ func TestScaleOut(t *testing.T) {
 		nc.LeadOn(t, stream, 1)
 		t.Logf("%s led by the node to be killed (n1)", stream)
 	}
+	steady := steadySpools(fl.spoolRecords, time.Second)
+	t.Logf("the node to be killed (n1) leads: %v", ledBy(t, nc.URLs[1], "n1"))
+	sw := watchSpools(fl.spoolRecords, steady)
 	nodeKilledAt := time.Now()
 	jw := watchJetStream(t, nc.URLs[1], "n1", nodeKilledAt)
 	if os.Getenv("EDGEWAN_TEST_NODE_STOP") == "lameduck" { // a graceful stop instead (docs/benchmarks.md)
@@ -513,6 +520,8 @@ func TestScaleOut(t *testing.T) {
 	if !waitCond(90*time.Second, fl.drained) {
 		t.Errorf("agents' spools not emptied by the watermark within 90 s: %v", fl.undelivered())
 	}
+	t.Logf("kill -9 of a NATS node (controllers' hole grace %v, -1: no requests; agents' holeAfter %v): every site's history complete again (no hole below its newest stored report) after %s sites with a hole; every agent's spool back to its steady size after %s agents whose spool grew",
+		testHoleGrace(t), testHoleAfter(t), spread(h.historyComplete(nodeKilledAt)), spread(sw.back(nodeKilledAt)))
 	for id, up := range fl.ups { // deleting at PUBACK (no watermark heard), even for a while, would hide losses
 		if m := up.DeleteMode(); m != "watermark" {
 			t.Errorf("agent of %s: delete mode %q; want watermark", id, m)
@@ -537,7 +546,7 @@ func TestScaleOut(t *testing.T) {
 		h.mu.Unlock()
 		debugConsumers(t, nc)
 	}
-	t.Logf("broker node kill: %d reports spooled in all, %d deleted from the spools, %d of those never evaluated; %v sent again for a stalled watermark",
+	t.Logf("broker node kill: %d reports spooled in all, %d deleted from the spools, %d of those never evaluated; %v sent again (asked for by a controller, or for a stalled watermark)",
 		sum(final), want, missing, fl.resent())
 	fl.wait()
 
@@ -643,7 +652,7 @@ func startAgents(t *testing.T, ctx context.Context, nc *natstest.Cluster, ids []
 			t.Fatal(err)
 		}
 		up.SetStandby(agentStandby())
-		up.SetHoleAfter(3 * time.Second) // three of the controllers' flush intervals (FlushEvery 1 s here)
+		up.SetHoleAfter(testHoleAfter(t)) // the product's 15 s: the controllers' hole requests come first
 		up.OnAccepted(fl.acc.hook(id))
 		fl.ups[id], fl.spools[id] = up, sp
 		fl.run.Add(1)

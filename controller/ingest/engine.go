@@ -82,6 +82,10 @@ type Options struct {
 	// Owner, with several controllers (docs/scale-out.md), says which sites this engine may
 	// evaluate, publish decisions for and raise events about right now. nil: all of them.
 	Owner Owner
+	// HoleGrace: a site's sequences missing below newer ones for this long are asked of its
+	// agent at once (holes.go); default DefaultHoleGrace, negative: never (the agent then
+	// finds the hole by its stalled watermark alone, as with controllers before the request).
+	HoleGrace time.Duration
 }
 
 // Owner tells whether this controller owns a site at the moment (controller/cluster.Member).
@@ -109,6 +113,7 @@ type Engine struct {
 	takeWake chan struct{}
 	took     chan struct{} // to Run: sites were taken over, checkpoint soon
 	retain   retainer      // the watermarks' retained copies, on a liveBus (watermark.go)
+	holes    holes         // sites with sequences missing below newer ones (holes.go)
 	m        metrics
 	clock    clockGuard
 }
@@ -152,6 +157,7 @@ type site struct {
 	// started (owner.go); later takeovers (leases moving back and forth) leave it: a change
 	// is published when it is made, by whichever controller makes it.
 	policyOut bool
+	hole      holeState // its lowest open hole, and the requests made for it (holes.go)
 }
 
 type transport struct {
@@ -193,6 +199,9 @@ func New(st Store, bus mqtt.Bus, sink Sink, o Options) *Engine {
 	}
 	if o.SyncWithin <= 0 {
 		o.SyncWithin = 15 * time.Second
+	}
+	if o.HoleGrace == 0 {
+		o.HoleGrace = DefaultHoleGrace
 	}
 	if o.RetryQuarantinedEvery <= 0 {
 		o.RetryQuarantinedEvery = time.Minute
@@ -260,6 +269,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	flush := time.NewTicker(e.o.FlushEvery)
 	var fastUntil time.Time // checkpoints every second until then (took)
 	retry := time.NewTicker(e.o.RetryQuarantinedEvery)
+	holes := time.NewTicker(e.holeTick())
+	if e.o.HoleGrace < 0 {
+		holes.Stop() // never asks
+	}
+	defer holes.Stop()
 	defer live.Stop()
 	defer flush.Stop()
 	defer retry.Stop()
@@ -290,6 +304,12 @@ func (e *Engine) Run(ctx context.Context) error {
 			flush.Reset(min(time.Second, e.o.FlushEvery))
 		case <-retry.C:
 			e.retryQuarantined(ctx)
+		case <-holes.C:
+			if e.askHoles(e.o.Now()) {
+				// A hole asked for is filled: the watermark over it, within a second, lets
+				// the agent delete what it kept.
+				flush.Reset(min(time.Second, e.o.FlushEvery))
+			}
 		}
 	}
 }
@@ -695,6 +715,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 		return
 	}
 	v := e.takeSeq(st, r.Seq, r.Held, now)
+	e.noteHole(st, now)
 	if v == seqDuplicate || v == seqTooFar {
 		st.mu.Unlock()
 		e.m.rejected.WithLabelValues(rejectReason(v)).Inc()
@@ -762,6 +783,7 @@ func (e *Engine) onTelemetry(topic string, payload []byte) {
 				// that is in no history. Given back, it is sent again when the watermark stalls.
 				st.mu.Lock()
 				st.win.untake(r.Seq)
+				e.noteHole(st, now)
 				st.mu.Unlock()
 				e.o.Logger.Debug("ingest: writing a report to the time series failed; the watermark waits for it to come again",
 					"site", st.id, "seq", r.Seq, "err", err)

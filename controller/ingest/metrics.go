@@ -19,6 +19,7 @@ type metrics struct {
 	lag       prometheus.Histogram
 	fenced    *prometheus.CounterVec
 	takeovers prometheus.Counter
+	holeAsks  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
@@ -56,9 +57,13 @@ func newMetrics(reg prometheus.Registerer, e *Engine) metrics {
 			Name: "edgewan_ingest_takeovers_total",
 			Help: "Sites this controller took over from another (scaled-out mode): their stored state read, their watermark published.",
 		}),
+		holeAsks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edgewan_ingest_hole_requests_total",
+			Help: "Requests to agents to send again sequences missing below newer ones (lost between the broker and the controller) once the reorder grace passed.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reports, m.late, m.abandoned, m.rejected, m.events, m.switches, m.lag, m.fenced, m.takeovers,
+		reg.MustRegister(m.reports, m.late, m.abandoned, m.rejected, m.events, m.switches, m.lag, m.fenced, m.takeovers, m.holeAsks,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_sites_live", Help: "Claimed sites the controller follows."},
 				func() float64 { e.mu.RLock(); defer e.mu.RUnlock(); return float64(len(e.sites)) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_transports_tracked", Help: "Transports with rolling aggregates in memory."},

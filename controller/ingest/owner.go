@@ -85,7 +85,8 @@ func (e *Engine) takeOver(st *site, s storedSite) {
 	// previous owner's path switches a second time, at every takeover.
 	st.synced, st.syncBy = false, now.Add(e.o.SyncWithin)
 	st.fenced = false
-	st.resyncTill = now.Add(time.Minute) // what the agent no longer holds, the previous owner stored (takeSeq)
+	st.resyncTill = now.Add(time.Minute)              // what the agent no longer holds, the previous owner stored (takeSeq)
+	st.hole.quiet = now.Add(takeoverQuiet).UnixNano() // the new consumer redelivers first (holes.go)
 	// The previous owner's watermark: what it stored is not waited for here (it will not
 	// come: the agent deletes what a watermark covers), or this engine's contiguous mark stays
 	// below it and it publishes no watermark at all, while an agent that did not hear the

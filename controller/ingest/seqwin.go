@@ -201,6 +201,7 @@ func (e *Engine) takeOther(st *site, seq uint64) bool {
 	}
 	st.mu.Lock()
 	v := st.win.take(seq)
+	e.noteHole(st, e.o.Now())
 	ok := v == seqNew || v == seqGap
 	if ok {
 		st.busy++
@@ -228,4 +229,19 @@ func rejectReason(v seqVerdict) string {
 		return "window_full"
 	}
 	return "duplicate"
+}
+
+// hole returns the lowest run of sequences not taken below a taken one: from is mark+1, to the
+// sequence just below the lowest taken above the mark. ok is false when nothing is taken above
+// the mark (no hole: the agent has simply not sent more yet).
+func (w *seqWindow) hole() (from, to uint64, ok bool) {
+	if w.newest <= w.mark {
+		return 0, 0, false
+	}
+	for i, word := range w.bits {
+		if word != 0 {
+			return w.mark + 1, w.mark + uint64(i*64+bits.TrailingZeros64(word)), true
+		}
+	}
+	return 0, 0, false // newest above the window's top after a skip: nothing taken in it
 }

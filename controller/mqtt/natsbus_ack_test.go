@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,9 @@ import (
 //   - "timer": a run shorter than AckBatch is acknowledged within AckDelay;
 //   - "upgrade": the released version's consumer (p{N}, AckExplicit, some messages acked,
 //     some delivered and not) is taken over from its ack floor: every message not acked comes,
-//     once, in order, none acked comes again, and the old consumer is gone;
+//     once, in order, none acked comes again; the old consumer is kept, set to expire after
+//     MaxAge unused, so that a controller of the released version binding it again resumes
+//     after its floor (not from the start of the stream), and the next takeover keeps it too;
 //   - "restart": starting again (a takeover) continues after the last message handled;
 //   - "lease lost": an owner whose lease ended while it had messages out (its handler busy,
 //     the rest pulled) acknowledges nothing it did not handle, and pulls no more: the next
@@ -188,11 +191,12 @@ func TestNATSBusAcks(t *testing.T) {
 	t.Run("upgrade", func(t *testing.T) {
 		const p = 6
 		site := siteIn("upgrade-", p)
-		// The released version's consumer, as it created it.
-		old, err := js.CreateOrUpdateConsumer(ctx, mqtt.DefaultNATSStream, jetstream.ConsumerConfig{
+		// The released version's consumer, as it created it at every bind.
+		released := jetstream.ConsumerConfig{
 			Durable: "p6", FilterSubject: "edgewan.in.6.>", AckPolicy: jetstream.AckExplicitPolicy,
 			AckWait: 5 * time.Second, MaxAckPending: 64, DeliverPolicy: jetstream.DeliverAllPolicy, Replicas: 3,
-		})
+		}
+		old, err := js.CreateOrUpdateConsumer(ctx, mqtt.DefaultNATSStream, released)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,11 +229,54 @@ func TestNATSBusAcks(t *testing.T) {
 		rec.waitRange(t, []string{site}, 21, 60)
 		b.StopPartition(p)
 		exactly(t, rec, site, 21, 60)
+		ackState(t, p, "all acknowledged", func(ci *jetstream.ConsumerInfo) bool { return ci.NumAckPending == 0 && ci.NumPending == 0 })
 		cs := consumers(t, p)
-		if cs["p6"] != nil || cs["p6-g1"] == nil || len(cs) != 1 {
-			t.Errorf("partition 6's consumers after the upgrade: %d, p6 %v, p6-g1 %v; want p6-g1 alone", len(cs), cs["p6"] != nil, cs["p6-g1"] != nil)
-		} else if ci := cs["p6-g1"]; ci.Config.AckPolicy != jetstream.AckAllPolicy || ci.NumAckPending != 0 || ci.NumPending != 0 {
+		if cs["p6"] == nil || cs["p6-g1"] == nil || len(cs) != 2 {
+			t.Fatalf("partition 6's consumers after the upgrade: %d, p6 %v, p6-g1 %v; want p6-g1 and the released p6 kept", len(cs), cs["p6"] != nil, cs["p6-g1"] != nil)
+		}
+		if ci := cs["p6-g1"]; ci.Config.AckPolicy != jetstream.AckAllPolicy || ci.NumAckPending != 0 || ci.NumPending != 0 {
 			t.Errorf("p6-g1 after the upgrade: %v, ack pending %d, pending %d; want AckAll, all acknowledged", ci.Config.AckPolicy, ci.NumAckPending, ci.NumPending)
+		}
+		if ci := cs["p6"]; ci.Config.InactiveThreshold != 24*time.Hour || ci.AckFloor.Stream == 0 {
+			t.Errorf("the released p6 after the upgrade: inactive threshold %v, ack floor %d; want 24h (the stream's MaxAge), its floor kept", ci.Config.InactiveThreshold, ci.AckFloor.Stream)
+		}
+		// A controller of the released version takes the partition back (a new one died in
+		// the middle of a rolling upgrade, or a rollback): its bind (CreateOrUpdateConsumer,
+		// as it did) resumes p6 after its own ack floor, not from the start of the stream.
+		// Before the fix p6 was deleted here and the bind created it again: 1..60 again.
+		old, err = js.CreateOrUpdateConsumer(ctx, mqtt.DefaultNATSStream, released)
+		if err != nil {
+			t.Fatalf("the released version's bind after the upgrade: %v", err)
+		}
+		if ci := old.CachedInfo(); ci.Config.InactiveThreshold != 0 {
+			t.Errorf("p6 bound by the released version: inactive threshold %v; want 0 (in use)", ci.Config.InactiveThreshold)
+		}
+		batch, err = old.Fetch(1, jetstream.FetchMaxWait(wait))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			// 31: the next one p6 never delivered (21..30 come again after their AckWait).
+			if q, err := strconv.Atoi(string(m.Data())); m.Subject() != "edgewan.in.6."+site+".telemetry" || err != nil || q <= 20 {
+				t.Errorf("the released version's first message after the upgrade: %s %q; want one of %s's 21..60 (1..20 were acknowledged to it)", m.Subject(), m.Data(), site)
+			}
+			_ = m.Nak()
+		}
+		// The next takeover starts after the highest floor (p6-g1's), and keeps p6 again.
+		b2 := newBus(t, "ctl-upgrade-2", 0, 0, nil)
+		rec2 := newReceived()
+		if err := b2.Subscribe(telemetry.TopicRoot+"+/"+telemetry.KindTelemetry, rec2.handler("b2")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b2.StartPartition(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		publishSeqs(t, agent, []string{site}, 61, 62)
+		rec2.waitRange(t, []string{site}, 61, 62)
+		b2.StopPartition(p)
+		exactly(t, rec2, site, 61, 62)
+		if cs := consumers(t, p); cs["p6"] == nil || cs["p6-g2"] == nil || len(cs) != 2 || cs["p6"].Config.InactiveThreshold != 24*time.Hour {
+			t.Errorf("partition 6's consumers after a second takeover: %v; want p6-g2 and p6 (threshold 24h again)", slices.Sorted(maps.Keys(cs)))
 		}
 	})
 

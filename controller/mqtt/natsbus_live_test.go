@@ -21,12 +21,13 @@ import (
 // Publish begun before the live one returns only after the live one was delivered.
 func TestNATSBusPublishLive(t *testing.T) {
 	c := natstest.Start(t)
-	// Its MQTT publisher is on node 1, the first listed. Its first connection creates NATS's
-	// MQTT streams (R3), which on a loaded machine took longer than newNATSBus's 20 s.
+	// Its MQTT publisher is on node 1: a ClientID ending in 0 keeps the list's order
+	// (NodeOrder). Its first connection creates NATS's MQTT streams (R3), which on a loaded
+	// machine took longer than newNATSBus's 20 s.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
 	defer cancel()
 	bus, err := mqtt.NewNATSBus(ctx, mqtt.NATSOptions{URLs: c.URLs, MQTTURLs: c.MQTTURLs, User: natstest.User,
-		Password: natstest.Password, ClientID: "ctl-live", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Password: natstest.Password, ClientID: "ctl-live-0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,8 @@ func (s *Server) startCluster(ctx context.Context) error {
 	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edgewan_cluster_partitions_owned",
 		Help: "Partitions of the site space this controller holds the lease of (scaled-out mode)."},
 		func() float64 { return float64(len(m.Owned())) }))
-	slog.Info("scaled-out mode: joining the cluster", "cluster_id", id, "partitions", m.Partitions(), "nats", cfg.NATSURLs)
+	slog.Info("scaled-out mode: joining the cluster", "cluster_id", id, "partitions", m.Partitions(),
+		"nats", mqtt.NodeOrder(cfg.NATSURLs, o.ClientID)) // the order it dials them in
 	return nil
 }
 
