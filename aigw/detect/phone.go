@@ -42,7 +42,14 @@ var phoneContext = &contextRule{
 		"ssn", "iban", "card", "zip", "postcode", "amount", "total", "price", "order number",
 		"part number", "case number", "account number", "tracking number", "serial number",
 		"reference number", "invoice number", "ticket number", "model number", "card number",
-		"confirmation number", "booking number", "order no", "social security", "routing number"),
+		"confirmation number", "booking number", "order no", "social security", "routing number",
+		// the same identifiers in other languages: a phone word such as "numero" or "nummer"
+		// must not make "Laskun numero 2024-1187" (an invoice number) a phone
+		"rechnung", "rechnungsnummer", "kundennummer", "bestellnummer", "auftragsnummer",
+		"factura", "facture", "fattura", "pedido", "commande", "ordine", "lasku", "laskun",
+		"tilaus", "faktura", "pesanan", "resi", "nik", "dni", "cnp", "aadhaar", "protocollo",
+		"folio", "rut", "ruc", "nif", "nie", "cif", "rfc", "curp", "npwp", "uen", "bvn", "nuban",
+		"ifsc", "gstin", "hkid", "nric"),
 	boost:   0.2,
 	penalty: 0.45,
 	max:     0.88, // below a validated card, SSN or IBAN with context
@@ -56,10 +63,19 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	"portable", "handy", "móvil", "movil", "cellulare", "celular", "telemóvel", "mobil", "nummer",
 	"numéro", "número", "numero", "rufnummer", "gsm", "pbx", "hp", "tlf", "tlf.", "puh", "puh.",
 	"sími", "farsími", "kom.", "mobiel", "cel.", "cep", "telefone", "điện thoại", "τηλ", "κιν",
-	"nr tel", "wa", "ussd",
+	"nr tel", "wa", "ussd", "telp", "telp.", "hubungi", "celular", "fijo", "joignable", "rückruf", "rückrufnummer",
+	"ტელ", "ტელეფონი", "Հեռ", "հեռ", "手机", "手機", "電話", "电话", "座机", "전화", "휴대폰", "연락처",
+	"تلفن", "موبایل", "هاتف", "الجوال", "اتصل", "رابطہ", "فون", "ስልክ", "ይደውሉ", "टेलीफोन", "फोन",
 	// "You can get me at ...": contact idioms whose verb is not a phone word.
 	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
-	"ping me at", "ping me on", "get hold of me at", "get hold of me on")
+	"ping me at", "ping me on", "get hold of me at", "get hold of me on",
+	"callback", "call back", "rang", "ring me", "ring back")
+
+// phoneHeaderWords name a table's phone column ("phone", "mobile_no", "Telefon"); not words
+// such as "contact" or "number" that head other columns too.
+var phoneHeaderWords = newKeywords("phone", "telephone", "tel", "mobile", "cell", "cellphone", "fax",
+	"msisdn", "whatsapp", "landline", "handy", "telefon", "telefono", "teléfono", "téléphone",
+	"telefone", "celular", "móvil", "mobil", "puhelin", "gsm")
 
 // phoneFallbackRegions are tried for national numbers when the default region rejects them and
 // a phone word is near; min and max bound the digit count
@@ -89,6 +105,21 @@ func nanp(region string) bool {
 type phoneGroup struct{ start, end, digits int }
 
 func (d phoneDetector) Detect(text string, out []Entity) []Entity {
+	if !needsPhoneNorm(text) {
+		return d.detectASCII(text, out)
+	}
+	// Non-ASCII digits or spaces between digits (phonenorm.go): scan an ASCII copy and map
+	// the spans back.
+	norm, at := phoneNormalise(text)
+	n := len(out)
+	out = d.detectASCII(norm, out)
+	for k := n; k < len(out); k++ {
+		out[k].Start, out[k].End = at[out[k].Start], at[out[k].End]
+	}
+	return out
+}
+
+func (d phoneDetector) detectASCII(text string, out []Entity) []Entity {
 	var groups [phoneMaxGroups]phoneGroup
 	var hints phoneHints // reused: compute resets it
 	for i := 0; i < len(text); {
@@ -185,8 +216,10 @@ func extensionEnd(text string, e int) int {
 
 // extensionWords introduce an extension in several languages: "ext. 12", "Durchwahl 15",
 // "poste 221", "ramal 12", "anexo 5", "dahili 104", "wew. 31", "mellék 12", "toestel 2",
-// "lokal 3", "linka 20", "anknytning 4", "内線 215", "내선 302", "שלוחה 3", "داخلي 12".
-var extensionWords = [...]string{"ext", "extn", "extension", "x", "durchwahl", "dw", "poste", "int",
+// "lokal 3", "linka 20", "anknytning 4", "内線 215", "내선 302", "שלוחה 3", "داخلي 12", "分機 215",
+// "local 102" (the Philippines).
+var extensionWords = [...]string{"ext", "extn", "extension", "x", "durchwahl", "dw", "poste", "int", "local", "loc",
+	"分機", "分机", "轉", "转",
 	"anexo", "ramal", "dahili", "wew", "mellék", "toestel", "tst", "lokal", "linka", "kl",
 	"anknytning", "ankn", "lokaal", "interno", "interne", "内線", "内线", "분기", "내선", "שלוחה",
 	"داخلي", "добавочный", "доб", "εσωτ"}
@@ -246,6 +279,9 @@ func phoneGroups(text string, i int, groups *[phoneMaxGroups]phoneGroup) (int, i
 			case k >= len(text):
 			case sep == ' ' && text[k] == '-' && k+1 < len(text) && text[k+1] == ' ':
 				k += 2
+			case sep == ' ' && text[k] == '/' && k+1 < len(text) && text[k+1] == ' ' && ng == 1 &&
+				text[groups[0].start] == '0' && e-groups[0].start >= 2 && e-groups[0].start <= 5:
+				k += 2 // "030 / 12345679": an area code, then the subscriber's number
 			case sep == ' ' && text[k] == '(' && !open:
 				open = true
 				k++
@@ -301,12 +337,29 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 	// A national number of another region. The text's own evidence of its country (other
 	// numbers' country codes, ccTLDs, script, letters, currency: phoneregion.go) is tried
 	// first; a number valid there and written in groups is a phone even without a phone word.
+	// A phone word near it, or the column it fills in a table ("name,phone,postcode").
 	word := hasKeyword(text, s, e, phoneWords)
+	var hdr string
+	if !word {
+		hdr = columnHeader(text, s, e)
+		word = headerHas(hdr, phoneHeaderWords)
+	}
 	parses := 0
 	// Parses are dear (libphonenumber allocates): none for a run of digits without a phone
 	// word, a prefix of a longer run, more digits than national numbers have, or a number
 	// after a word such as "order" or "invoice".
-	tryHints := whole && nd <= 12 && (word || groups > 1 && !hasKeyword(text, s, e, phoneContext.neg))
+	// One run of ten or eleven digits after a trunk "0" ("kwa JOSEPH MWANGI 0722483119") is
+	// tried too, but only a mobile number counts: order and account numbers seldom start with
+	// "0" and fit a country's mobile ranges.
+	// In a table such a run needs a phone column (identifiers fill the other columns).
+	trunkRun := groups == 1 && nd >= 10 && nd <= 11 && cand[0] == '0' && cand[1] != '0' &&
+		!(s > 0 && isDelimiter(text[s-1]) || e < len(text) && isDelimiter(text[e]))
+	// So is one run of 11-13 digits that starts with the country code of a hinted region
+	// without its "+" (M-Pesa and WhatsApp exports: "kutoka kwa AKINYI ODERO 254733590214").
+	ccRun := groups == 1 && nd >= 11 && nd <= 13 && cand[0] != '0' &&
+		!(s > 0 && isDelimiter(text[s-1]) || e < len(text) && isDelimiter(text[e]))
+	tryHints := whole && (nd <= 12 || ccRun) && (word || (groups > 1 || trunkRun || ccRun) && !hasKeyword(text, s, e, phoneContext.neg) &&
+		!headerHas(hdr, phoneContext.neg)) // not in an "id" or "order" column
 	if tryHints {
 		// Only text near the number counts, so that a stream, which scans a window of the
 		// text, decides as a scan of the whole text does (aigw/guard's streamContext of 128
@@ -318,11 +371,16 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 			continue
 		}
 		parses++
-		if phoneValid(cand, r) {
-			switch {
-			case word:
-				return phoneFallbackScore, true
+		if ccRun {
+			if phoneCountryRun(cand, r) {
+				return phoneHintScore, true
 			}
+			continue
+		}
+		switch {
+		case word && phoneValid(cand, r):
+			return phoneFallbackScore, true
+		case groups > 1 && phoneValid(cand, r), groups == 1 && phoneMobile(cand, r):
 			return phoneHintScore, true
 		}
 	}
@@ -339,6 +397,18 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 			if r.region != d.region && n >= r.min && n <= r.max && parses < phoneMaxFallbackParses {
 				parses++
 				if phoneValid(cand, r.region) {
+					return phoneFallbackScore, true
+				}
+			}
+		}
+	}
+	// Eight digits in two groups of four after a phone word: the numbering plans without a
+	// trunk prefix and without area codes ("call 9123 4567").
+	if word && !trunk && nd == 8 && groups == 2 {
+		for _, r := range [...]string{"SG", "HK"} {
+			if r != d.region && parses < phoneMaxFallbackParses {
+				parses++
+				if phoneValid(cand, r) {
 					return phoneFallbackScore, true
 				}
 			}
@@ -396,6 +466,35 @@ func acronymNumber(text string, s int) bool {
 	return !hasKeywordBefore(text[:j], j, phoneWords)
 }
 
+// phoneCountryRun reports whether the digits s start with region's country code and, with a
+// "+" before them, are one of its mobile numbers.
+func phoneCountryRun(s, region string) bool {
+	cc := phonenumbers.GetCountryCodeForRegion(region)
+	if cc == 0 {
+		return false
+	}
+	var buf [3]byte
+	n := len(buf)
+	for ; cc > 0 && n > 0; cc /= 10 {
+		n--
+		buf[n] = byte('0' + cc%10)
+	}
+	return strings.HasPrefix(s, string(buf[n:])) && phoneMobile("+"+s, region)
+}
+
+// phoneMobile reports whether s is a valid mobile number of region.
+func phoneMobile(s, region string) bool {
+	n, err := phonenumbers.Parse(s, region)
+	if err != nil || !phonenumbers.IsValidNumber(n) {
+		return false
+	}
+	switch phonenumbers.GetNumberType(n) {
+	case phonenumbers.MOBILE, phonenumbers.FIXED_LINE_OR_MOBILE:
+		return true
+	}
+	return false
+}
+
 func phoneValid(s, region string) bool {
 	n, err := phonenumbers.Parse(s, region)
 	return err == nil && phonenumbers.IsValidNumber(n)
@@ -436,6 +535,9 @@ func phoneShape(c string) bool {
 		if lens[0] <= 2 && lens[1] <= 2 && lens[2] == 4 { // 18.06.2024
 			return false
 		}
+	}
+	if n == 2 && !intl && lens[0] == 4 && (seps[0] == '-' || seps[0] == '/') && (c[0] == '1' && c[1] == '9' || c[0] == '2' && c[1] == '0') {
+		return false // "2024-1187": a year and a serial number of an invoice, case or file
 	}
 	if n == 4 && !intl && seps[0] == '.' && seps[1] == '.' && seps[2] == '.' &&
 		lens[0] <= 3 && lens[1] <= 3 && lens[2] <= 3 && lens[3] <= 3 { // 10.20.30.40

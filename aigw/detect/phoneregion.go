@@ -13,7 +13,7 @@ import (
 // only some languages use, and currency signs. phoneHints collects those regions near the
 // number, in that order; they are only parse hints: a number still has to be valid for one.
 
-const maxPhoneHints = 6
+const maxPhoneHints = 8
 
 type phoneHints struct {
 	n       int
@@ -65,10 +65,18 @@ func letterRegions(r rune) (string, string) {
 		return "GR", ""
 	case r >= 0x0900 && r <= 0x097f:
 		return "IN", ""
-	case r >= 0x0600 && r <= 0x06ff: // Arabic script: the largest numbering plans first
-		return "EG", "SA"
-	case r >= 0x4e00 && r <= 0x9fff: // Han without kana: Japanese written in kanji, or Chinese
-		return "JP", "CN"
+	case urduLetter(r):
+		return "PK", ""
+	case persianLetter(r):
+		return "IR", "PK"
+	case traditionalHan(r):
+		return "TW", "HK"
+	case r >= 0x10a0 && r <= 0x10ff: // Georgian
+		return "GE", ""
+	case r >= 0x0530 && r <= 0x058f: // Armenian
+		return "AM", ""
+	case r >= 0x1200 && r <= 0x137f: // Ethiopic: Amharic, Tigrinya
+		return "ET", "ER"
 	}
 	switch r {
 	case 'ő', 'ű', 'Ő', 'Ű':
@@ -105,17 +113,26 @@ func letterRegions(r rune) (string, string) {
 		return "IL", ""
 	case '₫':
 		return "VN", ""
+	case '₱':
+		return "PH", ""
+	case '₾':
+		return "GE", ""
+	case '֏':
+		return "AM", ""
 	}
 	return "", ""
 }
 
 // currencyWords name a country's money in Latin letters ("Ksh2,350.00", "R$ 120", "Rp 50.000").
 var currencyWords = [...]struct{ word, region string }{
-	{"Ksh", "KE"}, {"KES", "KE"}, {"M-PESA", "KE"}, {"R$", "BR"}, {"Rp", "ID"}, {"IDR", "ID"},
+	{"Ksh", "KE"}, {"KES", "KE"}, {"M-PESA", "KE"}, {"M-Pesa", "KE"}, {"mpesa", "KE"}, {"Mpesa", "KE"}, {"R$", "BR"}, {"Rp", "ID"}, {"IDR", "ID"},
 	{"PLN", "PL"}, {"HUF", "HU"}, {"CZK", "CZ"}, {"Kč", "CZ"}, {"RON", "RO"},
 	{"NGN", "NG"}, {"ZAR", "ZA"}, {"EGP", "EG"}, {"VND", "VN"}, {"THB", "TH"}, {"INR", "IN"},
 	{"MXN", "MX"}, {"ARS", "AR"}, {"COP", "CO"}, {"AUD", "AU"}, {"SEK", "SE"},
-	{"NOK", "NO"}, {"DKK", "DK"}, {"ISK", "IS"},
+	{"NOK", "NO"}, {"DKK", "DK"}, {"ISK", "IS"}, {"RM", "MY"}, {"MYR", "MY"}, {"FCFA", "SN"},
+	{"CFA", "SN"}, {"S/", "PE"}, {"PKR", "PK"}, {"Rs", "IN"}, {"AED", "AE"}, {"SAR", "SA"},
+	{"ETB", "ET"}, {"ብር", "ET"}, {"IRR", "IR"}, {"تومان", "IR"}, {"SGD", "SG"}, {"S$", "SG"},
+	{"JMD", "JM"}, {"J$", "JM"}, {"CLP", "CL"}, {"PHP", "PH"}, {"GEL", "GE"}, {"درهم", "AE"},
 }
 
 // compute fills h from text, the surroundings of one number (phoneHintBefore, phoneHintAfter);
@@ -163,7 +180,16 @@ func (h *phoneHints) compute(text string) {
 		}
 		i = k - 1
 	}
-	// Scripts, letters and currency signs.
+	h.addPlaces(text)
+	for _, w := range currencyWords {
+		if k := strings.Index(text, w.word); k >= 0 && (k == 0 || !isAlpha(text[k-1])) &&
+			(k+len(w.word) == len(text) || !isAlpha(text[k+len(w.word)])) {
+			h.add(w.region)
+		}
+	}
+	// Scripts, letters and currency signs; scripts written in many countries (Arabic, Han)
+	// after the letters of one country's alphabet (Persian, Urdu) and after language words.
+	arabic, han := false, false
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < utf8.RuneSelf {
@@ -172,14 +198,53 @@ func (h *phoneHints) compute(text string) {
 		}
 		r, n := utf8.DecodeRuneInString(text[i:])
 		i += n
+		switch {
+		case r >= 0x0600 && r <= 0x06ff && !persianLetter(r) && !urduLetter(r):
+			arabic = true
+			continue
+		case r >= 0x4e00 && r <= 0x9fff && !traditionalHan(r):
+			han = true
+			continue
+		}
 		a, b := letterRegions(r)
 		h.add(a)
 		h.add(b)
 	}
-	for _, w := range currencyWords {
-		if k := strings.Index(text, w.word); k >= 0 && (k == 0 || !isAlpha(text[k-1])) &&
-			(k+len(w.word) == len(text) || !isAlpha(text[k+len(w.word)])) {
-			h.add(w.region)
-		}
+	h.addLanguages(text)
+	if arabic { // the largest numbering plans first
+		h.add("EG")
+		h.add("SA")
+		h.add("AE")
 	}
+	if han { // Japanese written in kanji, or Chinese
+		h.add("JP")
+		h.add("CN")
+	}
+}
+
+// persianLetter and urduLetter are letters of the Arabic script that Arabic does not use.
+func persianLetter(r rune) bool {
+	switch r {
+	case 'پ', 'چ', 'ژ', 'گ', 'ک', 'ی', '۰', '۱', '۲', '۳', '۴', '۵', '۶', '۷', '۸', '۹':
+		return true
+	}
+	return false
+}
+
+func urduLetter(r rune) bool {
+	switch r {
+	case 'ٹ', 'ڈ', 'ڑ', 'ں', 'ہ', 'ے', 'ۓ', 'ھ':
+		return true
+	}
+	return false
+}
+
+// traditionalHan are frequent characters written differently in simplified Chinese and in
+// Japanese: Traditional Chinese, so Taiwan or Hong Kong.
+func traditionalHan(r rune) bool {
+	switch r {
+	case '號', '經', '區', '臺', '灣', '們', '這', '會', '與', '說', '體', '門', '樓', '機', '務':
+		return true
+	}
+	return false
 }
