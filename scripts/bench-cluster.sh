@@ -9,11 +9,19 @@
 #   EDGEWAN_BENCH_PROFILE=/tmp/prof SITES=1000 scripts/bench-cluster.sh
 #       also a CPU profile of each controller per window (--pprof): /tmp/prof/{N}ctl-{idle,load}-{id}.pprof
 #
+# Diagnostics of the rise from 1 to 3 controllers (docs/benchmarks.md, "the 1 -> 3 rise"):
+#   EQUAL=1 SITES=1000 scripts/bench-cluster.sh        equal load per controller: with n controllers
+#       only n/3 of the sites report (1 controller at R, 3 at R each): does a controller's CPU per
+#       report change when it has peers?
+#   GOMAXPROCS_CTL=1 SITES=1000 scripts/bench-cluster.sh   the controllers run with GOMAXPROCS=1
+#       (a diagnostic, not a default: idle Ps' spinning on a box the controllers share)
+#
 # PostgreSQL and InfluxDB: EDGEWAN_TEST_POSTGRES_URL and EDGEWAN_TEST_INFLUX_URL if set, else
 # the test helpers start their own (scripts/postgres.sh, scripts/influxdb.sh).
 # CPU is utime + stime from /proc/<pid>/stat of the controller processes only.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 EDGEWAN_BENCH_SITES="${SITES:-300}" EDGEWAN_BENCH_SECONDS="${STEP_SECONDS:-30}" \
+	EDGEWAN_BENCH_EQUAL="${EQUAL:-}" EDGEWAN_BENCH_GOMAXPROCS="${GOMAXPROCS_CTL:-}" \
 	go test -run '^$' -bench '^BenchmarkClusterCPU$' -benchtime 1x -count=1 -timeout 60m ./controller/cluster/ 2>&1 |
-	grep -E 'controller\(s\):|^Benchmark|^(ok|FAIL|PASS)'
+	grep -E 'controller\(s\)|level=WARN|^Benchmark|^(ok|FAIL|PASS)'

@@ -32,10 +32,24 @@ import (
 // figure must stay flat as controllers are added: a report's work never crosses controllers.
 // EDGEWAN_BENCH_SITES sites (default 300) report once a second with 3 transports each (900
 // samples/s), for EDGEWAN_BENCH_SECONDS (default 30) per step. Run it with -benchtime 1x.
+//
+// Diagnostic options (docs/benchmarks.md, "the 1 -> 3 rise"):
+//   - EDGEWAN_BENCH_EQUAL=1: equal load per controller instead of the same total: with n
+//     controllers only the first n/3 of the sites report, so 1 controller takes R and 3 take R
+//     each (3R in all). Whether a controller's CPU per report changes when it has peers is the
+//     "no per-report chatter" question asked directly; compared with the default run's 1-controller
+//     step (one process at 3R) it separates the cost of having peers from a busier process
+//     amortising its wake-ups.
+//   - EDGEWAN_BENCH_GOMAXPROCS=n: the controllers run with GOMAXPROCS=n (the Go runtime's idle
+//     Ps spin looking for work; three processes with 2 Ps each share 2 cores with NATS here).
 func BenchmarkClusterCPU(b *testing.B) {
 	sites, seconds := envInt("EDGEWAN_BENCH_SITES", 300), envInt("EDGEWAN_BENCH_SECONDS", 30)
+	equal := os.Getenv("EDGEWAN_BENCH_EQUAL") == "1"
 	so := newScaledOut(b, 3*time.Second)
 	so.env = append(so.env, "EDGEWAN_RATE_LIMIT=0") // the set-up creates and claims sites in a burst
+	if n := envInt("EDGEWAN_BENCH_GOMAXPROCS", 0); n > 0 {
+		so.env = append(so.env, "GOMAXPROCS="+strconv.Itoa(n))
+	}
 	ids := []string{"ctl-1", "ctl-2", "ctl-3"}
 	// EDGEWAN_BENCH_PROFILE=dir: each controller serves --pprof and a CPU profile of each load
 	// window goes to dir/{n}ctl-{id}.pprof (diagnosis; the profiling itself costs CPU).
@@ -76,7 +90,12 @@ func BenchmarkClusterCPU(b *testing.B) {
 	// The load: 8 MQTT connections (spread over the nodes) publish every site's report once a
 	// second at QoS 1, as agents would through NATS.
 	var samples atomic.Int64
-	var paused atomic.Bool // the idle part of a step
+	var paused atomic.Bool  // the idle part of a step
+	var active atomic.Int64 // the sites that report: all, or n/3 of them with EDGEWAN_BENCH_EQUAL
+	active.Store(int64(len(creds)))
+	if equal { // the others never report before their step: they go quiet in no window
+		active.Store(int64(len(creds) / 3))
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { stop(); wg.Wait() }()
@@ -104,7 +123,7 @@ func BenchmarkClusterCPU(b *testing.B) {
 					continue
 				}
 				var toks []paho.Token
-				for i := c; i < len(creds); i += conns {
+				for i := c; i < int(active.Load()); i += conns {
 					r := telemetry.Report{V: telemetry.SchemaVersion, Site: creds[i].Site, Device: creds[i].Device, Seq: seq, Time: time.Now().UTC(), WindowMs: 1000}
 					for _, n := range []string{"mpls", "inet", "lte"} {
 						r.Transport = append(r.Transport, telemetry.TransportWindow{Name: n, Method: "icmp", Sent: 5, LatencyMs: 20, P50Ms: 20, P95Ms: 25, MinMs: 18, MaxMs: 30, JitterMs: 1, StdDevMs: 1})
@@ -127,6 +146,9 @@ func BenchmarkClusterCPU(b *testing.B) {
 			procs = append(procs, start(ids[n-1]))
 		}
 		waitFor(b, 60*time.Second, fmt.Sprintf("%d controllers share the partitions", n), func() bool { return shared(so.db, ids[:n]) })
+		if equal {
+			active.Store(int64(len(creds) * n / 3))
+		}
 		// Settle (pacing a benchmark): a controller's start-up work must not be measured as a
 		// cost of the load. A newcomer publishes its sites' policies at its takeovers (it
 		// published every site's at start until 2026-11-24: 1,000 retained QoS 1 publishes
@@ -149,6 +171,10 @@ func BenchmarkClusterCPU(b *testing.B) {
 		paused.Store(false)
 		time.Sleep(2 * time.Second)
 		moves0, warns0 := logCount(procs, "cluster: partition acquired"), logCount(procs, "level=WARN")
+		logAt := make([]int, len(procs)) // where each log stood when the window began
+		for i, p := range procs {
+			logAt[i] = len(p.log.String())
+		}
 		cpu0, s0, t0 := cpuSeconds(b, procs), samples.Load(), time.Now()
 		profs = profileAll(b, profDir, pprofAddrs, procs, seconds-2, fmt.Sprintf("%dctl-load", n))
 		time.Sleep(time.Duration(seconds) * time.Second)
@@ -168,11 +194,37 @@ func BenchmarkClusterCPU(b *testing.B) {
 		// Partitions that moved, and warnings, during the load window: a window with either
 		// measured a takeover (consumer, status replay, policies), not the steady state.
 		moves, warns := logCount(procs, "cluster: partition acquired")-moves0, logCount(procs, "level=WARN")-warns0
-		b.Logf("%d controller(s): %.0f samples/s offered, controllers' CPU %.1f%% of a core (%s), idle %.1f%%; %.1f CPU-ms per s per 1,000 samples/s, %.1f above idle; stream backlog at the end %d messages (handled, not yet acked included); %d partitions moved, %d warnings logged in the window",
-			n, rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog, moves, warns)
+		b.Logf("%d controller(s)%s: %.0f samples/s offered, controllers' CPU %.1f%% of a core (%s), idle %.1f%%; %.1f CPU-ms per s per 1,000 samples/s, %.1f above idle; stream backlog at the end %d messages (handled, not yet acked included); %d partitions moved, %d warnings logged in the window",
+			n, benchMode(equal), rate, 100*total/el.Seconds(), strings.Join(each, ", "), 100*idle/iel.Seconds(), perK, netK, backlog, moves, warns)
+		if warns > 0 { // what disturbed the window (up to 5 lines per controller)
+			for i, p := range procs {
+				k := 0
+				for _, line := range strings.Split(p.log.String()[logAt[i]:], "\n") {
+					if strings.Contains(line, "level=WARN") && k < 5 {
+						b.Logf("  %s: %s", p.id, line)
+						k++
+					}
+				}
+			}
+		}
 		b.ReportMetric(netK, fmt.Sprintf("net-cpu-ms/s/1k-samples/s@%dctl", n))
 		b.ReportMetric(perK, fmt.Sprintf("cpu-ms/s/1k-samples/s@%dctl", n))
 	}
+}
+
+// benchMode names BenchmarkClusterCPU's options in its output.
+func benchMode(equal bool) string {
+	var m []string
+	if equal {
+		m = append(m, "equal load per controller")
+	}
+	if v := os.Getenv("EDGEWAN_BENCH_GOMAXPROCS"); v != "" {
+		m = append(m, "GOMAXPROCS="+v)
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(m, ", ") + "]"
 }
 
 // logCount counts the lines of the controllers' logs that contain s.

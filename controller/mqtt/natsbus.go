@@ -341,6 +341,13 @@ func (b *NATSBus) StartPartition(ctx context.Context, p int) error {
 // (up to 2 s) until it succeeds or the partition stops (false). With fresh (a start, or the
 // partition owned again), or when the bound consumer is gone, it takes the partition over
 // through a new consumer (takeOver); else it pulls again from the one bound.
+//
+// The Messages iterator, not Consume or Fetch: each of the three hands every message from the
+// connection's reader to another goroutine (Fetch through two), so none saves the wake-up per
+// delivery. Consume (the handler on the subscription's goroutine, woken through a sync.Cond)
+// spares the iterator's select and its heartbeat timer per Next: 5 allocations of 11 per
+// message, but no CPU that paired runs could see (docs/benchmarks.md, "the 1 -> 3 rise"), so
+// the simpler loop stayed.
 func (b *NATSBus) bind(p int, np *natsPart, timeout time.Duration, fresh bool) bool {
 	backoff := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -678,8 +685,8 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			resumed = time.Time{}
 		}
 		// edgewan.in.{p}.{site}.{kind} -> edgewan/v1/sites/{site}/{kind}
-		parts := strings.SplitN(m.Subject(), ".", 5)
-		if len(parts) != 5 {
+		site, kind, ok := subjectSite(m.Subject())
+		if !ok {
 			_ = m.Term()
 			continue
 		}
@@ -701,13 +708,28 @@ func (b *NATSBus) consume(p int, np *natsPart) {
 			continue
 		}
 		b.mu.Lock()
-		h := b.routes[parts[4]]
+		h := b.routes[kind]
 		b.mu.Unlock()
 		if h != nil {
-			b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
+			b.d.run(delivery{h: h, topic: telemetry.TopicRoot + site + "/" + kind, payload: m.Data()})
 		}
 		b.handled(p, np, m)
 	}
+}
+
+// subjectSite splits edgewan.in.{partition}.{site}.{kind} (kind may hold dots) as
+// strings.SplitN(subject, ".", 5) would, without allocating the slice: once per message.
+func subjectSite(subject string) (site, kind string, ok bool) {
+	rest := subject
+	for range 3 {
+		if _, rest, ok = strings.Cut(rest, "."); !ok {
+			return "", "", false
+		}
+	}
+	if site, kind, ok = strings.Cut(rest, "."); !ok {
+		return "", "", false
+	}
+	return site, kind, true
 }
 
 // replayStatus hands the status handler the last status message of each site of partition p,
@@ -755,8 +777,8 @@ func (b *NATSBus) replayStatus(p int, np *natsPart) {
 			n := 0
 			for m := range batch.Messages() {
 				n++
-				if parts := strings.SplitN(m.Subject(), ".", 5); len(parts) == 5 {
-					b.d.run(delivery{h: h, topic: telemetry.TopicRoot + parts[3] + "/" + parts[4], payload: m.Data()})
+				if site, kind, ok := subjectSite(m.Subject()); ok {
+					b.d.run(delivery{h: h, topic: telemetry.TopicRoot + site + "/" + kind, payload: m.Data()})
 				}
 			}
 			if n < want { // all there is (the batch's error is then its wait's end)

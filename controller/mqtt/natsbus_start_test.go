@@ -19,7 +19,7 @@ import (
 )
 
 // jetStreamOf connects to c's JetStream as the test user, until the test ends.
-func jetStreamOf(t *testing.T, c *natstest.Cluster) jetstream.JetStream {
+func jetStreamOf(t testing.TB, c *natstest.Cluster) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(strings.Join(c.URLs, ","), nats.UserInfo(natstest.User, natstest.Password))
 	if err != nil {
@@ -34,7 +34,7 @@ func jetStreamOf(t *testing.T, c *natstest.Cluster) jetstream.JetStream {
 }
 
 // streamReady waits until stream has a leader and every replica is current.
-func streamReady(t *testing.T, c *natstest.Cluster, stream string) {
+func streamReady(t testing.TB, c *natstest.Cluster, stream string) {
 	t.Helper()
 	js := jetStreamOf(t, c)
 	deadline := time.Now().Add(wait)
