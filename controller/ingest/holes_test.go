@@ -258,6 +258,9 @@ func TestHoleRequestMosquitto(t *testing.T) {
 	publishReport(t, agent, site, device, 3)
 	awaitStored(t, heard, "a watermark covering 5", func(m telemetry.Stored) bool { return m.Hole == nil && m.Seq == 5 })
 
+	// The broker takes the username as the client ID (no client can kick another's session), so
+	// the later subscriber, with the same device's credentials, comes after the first has gone.
+	agent.Disconnect(250)
 	later := make(chan telemetry.Stored, 4)
 	subscribeStored(t, agentClient(t, url, device, agentPassword, "agent-holes-later"), site, later)
 	if m := awaitStored(t, later, "the retained watermark", func(telemetry.Stored) bool { return true }); m.Hole != nil || m.Seq != 5 {
@@ -267,7 +270,7 @@ func TestHoleRequestMosquitto(t *testing.T) {
 
 func agentClient(t *testing.T, url, user, password, id string) paho.Client {
 	t.Helper()
-	c := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID(id).SetUsername(user).SetPassword(password).SetCleanSession(true))
+	c := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID(id).SetUsername(user).SetPassword(password).SetCleanSession(true).SetAutoReconnect(false))
 	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatalf("agent connecting: %v", tok.Error())
 	}
