@@ -1067,15 +1067,22 @@ func lineStart(text string, s int) int {
 	return ls
 }
 
+// blanksBefore returns where the spaces and tabs (at most 8) that end before s begin: a label's
+// ':' or a cue word may stand a few blanks before a name.
+func blanksBefore(text string, s int) int {
+	j := s
+	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+		j--
+	}
+	return j
+}
+
 // precededByLabel reports whether a field label and ':' end just before s: "Owner: ".
 func precededByLabel(text string, s int) bool { return labelBefore(text, s, nameLabels) }
 
 // labelBefore reports whether one of the labels and ':' end just before s.
 func labelBefore(text string, s int, labels []string) bool {
-	j := s
-	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
-		j--
-	}
+	j := blanksBefore(text, s)
 	if j == 0 || text[j-1] != ':' {
 		return false
 	}
@@ -1304,10 +1311,7 @@ func init() {
 // prevWordBefore returns the word that ends before s, skipping what precededBy, precededByLabel
 // and precededByTitle skip (blanks, one ':', ',', '=', '="' or '.'), or "".
 func prevWordBefore(text string, s int) string {
-	j := s
-	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
-		j--
-	}
+	j := blanksBefore(text, s)
 	if j > 1 && text[j-1] == '"' && text[j-2] == '=' {
 		j--
 	}
@@ -1382,10 +1386,7 @@ func closesGreeting(text string, e int) bool {
 // precededBy reports whether one of the phrases ends just before s, allowing spaces and one
 // ':' or ',' in between ("Name: John", "Thanks, Anna").
 func precededBy(text string, s int, phrases []string) bool {
-	j := s
-	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
-		j--
-	}
+	j := blanksBefore(text, s)
 	if j == s && !(j > 1 && (text[j-1] == '=' || text[j-1] == '"' && text[j-2] == '=')) {
 		return false
 	}

@@ -615,10 +615,7 @@ func roleBefore(text string, s int) bool {
 // nameWordLabel reports whether a field label whose last word means "name" ends before s with a
 // ':' ("Anyja neve: ", "Apellido y nombre: "), or a name label with a number ("Driver 1: ").
 func nameWordLabel(text string, s int) bool {
-	j := s
-	for k := 0; j > 0 && k < 8 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
-		j--
-	}
+	j := blanksBefore(text, s)
 	if j == 0 || text[j-1] != ':' {
 		return false
 	}
