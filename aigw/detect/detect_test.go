@@ -16,6 +16,25 @@ func newEngine(t testing.TB, o Options) *Engine {
 	return e
 }
 
+// scanCase is a text and the spans Scan must find in it, as found() writes them; nil: none.
+type scanCase struct {
+	name, text string
+	want       []string
+}
+
+// checkScans runs each case as a subtest on e.
+func checkScans(t *testing.T, e *Engine, cases []scanCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := found(e.Scan(tc.text))
+			if !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Errorf("Scan(%q) = %q; want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
 // found renders entities as "type:text" for compact comparisons.
 func found(es []Entity) []string {
 	out := []string{}

@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
@@ -10,11 +9,7 @@ import (
 // and a look-alike it must leave alone. The names and places are made up for this test (none
 // comes from the hand-written sets).
 func TestRunningTextNames(t *testing.T) {
-	tests := []struct {
-		name string
-		text string
-		want []string
-	}{
+	tests := []scanCase{
 		// person evidence
 		{"role noun before", "Our barber, Teodoro, cut it short.", []string{"person:Teodoro"}},
 		{"kinship before", "my aunt Ifeoluwa still bakes every Sunday", []string{"person:Ifeoluwa"}},
@@ -65,19 +60,7 @@ func TestRunningTextNames(t *testing.T) {
 		{"product after the name", "They now stock Dr. Halloran boots and Bellamy Finch perfume.", nil},
 		{"animal record", "Patient: Bramble   Species: feline   Breed: tabby", nil},
 	}
-	e := newEngine(t, Options{})
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := found(e.Scan(tc.text))
-			want := tc.want
-			if want == nil {
-				want = []string{}
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("Scan(%q) = %q; want %q", tc.text, got, want)
-			}
-		})
-	}
+	checkScans(t, newEngine(t, Options{}), tests)
 }
 
 // TestRunningTextPending checks that the evidence read after a run is reported pending while
