@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -89,9 +88,20 @@ func (e *Engine) noteHole(st *site, now time.Time) {
 	if e.o.HoleGrace < 0 || st.hole.from != 0 || st.win.newest <= st.win.mark {
 		return
 	}
-	n := now.UnixNano()
-	st.hole.from, st.hole.seen, st.hole.asks, st.hole.next = st.win.mark+1, n, 0, n+int64(e.o.HoleGrace)
+	st.hole.open(st.win.mark+1, now.UnixNano(), e.o.HoleGrace)
 	e.holes.add(st)
+}
+
+// open starts the grace of a new lowest hole at from, seen at n (UnixNano).
+func (h *holeState) open(from uint64, n int64, grace time.Duration) {
+	h.from, h.seen, h.asks, h.next = from, n, 0, n+int64(grace)
+}
+
+// untrackHole forgets st's hole, keeping its takeover quiet time (called with st.mu held:
+// noteHole adds under it too).
+func (e *Engine) untrackHole(st *site) {
+	st.hole = holeState{quiet: st.hole.quiet}
+	e.holes.remove(st)
 }
 
 // askHoles asks the agents of the sites whose hole outlasted the grace to send it again, and
@@ -105,22 +115,20 @@ func (e *Engine) askHoles(now time.Time) (filled bool) {
 		from, to, open := st.win.hole()
 		if !open || gone {
 			filled = filled || st.hole.asks > 0
-			st.hole = holeState{quiet: st.hole.quiet}
-			e.holes.remove(st) // under st.mu: noteHole adds under it too
+			e.untrackHole(st)
 			st.mu.Unlock()
 			continue
 		}
 		if from != st.hole.from { // the old one filled, or moved: a new hole, a new grace
 			filled = filled || st.hole.asks > 0
-			st.hole.from, st.hole.seen, st.hole.asks, st.hole.next = from, n, 0, n+int64(e.o.HoleGrace)
+			st.hole.open(from, n, e.o.HoleGrace)
 		}
 		// Asked again sooner when newer reports came since the last request but the hole did
 		// not fill: the path works again, and the agent's answer was lost on it before (sent
 		// while NATS's stream had no leader, say), so backing off further would only wait.
 		again := st.hole.asks > 0 && st.win.newest > st.hole.top && n >= st.hole.asked+int64(e.o.HoleGrace)
 		if e.o.Owner != nil && !e.o.Owner.Owns(st.id) { // its new owner's to ask; tracked again if it comes back
-			st.hole = holeState{quiet: st.hole.quiet}
-			e.holes.remove(st)
+			e.untrackHole(st)
 			st.mu.Unlock()
 			continue
 		}
@@ -147,8 +155,7 @@ func (e *Engine) askHoles(now time.Time) (filled bool) {
 // the one already published) with Hole set, live and not retained (an agent connecting later
 // is sent everything uncovered anyway, and a retained request would outlive its hole).
 func (e *Engine) askHole(siteID, device string, seq, from, to uint64) {
-	b, err := json.Marshal(telemetry.Stored{V: telemetry.SchemaVersion, Site: siteID, Device: device, Seq: seq, Boot: e.boot,
-		Time: e.o.Now().UTC(), Hole: &telemetry.SeqRange{From: from, To: to}})
+	b, err := e.storedMessage(siteID, device, seq, &telemetry.SeqRange{From: from, To: to})
 	topic := telemetry.Topic(siteID, telemetry.KindStored)
 	if err == nil {
 		if lb, live := e.bus.(liveBus); live {

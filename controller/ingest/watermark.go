@@ -44,7 +44,7 @@ const retainRetry = time.Second
 // publishStored publishes a site's watermark: retained, and on a liveBus while Run runs, first
 // live (at once, to the agents connected now) with the retained copy queued (retainMarks).
 func (e *Engine) publishStored(siteID, device string, seq uint64) {
-	b, err := json.Marshal(telemetry.Stored{V: telemetry.SchemaVersion, Site: siteID, Device: device, Seq: seq, Boot: e.boot, Time: e.o.Now().UTC()})
+	b, err := e.storedMessage(siteID, device, seq, nil)
 	topic := telemetry.Topic(siteID, telemetry.KindStored)
 	switch lb, live := e.bus.(liveBus); {
 	case err != nil:
@@ -56,6 +56,11 @@ func (e *Engine) publishStored(siteID, device string, seq uint64) {
 	if err != nil {
 		e.o.Logger.Warn("ingest: publishing a watermark", "site", siteID, "err", err)
 	}
+}
+
+// storedMessage is the payload of a site's watermark seq, with a resend request when hole is set.
+func (e *Engine) storedMessage(siteID, device string, seq uint64, hole *telemetry.SeqRange) ([]byte, error) {
+	return json.Marshal(telemetry.Stored{V: telemetry.SchemaVersion, Site: siteID, Device: device, Seq: seq, Boot: e.boot, Time: e.o.Now().UTC(), Hole: hole})
 }
 
 // queue queues m as site's latest retained watermark; false (nothing queued) unless
