@@ -248,16 +248,24 @@ func (b *NATSBus) Subscribe(filter string, handler Handler) error {
 	return nil
 }
 
-// Publish sends payload to agents over MQTT at QoS 1, retained or not.
-func (b *NATSBus) Publish(topic string, payload []byte, retain bool) error {
+// canPublish refuses a payload over telemetry.MaxPayload and a closed bus, for op.
+func (b *NATSBus) canPublish(op, topic string, payload []byte) error {
 	if len(payload) > telemetry.MaxPayload {
-		return fmt.Errorf("mqtt.NATSBus.Publish %s: payload of %d bytes is over %d", topic, len(payload), telemetry.MaxPayload)
+		return fmt.Errorf("mqtt.NATSBus.%s %s: payload of %d bytes is over %d", op, topic, len(payload), telemetry.MaxPayload)
 	}
 	b.mu.Lock()
 	closed := b.closed
 	b.mu.Unlock()
 	if closed {
 		return ErrClosed
+	}
+	return nil
+}
+
+// Publish sends payload to agents over MQTT at QoS 1, retained or not.
+func (b *NATSBus) Publish(topic string, payload []byte, retain bool) error {
+	if err := b.canPublish("Publish", topic, payload); err != nil {
+		return err
 	}
 	tok := b.pub.Publish(topic, 1, retain, payload)
 	if !tok.WaitTimeout(10 * time.Second) {
@@ -279,17 +287,11 @@ func (b *NATSBus) Publish(topic string, payload []byte, retain bool) error {
 // (250 ms; what it publishes meanwhile is buffered and sent then). It does not wait for
 // delivery; no retained state: whoever needs the latest value at subscribe needs Publish too.
 func (b *NATSBus) PublishLive(topic string, payload []byte) error {
-	if len(payload) > telemetry.MaxPayload {
-		return fmt.Errorf("mqtt.NATSBus.PublishLive %s: payload of %d bytes is over %d", topic, len(payload), telemetry.MaxPayload)
-	}
 	if strings.ContainsAny(topic, ".+#* ") {
 		return fmt.Errorf("mqtt.NATSBus.PublishLive %q: not a plain topic", topic)
 	}
-	b.mu.Lock()
-	closed := b.closed
-	b.mu.Unlock()
-	if closed {
-		return ErrClosed
+	if err := b.canPublish("PublishLive", topic, payload); err != nil {
+		return err
 	}
 	if err := b.nc.Publish(strings.ReplaceAll(topic, "/", "."), payload); err != nil {
 		return fmt.Errorf("mqtt.NATSBus.PublishLive %s: %w", topic, err)

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"hash/fnv"
 	"slices"
 	"strconv"
 )
@@ -31,10 +32,7 @@ func nodeOffset(key string, n int) int {
 		v, _ := strconv.Atoi(d)
 		return v % n
 	}
-	h := uint32(2166136261)
-	for j := 0; j < len(key); j++ {
-		h ^= uint32(key[j])
-		h *= 16777619
-	}
-	return int(h % uint32(n))
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
 }
