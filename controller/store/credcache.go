@@ -76,6 +76,10 @@ func (s *Store) forgetCredentials(drop func(mqtt.Credential) bool) {
 	}
 }
 
+// forgetCredential is forgetCredentials for one username: the map's key, no scan.
 func (s *Store) forgetCredential(username string) {
-	s.forgetCredentials(func(c mqtt.Credential) bool { return c.Username == username })
+	s.creds.mu.Lock()
+	defer s.creds.mu.Unlock()
+	s.creds.gen++
+	delete(s.creds.byUser, username)
 }
