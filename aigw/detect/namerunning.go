@@ -322,11 +322,8 @@ func headerRow(text string, s int) bool {
 		}
 		seps++
 		cell := strings.TrimSpace(text[cs:j])
-		if len(cell) <= 16 {
-			var buf [24]byte
-			if lw, ok := lowerInto(buf[:0:len(buf)], cell); ok && headerCells[string(lw)] {
-				found = true
-			}
+		if len(cell) <= 16 && lowerWordIn(cell, headerCells) {
+			found = true
 		}
 		cs = j + 1
 	}
