@@ -829,6 +829,11 @@ func completeWordIn(text string, j int, m map[string]bool) bool {
 	return we < len(text) && lowerWordIn(text[j:we], m)
 }
 
+// theEndsAt reports whether the word "the" or "The" ends at j.
+func theEndsAt(text string, j int) bool {
+	return j >= 3 && (text[j-3:j] == "the" || text[j-3:j] == "The") && (j == 3 || !isWordByte(text[j-4]))
+}
+
 func lowerWordIn(w string, m map[string]bool) bool {
 	var buf [24]byte
 	lw, ok := lowerInto(buf[:0:len(buf)], w)
@@ -920,7 +925,7 @@ func noWords(ws []nameWord) bool {
 // ("Jane Park", "Customer: Thandiwe Park").
 func (d nameDetector) placeLike(text string, ws []nameWord) bool {
 	s, e := ws[0].s, ws[len(ws)-1].e
-	if k := s - 1; k > 2 && text[k] == ' ' && (text[k-3:k] == "the" || text[k-3:k] == "The") && (k == 3 || !isWordByte(text[k-4])) {
+	if k := s - 1; k > 2 && text[k] == ' ' && theEndsAt(text, k) {
 		return true
 	}
 	var buf [24]byte

@@ -250,7 +250,7 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 		for k := 0; j > 0 && k < 4 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 			j--
 		}
-		if j >= 3 && (text[j-3:j] == "the" || text[j-3:j] == "The") && (j == 3 || !isWordByte(text[j-4])) {
+		if theEndsAt(text, j) {
 			return true
 		}
 	}
