@@ -816,11 +816,8 @@ func wordJustBefore(text string, s int) (string, int) {
 	if j > 0 && text[j-1] == '.' {
 		j--
 	}
-	k := j
-	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
-		k--
-	}
-	return text[k:j], k
+	w := wordEndingAt(text, j)
+	return w, j - len(w)
 }
 
 // completeWordIn reports whether the word at j is in m and cannot grow (a byte follows it).
