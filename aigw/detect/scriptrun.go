@@ -629,13 +629,7 @@ func zhNameAt(text string, ls, s, i, e int) int {
 			continue
 		}
 		atEnd := ne == e
-		verb := false
-		for _, v := range zhVerbs {
-			if strings.HasPrefix(text[ne:], v) {
-				verb = true
-				break
-			}
-		}
+		verb := zhVerbAfterRun(text, ne)
 		switch {
 		case verb && (i == s || role || zhBoundaryBefore(text, s, i)):
 			return ne
