@@ -88,7 +88,7 @@ func lineShape(text string, ls int) byte {
 		end++
 	}
 	line := text[ls:end]
-	if c := strings.Index(line, ": "); c > 0 && c <= 24 && isLetterAt(line, 0) && strings.IndexAny(line[:c], ",;.()[]") < 0 {
+	if c := strings.Index(line, ": "); c > 0 && c <= 24 && isLetterAt(line, 0) && !strings.ContainsAny(line[:c], ",;.()[]") {
 		return 'L'
 	}
 	if line != "" && (isDigit(line[0]) || len(line) > 1 && (line[0] == '-' || line[0] == '+') && isDigit(line[1])) {
