@@ -628,10 +628,7 @@ func nameWordLabel(text string, s int) bool {
 		j--
 		numbered = true
 	}
-	k := j
-	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
-		k--
-	}
+	k := j - len(wordEndingAt(text, j))
 	if k == j || k > 0 && (isDigit(text[k-1]) || text[k-1] == '_') {
 		return false
 	}
