@@ -575,11 +575,21 @@ func zhBoundaryBefore(text string, s, i int) bool {
 	if strings.ContainsRune(cjkBoundary, r) {
 		return true
 	}
+	return zhRoleBefore(text, s, i) || zhSaluteBefore(text, s, i)
+}
+
+// zhRoleBefore reports whether a role noun of zhRolesBefore ends at i in the run starting at s.
+func zhRoleBefore(text string, s, i int) bool {
 	for _, p := range zhRolesBefore {
 		if strings.HasSuffix(text[s:i], p) {
 			return true
 		}
 	}
+	return false
+}
+
+// zhSaluteBefore reports whether a salutation ("尊敬的", "亲爱的") ends at i in the run starting at s.
+func zhSaluteBefore(text string, s, i int) bool {
 	return strings.HasSuffix(text[s:i], "尊敬的") || strings.HasSuffix(text[s:i], "亲爱的")
 }
 
@@ -589,14 +599,8 @@ func zhNameAt(text string, ls, s, i, e int) int {
 	if !hanSurnameAt(text, i) {
 		return -1
 	}
-	role := false
-	for _, p := range zhRolesBefore {
-		if strings.HasSuffix(text[s:i], p) {
-			role = true
-			break
-		}
-	}
-	salute := strings.HasSuffix(text[s:i], "尊敬的") || strings.HasSuffix(text[s:i], "亲爱的")
+	role := zhRoleBefore(text, s, i)
+	salute := zhSaluteBefore(text, s, i)
 	list := zhListItem(text, ls, i)
 	for _, gl := range [...]int{2, 1, 3} {
 		ne := i
