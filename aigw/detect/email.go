@@ -2,8 +2,6 @@ package detect
 
 import (
 	"strings"
-
-	"github.com/edgewan/edgewan/aigw/detect/internal/namemodel"
 )
 
 // emailDetector finds addresses like "jane.doe+tag@mail.example.co.uk". The local part uses the
@@ -88,7 +86,7 @@ func roleMailbox(local string) bool {
 		}
 		if j > i {
 			parts++
-			k, ok := namemodel.Fold(fold[:0:len(fold)], local[i:j])
+			k, ok := foldInto(fold[:0:len(fold)], local[i:j])
 			switch {
 			case !ok:
 			case roleMailboxes[string(k)]:

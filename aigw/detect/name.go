@@ -816,17 +816,19 @@ func wordJustBefore(text string, s int) (string, int) {
 	if j > 0 && text[j-1] == '.' {
 		j--
 	}
-	k := j
-	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
-		k--
-	}
-	return text[k:j], k
+	w := wordEndingAt(text, j)
+	return w, j - len(w)
 }
 
 // completeWordIn reports whether the word at j is in m and cannot grow (a byte follows it).
 func completeWordIn(text string, j int, m map[string]bool) bool {
 	we := wordEnd(text, j)
 	return we < len(text) && lowerWordIn(text[j:we], m)
+}
+
+// theEndsAt reports whether the word "the" or "The" ends at j.
+func theEndsAt(text string, j int) bool {
+	return j >= 3 && (text[j-3:j] == "the" || text[j-3:j] == "The") && (j == 3 || !isWordByte(text[j-4]))
 }
 
 func lowerWordIn(w string, m map[string]bool) bool {
@@ -920,7 +922,7 @@ func noWords(ws []nameWord) bool {
 // ("Jane Park", "Customer: Thandiwe Park").
 func (d nameDetector) placeLike(text string, ws []nameWord) bool {
 	s, e := ws[0].s, ws[len(ws)-1].e
-	if k := s - 1; k > 2 && text[k] == ' ' && (text[k-3:k] == "the" || text[k-3:k] == "The") && (k == 3 || !isWordByte(text[k-4])) {
+	if k := s - 1; k > 2 && text[k] == ' ' && theEndsAt(text, k) {
 		return true
 	}
 	var buf [24]byte

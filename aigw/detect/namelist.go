@@ -88,7 +88,7 @@ func lineShape(text string, ls int) byte {
 		end++
 	}
 	line := text[ls:end]
-	if c := strings.Index(line, ": "); c > 0 && c <= 24 && isLetterAt(line, 0) && strings.IndexAny(line[:c], ",;.()[]") < 0 {
+	if c := strings.Index(line, ": "); c > 0 && c <= 24 && isLetterAt(line, 0) && !strings.ContainsAny(line[:c], ",;.()[]") {
 		return 'L'
 	}
 	if line != "" && (isDigit(line[0]) || len(line) > 1 && (line[0] == '-' || line[0] == '+') && isDigit(line[1])) {
@@ -263,9 +263,7 @@ func listItemBefore(text string, s int) bool {
 	if m == j || isDigit(text[j-1]) && blanks == 0 {
 		return false
 	}
-	for m > 0 && (text[m-1] == ' ' || text[m-1] == '\t') {
-		m--
-	}
+	m = skipBlanksBack(text, m)
 	return m == 0 || text[m-1] == '\n' || strings.IndexByte(",;/&|", text[m-1]) >= 0
 }
 
@@ -306,10 +304,7 @@ func listItemAfter(text string, e int) bool {
 // after an optional marker, after a tab, two spaces or a spaced dash (" - ", " – ": the second
 // player of a pairing).
 func rowStart(text string, s int) bool {
-	j := s
-	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
-		j--
-	}
+	j := skipBlanksBack(text, s)
 	if j == 0 || text[j-1] == '\n' {
 		return true
 	}
@@ -523,10 +518,7 @@ var subjectVerbs = []string{"will", "has", "had", "said", "says", "told", "asked
 // sentenceSubject reports whether the one-word run text[s:e] starts a line or a sentence and a
 // verb of subjectVerbs follows it.
 func sentenceSubject(text string, s, e int) bool {
-	j := s
-	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
-		j--
-	}
+	j := skipBlanksBack(text, s)
 	if !(j == 0 || text[j-1] == '\n' || j < s && j >= 2 && strings.IndexByte(".!?", text[j-1]) >= 0 && !isUpper(text[j-2])) {
 		return false
 	}

@@ -250,7 +250,7 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 		for k := 0; j > 0 && k < 4 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
 			j--
 		}
-		if j >= 3 && (text[j-3:j] == "the" || text[j-3:j] == "The") && (j == 3 || !isWordByte(text[j-4])) {
+		if theEndsAt(text, j) {
 			return true
 		}
 	}
@@ -322,11 +322,8 @@ func headerRow(text string, s int) bool {
 		}
 		seps++
 		cell := strings.TrimSpace(text[cs:j])
-		if len(cell) <= 16 {
-			var buf [24]byte
-			if lw, ok := lowerInto(buf[:0:len(buf)], cell); ok && headerCells[string(lw)] {
-				found = true
-			}
+		if len(cell) <= 16 && lowerWordIn(cell, headerCells) {
+			found = true
 		}
 		cs = j + 1
 	}
@@ -631,10 +628,7 @@ func nameWordLabel(text string, s int) bool {
 		j--
 		numbered = true
 	}
-	k := j
-	for k > 0 && j-k < 24 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
-		k--
-	}
+	k := j - len(wordEndingAt(text, j))
 	if k == j || k > 0 && (isDigit(text[k-1]) || text[k-1] == '_') {
 		return false
 	}

@@ -133,13 +133,9 @@ func (h *phoneHints) addLanguages(text string) {
 			i = j
 			continue
 		}
-		n := 0
-		for k := i; k < j; k++ {
-			buf[n] = lowerASCII(text[k])
-			n++
-		}
+		lw, _ := lowerInto(buf[:0:len(buf)], text[i:j]) // ASCII letters that fit buf
 		i = j
-		langs, ok := languageWords[string(buf[:n])]
+		langs, ok := languageWords[string(lw)]
 		if !ok {
 			continue
 		}
@@ -148,7 +144,7 @@ func (h *phoneHints) addLanguages(text string) {
 				continue
 			}
 			var w [8]byte
-			copy(w[:], buf[:n])
+			copy(w[:], lw)
 			if seen[x] == 1 && w == first[x] {
 				continue
 			}

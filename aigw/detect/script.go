@@ -584,6 +584,16 @@ var patronymicEndings = []string{"ович", "овича", "овичу", "ови
 
 func patronymic(w string) bool { return endsWithAny(w, 6, patronymicEndings) }
 
+// startsWithAny reports whether s starts with one of the prefixes.
+func startsWithAny(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // endsWithAny reports whether w has at least minRunes letters and one of the endings.
 func endsWithAny(w string, minRunes int, endings []string) bool {
 	if runeCount(w) < minRunes {

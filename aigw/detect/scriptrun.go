@@ -526,10 +526,8 @@ func jpAfterOK(text string, ne, e int) bool {
 	if hasRoleAt(text, ne) {
 		return true
 	}
-	for _, p := range jpAfter {
-		if strings.HasPrefix(text[ne:], p) {
-			return true
-		}
+	if startsWithAny(text[ne:], jpAfter) {
+		return true
 	}
 	for _, t := range cjkTitles {
 		if t.japanese && strings.HasPrefix(text[ne:], t.t) {
@@ -539,14 +537,7 @@ func jpAfterOK(text string, ne, e int) bool {
 	return false
 }
 
-func hasRoleAt(text string, i int) bool {
-	for _, r := range jpRoles {
-		if strings.HasPrefix(text[i:], r) {
-			return true
-		}
-	}
-	return false
-}
+func hasRoleAt(text string, i int) bool { return startsWithAny(text[i:], jpRoles) }
 
 // jpSeenFull reports whether the family name w written at s was written as part of a full name
 // in the runBack bytes before it ("藤原健二が担当 ... 藤原まで").
@@ -584,11 +575,21 @@ func zhBoundaryBefore(text string, s, i int) bool {
 	if strings.ContainsRune(cjkBoundary, r) {
 		return true
 	}
+	return zhRoleBefore(text, s, i) || zhSaluteBefore(text, s, i)
+}
+
+// zhRoleBefore reports whether a role noun of zhRolesBefore ends at i in the run starting at s.
+func zhRoleBefore(text string, s, i int) bool {
 	for _, p := range zhRolesBefore {
 		if strings.HasSuffix(text[s:i], p) {
 			return true
 		}
 	}
+	return false
+}
+
+// zhSaluteBefore reports whether a salutation ("尊敬的", "亲爱的") ends at i in the run starting at s.
+func zhSaluteBefore(text string, s, i int) bool {
 	return strings.HasSuffix(text[s:i], "尊敬的") || strings.HasSuffix(text[s:i], "亲爱的")
 }
 
@@ -598,14 +599,8 @@ func zhNameAt(text string, ls, s, i, e int) int {
 	if !hanSurnameAt(text, i) {
 		return -1
 	}
-	role := false
-	for _, p := range zhRolesBefore {
-		if strings.HasSuffix(text[s:i], p) {
-			role = true
-			break
-		}
-	}
-	salute := strings.HasSuffix(text[s:i], "尊敬的") || strings.HasSuffix(text[s:i], "亲爱的")
+	role := zhRoleBefore(text, s, i)
+	salute := zhSaluteBefore(text, s, i)
 	list := zhListItem(text, ls, i)
 	for _, gl := range [...]int{2, 1, 3} {
 		ne := i
@@ -629,13 +624,7 @@ func zhNameAt(text string, ls, s, i, e int) int {
 			continue
 		}
 		atEnd := ne == e
-		verb := false
-		for _, v := range zhVerbs {
-			if strings.HasPrefix(text[ne:], v) {
-				verb = true
-				break
-			}
-		}
+		verb := zhVerbAfterRun(text, ne)
 		switch {
 		case verb && (i == s || role || zhBoundaryBefore(text, s, i)):
 			return ne
@@ -657,14 +646,7 @@ func zhRunStandsAlone(text string, s, e int) bool {
 
 // zhVerbAfterRun reports whether a verb of speech starts right after the run (after digits of a
 // date: "付凌晖24日表示" is the role noun's case).
-func zhVerbAfterRun(text string, e int) bool {
-	for _, v := range zhVerbs {
-		if strings.HasPrefix(text[e:], v) {
-			return true
-		}
-	}
-	return false
-}
+func zhVerbAfterRun(text string, e int) bool { return startsWithAny(text[e:], zhVerbs) }
 
 // zhListItem reports whether i starts an item of a list of people on its line ("出席：周伟、吴芳、").
 func zhListItem(text string, ls, i int) bool {
@@ -802,14 +784,7 @@ func thaiSpeechName(text string, ls, i, we int) (int, int) {
 	if fe+1 >= len(text) || text[fe] != ' ' {
 		return -1, -1
 	}
-	verb := false
-	for _, v := range thaiSpeechVerbs {
-		if strings.HasPrefix(text[fe+1:], v) {
-			verb = true
-			break
-		}
-	}
-	if !verb {
+	if !startsWithAny(text[fe+1:], thaiSpeechVerbs) {
 		return -1, -1
 	}
 	s := i
