@@ -287,7 +287,7 @@ func TestOperatorMode(t *testing.T) {
 				t.Errorf("node %d let the revoked credential in", i+1)
 			}
 			// NATS 2.9 closes the connection (paho sees EOF, not a CONNACK): its log says why.
-			if after := c.MQTTAuthFailures(t, i+1); after != before+1 {
+			if after := c.AwaitMQTTAuthFailures(t, i+1, before+1); after != before+1 {
 				t.Errorf("node %d: %d MQTT authentication failures logged, was %d; want one more", i+1, after, before)
 			}
 		}
@@ -301,7 +301,7 @@ func TestOperatorMode(t *testing.T) {
 			if _, err := device(t, u, "dev-a", tokA, nil); err == nil {
 				t.Errorf("node %d let the revoked credential in after a stale controller's push", i+1)
 			}
-			if after := c.MQTTAuthFailures(t, i+1); after != before+1 {
+			if after := c.AwaitMQTTAuthFailures(t, i+1, before+1); after != before+1 {
 				t.Errorf("node %d after the stale push: %d MQTT authentication failures logged, was %d; want one more", i+1, after, before)
 			}
 		}

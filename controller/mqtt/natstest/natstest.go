@@ -133,6 +133,21 @@ func (c *Cluster) MQTTAuthFailures(t testing.TB, n int) int {
 	return bytes.Count(b, []byte("unable to connect: authentication error"))
 }
 
+// AwaitMQTTAuthFailures waits up to 5 s for node n's count of refused MQTT connections to
+// reach want and returns the count then. The node writes its log line after it has closed
+// the connection, so a client that has just seen the EOF can read the log before the line.
+func (c *Cluster) AwaitMQTTAuthFailures(t testing.TB, n, want int) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := c.MQTTAuthFailures(t, n)
+		if got >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Load is what a node holds, from its /varz.
 type Load struct {
 	Connections int   `json:"connections"` // client connections, MQTT ones included
