@@ -125,13 +125,14 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout10.txt", realistic10MinF2, realistic10MinPrecision, 1},
 		{"testdata/realistic_study13.txt", realistic13MinF2, realistic13MinPrecision, 1},
 		{"testdata/realistic_study15.txt", realistic15MinF2, realistic15MinPrecision, 1},
-		// Set 12: blind; floors set just under its first run (below).
+		// Set 12 was blind until 2026-11-25 03:20 UTC (errors never printed before); since then a
+		// study set: set 17 is the blind one.
 		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
 		{"testdata/realistic_study14.txt", realistic14MinF2, realistic14MinPrecision, 1},
 		{"testdata/realistic_study16.txt", realistic16MinF2, realistic16MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout12") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -212,7 +213,8 @@ const (
 	// detect8's (person P 0.833, R 0.500; still blind: detect8 never read it); P 0.882, R 0.628,
 	// F2 0.667 with detect11's phones (phone 57 of 64, 0 FP, was 45 / 1 FP; blind, one run);
 	// 0.674 (P 0.866) with detect10's list evidence alone; P 0.872, R 0.661, F2 0.694 with both
-	// merged (lead, blind, totals only).
+	// merged (lead, blind, totals only). A study set since 2026-11-25 03:20 UTC (its errors are
+	// read), with set 17 written blind to replace it.
 	realistic12MinF2        = 0.68
 	realistic12MinPrecision = 0.86
 	// Set 13 (detect8's study set: cue-less names in running text of new kinds, look-alike
