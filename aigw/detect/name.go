@@ -232,8 +232,15 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			break
 		}
 		i = e
-		if s > 0 && (isDigit(text[s-1]) || strings.IndexByte("_@/\\#$%&=+.", text[s-1]) >= 0) {
+		// Not while training the rescorer (d.record): its candidates stay those it was built on.
+		if end := d.nameCell(text, s); d.record == nil && end > 0 && !tokenGoesOn(text, end) {
+			// the whole value of a name key or column: "cn: Constanza Reyes Bravo", "bin Rosli" (structure.go)
+			out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
+			i = end
 			continue
+		}
+		if s > 0 && (isDigit(text[s-1]) || strings.IndexByte("_@/\\#$%&=+.", text[s-1]) >= 0) || d.record == nil && exportKey(text, s, e) {
+			continue // exportKey: "objectClass:", "dn:", "cn=" are attribute names (structure.go)
 		}
 		if c, _ := classAt(text, s); c != scNone {
 			continue // a word of another script: its own rules (script.go)

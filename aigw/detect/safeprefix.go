@@ -108,6 +108,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if cs < 0 {
 		return true
 	}
+	if e.names.nameCellPending(text, cs) {
+		return false // the value of a name key or column (structure.go)
+	}
 	if hasScriptRune(text[t:u]) && !scriptInert(text, t, u) {
 		return false // a name in another script (script.go)
 	}

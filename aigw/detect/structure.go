@@ -1,0 +1,330 @@
+package detect
+
+import "strings"
+
+// Names known from the structure of data exports (detect12, study set 18): a reader takes the
+// whole value of "cn: Constanza Reyes Bravo", "FN:Yasmin Haddad", "ATTENDEE;CN=Edgars Kalniņš:",
+// "member: cn=Ifeoma Eze,ou=Staff" or of a CSV cell under "last_name" ("bin Rosli") for a
+// person because the key or the column says so, whatever the words are; and the keys
+// themselves ("objectClass:", "dn:", "uid:", "cn=") are attribute names, never people.
+//
+//   - exportKey: a directory, card or calendar attribute name (a closed class of LDIF, vCard
+//     and iCalendar keys) or a camelCase identifier starting in lower case, at a line start
+//     before ':' or ';', or a DN component's key before '=': no name starts there.
+//   - nameCell: the value of a key that names a person (the LDIF/vCard/iCalendar name keys,
+//     a "key: value" line or a quoted field whose key personKey accepts, a delimited cell
+//     under a name header) is one name when its words are name-shaped: capitalised words,
+//     lower-case particles ("bin", "binti", "van der", "da"), initials, or all lower-case
+//     words the model takes for names; no digits, at most one ordinary word and not first,
+//     no non-name word. The value ends at the line end, or at the delimiter of its kind.
+//
+// Streaming: the key and the header are before the value; the value's end is read forward,
+// but only to the first delimiter or line end, which SafePrefix already waits for before it
+// passes a capitalised run (capRunClosed). A lower-case word that starts a name cell is held
+// (nameCellStart).
+
+// exportKeys are attribute names of LDIF (RFC 4519, inetOrgPerson), vCard (RFC 6350) and
+// iCalendar (RFC 5545) records that may be misread as words of a name.
+var exportKeys = map[string]bool{
+	"dn": true, "cn": true, "sn": true, "uid": true, "ou": true, "dc": true, "o": true, "l": true,
+	"st": true, "c": true, "gn": true, "mail": true, "member": true, "memberuid": true, "gecos": true,
+	"fn": true, "n": true, "org": true, "tel": true, "adr": true, "email": true, "bday": true,
+	"nickname": true, "rev": true, "prodid": true, "version": true, "begin": true, "end": true,
+	"method": true, "organizer": true, "attendee": true, "summary": true, "description": true,
+	"location": true, "dtstart": true, "dtend": true, "dtstamp": true, "rrule": true, "status": true,
+	"title": true, "manager": true, "changetype": true, "objectclass": true, "givenname": true,
+	"displayname": true, "initials": true, "kind": true, "categories": true, "url": true,
+}
+
+// exportNameKeys are the keys among them whose value is a person's name (or a part of it).
+var exportNameKeys = map[string]bool{
+	"cn": true, "sn": true, "gn": true, "givenname": true, "displayname": true, "gecos": true,
+	"fn": true, "n": true, "organizer": false, "attendee": false,
+}
+
+// exportKey reports whether the word text[s:e] is an attribute name of an export record: at a
+// line start before ':' or ';' ("objectClass: inetOrgPerson", "ATTENDEE;CN=..."), or a DN
+// component's key before '=' ("member: cn=Ifeoma Eze,ou=Staff").
+func exportKey(text string, s, e int) bool {
+	if e >= len(text) || e-s > 16 {
+		return false
+	}
+	c := text[e]
+	switch {
+	case c == '=':
+		if s > 0 && text[s-1] != ' ' && text[s-1] != ',' && text[s-1] != ':' && text[s-1] != '\n' {
+			return false
+		}
+	case c == ':' || c == ';':
+		if s > 0 && text[s-1] != '\n' {
+			return false
+		}
+	default:
+		return false
+	}
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[s:e])
+	if !ok {
+		return false
+	}
+	if exportKeys[string(lw)] {
+		return c != '=' || dnKey(string(lw))
+	}
+	// a camelCase identifier: "postalAddress", "telephoneNumber"
+	if c != ':' || !isLower(text[s]) {
+		return false
+	}
+	for i := s + 1; i < e; i++ {
+		if isUpper(text[i]) && isLower(text[i-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// dnKey reports whether k (lower case) is the key of a DN component.
+func dnKey(k string) bool {
+	switch k {
+	case "cn", "ou", "dc", "uid", "o", "l", "st", "c":
+		return true
+	}
+	return false
+}
+
+// cellKind tells how a name cell's value ends.
+const (
+	cellLine  = iota // the line end: "cn: Ana Lima"
+	cellParam        // ',', ';' or ':' too: "CN=Ana Lima:mailto:", "cn=Ana Lima,ou=..."
+	cellDelim        // the row's delimiter: a CSV/TSV cell
+	cellParts        // ';' too: vCard "N:Lima;Ana;;;"
+)
+
+// nameCellStart reports whether a person's name value may start at s, and how it ends
+// (cellKind) and with which delimiter: after a name key's ':' or '=', or at a delimited cell
+// under a name header. It reads only before s (and the cell for its header's column).
+func (d nameDetector) nameCellStart(text string, s int) (kind int, delim byte, ok bool) {
+	if s == 0 {
+		return 0, 0, false
+	}
+	p := s
+	if text[p-1] == ' ' {
+		p--
+	}
+	if p == 0 {
+		return 0, 0, false
+	}
+	switch c := text[p-1]; {
+	case c == '=':
+		ks := p - 1
+		for ks > 0 && isAlpha(text[ks-1]) && p-1-ks < 3 {
+			ks--
+		}
+		if p-1-ks != 2 || lowerASCII(text[ks]) != 'c' || lowerASCII(text[ks+1]) != 'n' || ks > 0 && strings.IndexByte(";,: \n", text[ks-1]) < 0 {
+			return 0, 0, false
+		}
+		return cellParam, 0, true
+	case c == ':':
+		ks, ke := lineKey(text, p-1)
+		if ks < 0 {
+			return 0, 0, false
+		}
+		var buf [16]byte
+		if lw, ok := lowerInto(buf[:0:len(buf)], text[ks:ke]); ok && exportKeys[string(lw)] {
+			if !exportNameKeys[string(lw)] {
+				return 0, 0, false
+			}
+			if string(lw) == "n" {
+				return cellParts, 0, true
+			}
+			return cellLine, 0, true
+		}
+		if !personKey(text[ks:ke]) {
+			return 0, 0, false
+		}
+		return cellLine, 0, true
+	case c == ';' && p == s && vcardNLine(text, p-1):
+		return cellParts, 0, true // "N:Haddad;Yasmin;;;"
+	case isDelimiter(c) || c == '\n':
+		ce := s
+		for ce < len(text) && !isDelimiter(text[ce]) && text[ce] != '\n' && text[ce] != '\r' && ce-s <= columnMaxCell {
+			ce++
+		}
+		if ce-s > columnMaxCell {
+			return 0, 0, false
+		}
+		for ce > s && text[ce-1] == ' ' {
+			ce--
+		}
+		if c == '\n' && (ce >= len(text) || !isDelimiter(text[ce])) {
+			return 0, 0, false
+		}
+		if p != s && c != '|' {
+			return 0, 0, false // "Ana, Lima": a blank after a comma is prose, not a CSV cell
+		}
+		if !personKey(columnHeader(text, s, ce)) {
+			return 0, 0, false
+		}
+		if c == '\n' {
+			c = text[ce]
+		}
+		return cellDelim, c, true
+	}
+	return 0, 0, false
+}
+
+// vcardNLine reports whether the ';' at text[i] separates the parts of a vCard "N:" value:
+// the line starts with "N:" and holds no other ':' before i.
+func vcardNLine(text string, i int) bool {
+	ls := i
+	for ls > 0 && text[ls-1] != '\n' && i-ls <= columnMaxCell {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' || i-ls < 2 || text[ls] != 'N' || text[ls+1] != ':' {
+		return false
+	}
+	return strings.IndexByte(text[ls+2:i], ':') < 0
+}
+
+// nameCellPending reports whether SafePrefix must hold the word at s: a name cell starts there
+// (nameCellStart) and its line has not ended, or nameCell finds a name in it.
+func (d nameDetector) nameCellPending(text string, s int) bool {
+	if _, _, ok := d.nameCellStart(text, s); !ok {
+		return false
+	}
+	if i := strings.IndexByte(text[s:], '\n'); i < 0 || i > 4*columnMaxCell {
+		return i < 0
+	}
+	return d.nameCell(text, s) > 0
+}
+
+// lineKey returns the key before the ':' at text[colon] when it starts its line (after
+// indentation and a YAML "- "): up to three words of letters, digits, '_' and '-', or a vCard
+// key with parameters ("TEL;TYPE=cell", whose key is "TEL"); or -1.
+func lineKey(text string, colon int) (int, int) {
+	ks := colon
+	for ks > 0 && text[ks-1] != '\n' && colon-ks <= columnMaxCell {
+		ks--
+	}
+	if colon-ks > columnMaxCell {
+		return -1, -1
+	}
+	for ks < colon && text[ks] == ' ' {
+		ks++
+	}
+	if ks+1 < colon && text[ks] == '-' && text[ks+1] == ' ' {
+		ks += 2
+	}
+	ke := colon
+	if k := strings.IndexByte(text[ks:colon], ';'); k > 0 {
+		ke = ks + k // vCard parameters
+	}
+	if ke == ks || !isAlpha(text[ks]) {
+		return -1, -1
+	}
+	words := 1
+	for i := ks; i < ke; i++ {
+		c := text[i]
+		switch {
+		case c == ' ':
+			if words++; words > 3 || text[i-1] == ' ' {
+				return -1, -1
+			}
+		case isAlnum(c) || c == '_' || c == '-' || c == '"' || c == '\'':
+		default:
+			return -1, -1
+		}
+	}
+	return ks, ke
+}
+
+// nameCellParticles are lower-case words that start or join a family name in a name cell.
+var nameCellParticles = map[string]bool{
+	"bin": true, "binti": true, "bint": true, "ibn": true, "van": true, "der": true, "den": true,
+	"de": true, "da": true, "das": true, "do": true, "dos": true, "du": true, "del": true,
+	"della": true, "di": true, "la": true, "le": true, "von": true, "zu": true, "ter": true,
+	"ten": true, "al": true, "el": true, "ap": true, "y": true, "e": true, "af": true,
+}
+
+// nameCell returns the end of a person's name that fills the whole value starting at s (see
+// the file comment), or -1.
+func (d nameDetector) nameCell(text string, s int) int {
+	kind, delim, ok := d.nameCellStart(text, s)
+	if !ok {
+		return -1
+	}
+	end, words, ordinary, lower, capital := -1, 0, 0, 0, 0
+	j := s
+	for words < 5 {
+		if j >= len(text) || !isLetterAt(text, j) {
+			return -1
+		}
+		we := wordEnd(text, j)
+		w := text[j:we]
+		switch {
+		case we-j == 1 && we < len(text) && text[we] == '.' && isUpper(text[j]): // an initial
+			we++
+			capital++
+		case nameCellParticles[w]:
+			// a particle: "bin Rosli", "van der Meulen"
+		case isCapWord(w):
+			f := d.flags(w)
+			if f&gzNotName != 0 && f&(gzFirst|gzLast) == 0 {
+				return -1 // "Helpdesk", "Reception"
+			}
+			if f&gzWord != 0 && f&(gzFirst|gzLast) == 0 {
+				if capital == 0 {
+					return -1 // an ordinary word first: "Front Desk Tablet", "Printer Sala"
+				}
+				ordinary++
+			}
+			capital++
+		case allCaps(w):
+			if nameFlags(w)&(gzFirst|gzLast) == 0 && (we-j < 4 || !d.capsNameWord(w) || !strings.ContainsAny(w, "AEIOUY")) {
+				return -1 // "TBD", "TBC", "NN"
+			}
+			capital++
+		case isLower(w[0]) || w[0] >= 0x80:
+			if !d.layoutWordOK(w) || strings.IndexByte(w, '-') >= 0 {
+				return -1 // "unassigned", "vpn-users"
+			}
+			lower++
+		default:
+			return -1
+		}
+		words++
+		end = we
+		if we < len(text) && text[we] == ' ' && we+1 < len(text) && isLetterAt(text, we+1) {
+			j = we + 1
+			continue
+		}
+		break
+	}
+	if end < 0 || ordinary > 1 || capital == 0 && lower == 0 || lower > 0 && capital > 0 {
+		return -1
+	}
+	if lower > 0 && kind == cellParam {
+		return -1
+	}
+	if capital == 1 && words == 1 && lower == 0 {
+		if f := d.flags(text[s:end]); f&gzPlace != 0 && f&(gzFirst|gzLast) == 0 {
+			return -1 // one place name: "Lisbon"
+		}
+	}
+	// The value must end here.
+	k := end
+	for k < len(text) && text[k] == ' ' {
+		k++
+	}
+	if k == len(text) {
+		return -1 // the value may go on (a stream): decided once its end is known
+	}
+	switch c := text[k]; {
+	case c == '\n' || c == '\r':
+	case kind == cellParam && (c == ',' || c == ';' || c == ':') && k == end:
+	case kind == cellParts && c == ';' && k == end:
+	case kind == cellDelim && c == delim:
+	default:
+		return -1
+	}
+	return end
+}
