@@ -328,3 +328,269 @@ func (d nameDetector) nameCell(text string, s int) int {
 	}
 	return end
 }
+
+// nameCellVeto reports whether the value starting at s fills a name key or column but is no
+// name: capitalised ordinary words only ("Display name: Front Desk Tablet", "FN:Reception
+// Desk") or one lower-case identifier joined by '-' or '_' ("name: billing-api"). The run is
+// then decided as no name.
+func (d nameDetector) nameCellVeto(text string, s int) bool {
+	kind, _, ok := d.nameCellStart(text, s)
+	if !ok || kind == cellParam {
+		return false
+	}
+	j, words := s, 0
+	for ; words < 4 && j < len(text) && isLetterAt(text, j); words++ {
+		we := wordEnd(text, j)
+		w := text[j:we]
+		if isLower(w[0]) {
+			// one identifier: "billing-api", "search_indexer"
+			k := we
+			for k < len(text) && (isAlnum(text[k]) || text[k] == '-' || text[k] == '_') {
+				k++
+			}
+			if words > 0 || k == we && strings.IndexByte(w, '-') < 0 || k < len(text) && text[k] != '\n' && text[k] != '\r' {
+				return false
+			}
+			return !d.layoutWordOK(w) || k > we
+		}
+		if f := d.flags(w); !isCapWord(w) || f&gzWord == 0 || f&(gzFirst|gzLast|gzProbable) != 0 {
+			return false
+		}
+		if we >= len(text) || text[we] != ' ' {
+			j = we
+			words++
+			break
+		}
+		j = we + 1
+	}
+	return words > 0 && (j >= len(text) || text[j] == '\n' || text[j] == '\r')
+}
+
+// numberedLabel reports whether the one-word run text[s:e] starts a line as the label of a
+// numbered or dated thing before ':': "Sun 7 Dec: Morag", "Pista 1: Ainhoa / Leire", "Court
+// 2:". A person is not written with a number between the name and the colon.
+func numberedLabel(text string, s, e int) bool {
+	if j := skipBlanksBack(text, s); j > 0 && text[j-1] != '\n' {
+		return false
+	}
+	if e+1 >= len(text) || text[e] != ' ' || !isDigit(text[e+1]) {
+		return false
+	}
+	k := e + 1
+	for k < len(text) && k-e <= 3 && isDigit(text[k]) {
+		k++
+	}
+	if k < len(text) && text[k] == '.' {
+		k++
+	}
+	if k+1 < len(text) && text[k] == ' ' && isLetterAt(text, k+1) {
+		we := wordEnd(text, k+1)
+		if we-k-1 > 9 {
+			return false
+		}
+		k = we // a month: "7 Dec"
+		if k < len(text) && text[k] == '.' {
+			k++
+		}
+	}
+	return k < len(text) && text[k] == ':'
+}
+
+// alignedHeader returns the header of the column that text[s:e] fills in a table aligned with
+// blanks ("Sail  Boat             Helm"): the run starts a line or follows two blanks or a tab,
+// ends at two blanks, a tab or the line end, and the lines above it (up to alignedMaxLines, in
+// one block without an empty line) have a cell starting at the same column; the topmost of
+// them is the header. It returns "" otherwise.
+func alignedHeader(text string, s, e int) string {
+	if e < len(text) && text[e] != '\n' && text[e] != '\r' && text[e] != '\t' && !strings.HasPrefix(text[e:], "  ") {
+		return ""
+	}
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < alignedMaxCol {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' || ls == 0 {
+		return ""
+	}
+	if ls != s && text[s-1] != '\t' && !(s-ls >= 2 && text[s-1] == ' ' && text[s-2] == ' ') {
+		return ""
+	}
+	if strings.IndexByte(text[ls:s], '\t') >= 0 {
+		return "" // tabs do not align by bytes
+	}
+	if ls == s && (e >= len(text) || text[e] != ' ') {
+		return "" // the line holds one cell: no row of a table
+	}
+	col := runeCount(text[ls:s])
+	header := ""
+	for n, le := 0, ls-1; n < alignedMaxLines && le > 0; n++ {
+		pls := le
+		for pls > 0 && text[pls-1] != '\n' && le-pls < 2*alignedMaxCol {
+			pls--
+		}
+		if pls > 0 && text[pls-1] != '\n' || pls == le {
+			break // a long line, or an empty one: the block ends
+		}
+		cs := runeOffset(text[pls:le], col)
+		if cs < 0 {
+			break
+		}
+		cs += pls
+		if !(cs == pls || cs-pls >= 2 && text[cs-1] == ' ' && text[cs-2] == ' ') || cs >= le || text[cs] == ' ' {
+			break
+		}
+		ce := cs
+		for ce < le && !(text[ce] == ' ' && (ce+1 >= le || text[ce+1] == ' ')) {
+			ce++
+		}
+		if ce-cs > columnMaxCell || strings.Count(text[cs:ce], " ") > 2 {
+			break // a title, not a header cell
+		}
+		header = text[cs:ce]
+		le = pls - 1
+	}
+	return header
+}
+
+const (
+	alignedMaxLines = 16
+	alignedMaxCol   = 160
+)
+
+// runeOffset returns the byte offset of the col-th rune of s, or -1.
+func runeOffset(s string, col int) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x80 || s[i] >= 0xC0 {
+			if n == col {
+				return i
+			}
+			n++
+		}
+	}
+	return -1
+}
+
+// cellHeader returns the header of the column that the run text[s:e] fills, in a delimited or
+// an aligned table, or "".
+func cellHeader(text string, s, e int) string {
+	if h := columnHeader(text, s, e); h != "" {
+		return h
+	}
+	if h := paddedCellHeader(text, s, e); h != "" {
+		return h
+	}
+	return alignedHeader(text, s, e)
+}
+
+// thingColumn reports whether the run text[s:e] fills a column whose header names things
+// ("Boat", "Horse", "Club", "station_name", "Reparto"): no person, whatever its words.
+func thingColumn(text string, s, e int) bool {
+	h := cellHeader(text, s, e)
+	return h != "" && headerHas(h, thingHeaders)
+}
+
+// columnPeers classes the cells of the same column in the rows above a delimited cell
+// text[s:e] that has no header naming its column: names by their words (every word a known or
+// probable name, no ordinary word), and things (an ordinary word, a place, a digit). At most
+// columnPeerRows rows within columnPeerBytes bytes are read.
+func (d nameDetector) columnPeers(text string, s, e int) (names, things int) {
+	var dl byte
+	switch {
+	case s > 0 && isDelimiter(text[s-1]):
+		dl = text[s-1]
+	case e < len(text) && isDelimiter(text[e]):
+		dl = text[e]
+	default:
+		return 0, 0
+	}
+	if s > 0 && text[s-1] != dl && text[s-1] != '\n' || e < len(text) && text[e] != dl && text[e] != '\n' && text[e] != '\r' {
+		return 0, 0
+	}
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < columnPeerBytes {
+		ls--
+	}
+	if ls == 0 || text[ls-1] != '\n' {
+		return 0, 0
+	}
+	col := 0
+	for i := ls; i < s; i++ {
+		if text[i] == dl {
+			col++
+		}
+	}
+	le := ls - 1
+	for r := 0; r < columnPeerRows && le > 0 && s-le < columnPeerBytes; r++ {
+		pls := le
+		for pls > 0 && text[pls-1] != '\n' && s-pls < columnPeerBytes {
+			pls--
+		}
+		if pls > 0 && text[pls-1] != '\n' {
+			break
+		}
+		// the cell at col
+		i, c := pls, 0
+		for i < le && c < col {
+			if text[i] == dl {
+				c++
+			}
+			i++
+		}
+		if c != col || !containsByte(text[pls:le], dl) {
+			break
+		}
+		j := i
+		for j < le && text[j] != dl && text[j] != '\r' {
+			j++
+		}
+		switch d.cellClass(text[i:j]) {
+		case 'n':
+			names++
+		case 't':
+			things++
+		}
+		le = pls - 1
+	}
+	return names, things
+}
+
+const (
+	columnPeerRows  = 4
+	columnPeerBytes = 320
+)
+
+// cellClass classes a cell by its words: 'n' one to four capitalised words, each a known or
+// probable name and none an ordinary word or place; 't' a cell with an ordinary word, a
+// non-name, a place or a digit; 0 other cells.
+func (d nameDetector) cellClass(cell string) byte {
+	cell = strings.TrimSpace(cell)
+	if cell == "" {
+		return 0
+	}
+	words := 0
+	for i := 0; i < len(cell); {
+		if isDigit(cell[i]) {
+			return 't'
+		}
+		if !isLetterAt(cell, i) {
+			i++
+			continue
+		}
+		we := wordEnd(cell, i)
+		w := cell[i:we]
+		f := d.flags(w)
+		switch {
+		case f&(gzNotName|gzPlace) != 0 && f&(gzFirst|gzLast) == 0, f&gzWord != 0 && f&(gzFirst|gzLast) == 0:
+			return 't'
+		case !isCapWord(w) || f&(gzFirst|gzLast|gzProbable) == 0:
+			return 0
+		}
+		words++
+		i = we
+	}
+	if words == 0 || words > 4 {
+		return 0
+	}
+	return 'n'
+}
