@@ -615,6 +615,11 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		// an item of a list whose earlier items are names (namelist.go)
 		score = nameTitledFloor
 	}
+	if score < DefaultMinScore && d.record == nil && noWords(words[:n]) && (n >= 2 || fw&(gzFirst|gzLast|gzProbable) != 0 && fw&gzAmbiguous == 0) &&
+		(fw|lw)&(gzFirst|gzLast|gzProbable) != 0 && !d.placeLike(text, words[:n]) && keyedRowCell(text, start, end) {
+		// an item of a row keyed by a rank, a time, a date or a room (structure.go)
+		score = nameTitledFloor
+	}
 	if score < DefaultMinScore && lexical && !allWords(words[:n]) {
 		// a cell of a header-less table whose cells above in its column are names (structure.go)
 		if names, things := d.columnPeers(text, start, end); names >= 1 && things == 0 {

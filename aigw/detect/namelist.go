@@ -63,6 +63,9 @@ func (d nameDetector) listCue(text string, s, e int, ws []nameWord) bool {
 		return false // the cells of a CSV row are columns of different things (column.go reads them)
 	}
 	lineStart := ls == 0 || text[ls-1] == '\n'
+	if lineStart && d.ownListThings(text, ls, s) {
+		return false // "Venues: Colombo, Kandy" under "Speakers: ..." (structure.go)
+	}
 	names, unknown, things := d.listPeers(text, ls, s, s-ls < listMarkerLen && lineStart && bareLine(text, e))
 	if names+unknown <= 2*things {
 		return false

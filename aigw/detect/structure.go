@@ -268,7 +268,7 @@ func (d nameDetector) nameCell(text string, s int) int {
 			// a particle: "bin Rosli", "van der Meulen"
 		case isCapWord(w):
 			f := d.flags(w)
-			if f&gzNotName != 0 && f&(gzFirst|gzLast) == 0 {
+			if f&gzNotName != 0 && f&(gzFirst|gzLast) == 0 || roleWord(w) {
 				return -1 // "Helpdesk", "Reception"
 			}
 			if f&gzWord != 0 && f&(gzFirst|gzLast) == 0 {
@@ -338,7 +338,7 @@ func (d nameDetector) nameCellVeto(text string, s int) bool {
 	if !ok || kind == cellParam {
 		return false
 	}
-	j, words := s, 0
+	j, words, role := s, 0, false
 	for ; words < 4 && j < len(text) && isLetterAt(text, j); words++ {
 		we := wordEnd(text, j)
 		w := text[j:we]
@@ -353,7 +353,9 @@ func (d nameDetector) nameCellVeto(text string, s int) bool {
 			}
 			return !d.layoutWordOK(w) || k > we
 		}
-		if f := d.flags(w); !isCapWord(w) || f&gzWord == 0 || f&(gzFirst|gzLast|gzProbable) != 0 {
+		if words == 0 && isCapWord(w) && roleWord(w) {
+			role = true // "cn: Helpdesk Transilvania Soft": a role, as role mailboxes name them
+		} else if f := d.flags(w); !isCapWord(w) || role && f&gzFirst != 0 || !role && (f&gzWord == 0 || f&(gzFirst|gzLast|gzProbable) != 0) {
 			return false
 		}
 		if we >= len(text) || text[we] != ' ' {
@@ -593,4 +595,120 @@ func (d nameDetector) cellClass(cell string) byte {
 		return 0
 	}
 	return 'n'
+}
+
+// roleWord reports whether w is a role word of the role mailboxes ("Helpdesk", "Support",
+// "Reception", "Kundeservice"): a team, not a person.
+func roleWord(w string) bool {
+	var buf [32]byte
+	k, ok := foldInto(buf[:0:len(buf)], w)
+	return ok && roleMailboxes[string(k)]
+}
+
+// ownListThings reports whether the items of the run's own list on its line (from the line
+// start ls, after a label's ": ") before s are things and none is a name ("Venues: Colombo,
+// Kandy"): then names of other lines above (a rota's rows) lend it no evidence.
+func (d nameDetector) ownListThings(text string, ls, s int) bool {
+	names, things := 0, 0
+	for i := ls; i < s; {
+		if !isLetterAt(text, i) || i > 0 && isWordByte(text[i-1]) || !listItemBefore(text, i) {
+			i++
+			for i < s && !utf8RuneStart(text[i]) {
+				i++
+			}
+			continue
+		}
+		j := i
+		for j < s && text[j] != ',' && text[j] != ';' && text[j] != '/' && text[j] != '&' && text[j] != '|' && text[j] != ':' {
+			j++
+		}
+		if j < s && text[j] == ':' {
+			i = j + 1 // a label
+			continue
+		}
+		switch d.cellClass(text[i:j]) {
+		case 'n':
+			names++
+		case 't':
+			things++
+		}
+		i = j + 1
+	}
+	return things > 0 && names == 0
+}
+
+func utf8RuneStart(c byte) bool { return c < 0x80 || c >= 0xC0 }
+
+// keyedRowCell reports whether the run text[s:e] is an item of a row's cell whose leading
+// cells are keys: a rank, a time, a date, a room ("1  Birhanu Tesfaye Gebremedhin   ETH",
+// "za 6 dec  10:00–13:00  Sanne Bosma & Mo el Idrissi", "ti 19–20   B 12   Nieminen / Aaltonen",
+// "Pista 2  Begoña Aranguren / Sergi Puigdomènech  4-6"). The text before the cell on its line
+// holds a digit and at most one word of more than three letters (before a number: "Pista 2",
+// "Week 50"), and ends with two blanks or a tab; the run starts the cell or follows a joiner
+// ("&", "/", "+") within it, and ends at a joiner, two blanks, a tab, a bracket or the line
+// end. Only what is before the run and the byte after it are read.
+func keyedRowCell(text string, s, e int) bool {
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < alignedMaxCol {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' {
+		return false
+	}
+	// the cell's start: two blanks or a tab before it
+	cs := s
+	for cs > ls {
+		if text[cs-1] == '\t' || cs-2 >= ls && text[cs-1] == ' ' && text[cs-2] == ' ' {
+			break
+		}
+		cs--
+	}
+	if cs == ls {
+		return false
+	}
+	// inside the cell before the run: earlier items and joiners only
+	for i := cs; i < s; i++ {
+		if isDigit(text[i]) || text[i] == '(' || text[i] == ':' {
+			return false
+		}
+	}
+	if cs < s {
+		j := skipBlanksBack(text, s)
+		if j == cs || strings.IndexByte("&/+", text[j-1]) < 0 {
+			return false
+		}
+	}
+	// the keys before the cell
+	digit, long := false, 0
+	for i := ls; i < cs; {
+		c := text[i]
+		if isDigit(c) {
+			digit = true
+		}
+		if !isLetterAt(text, i) {
+			i++
+			continue
+		}
+		we := wordEnd(text, i)
+		if runeCount(text[i:we]) > 3 {
+			long++
+			if we+1 >= cs || text[we] != ' ' || !isDigit(text[we+1]) {
+				return false // a word that is no key: the row is prose or a table of other things
+			}
+		}
+		i = we
+	}
+	if !digit || long > 1 {
+		return false
+	}
+	if e >= len(text) {
+		return false
+	}
+	switch text[e] {
+	case '\n', '\r', '\t', '&', '/', '+', '(':
+		return true // not ',': "Erdenebat, Tuvshin" is one name, family first (namelist.go)
+	case ' ':
+		return e+1 < len(text) && strings.IndexByte(" &/+(\t", text[e+1]) >= 0
+	}
+	return false
 }
