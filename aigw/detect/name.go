@@ -570,7 +570,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && emailFollows(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case lexical && (headerHas(columnHeader(text, start, end), nameHeaders) || d.record == nil && personKey(cellHeader(text, start, end))):
+	case lexical && (headerHas(columnHeader(text, start, end), nameHeaders) || d.record == nil && shortPersonKey(cellHeader(text, start, end))):
 		// a delimited, padded or aligned column under a name header (column.go, structure.go)
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && personKey(fieldKey(text, start, end)):

@@ -138,7 +138,7 @@ func (d nameDetector) nameCellStart(text string, s int) (kind int, delim byte, o
 			}
 			return cellLine, 0, true
 		}
-		if !personKey(text[ks:ke]) {
+		if !shortPersonKey(text[ks:ke]) {
 			return 0, 0, false
 		}
 		return cellLine, 0, true
@@ -161,7 +161,7 @@ func (d nameDetector) nameCellStart(text string, s int) (kind int, delim byte, o
 		if p != s && c != '|' {
 			return 0, 0, false // "Ana, Lima": a blank after a comma is prose, not a CSV cell
 		}
-		if !personKey(columnHeader(text, s, ce)) {
+		if !shortPersonKey(columnHeader(text, s, ce)) {
 			return 0, 0, false
 		}
 		if c == '\n' {
@@ -489,8 +489,16 @@ func cellHeader(text string, s, e int) string {
 // ("Boat", "Horse", "Club", "station_name", "Reparto"): no person, whatever its words.
 func thingColumn(text string, s, e int) bool {
 	h := cellHeader(text, s, e)
-	return h != "" && headerHas(h, thingHeaders)
+	return h != "" && len(h) <= shortHeader && headerHas(h, thingHeaders)
 }
+
+// shortHeader bounds the headers and keys this file reads: headerHas allocates for longer ones
+// (its lower-case copy no longer fits the stack buffer of a string conversion), and headers
+// are short.
+const shortHeader = 24
+
+// shortPersonKey is personKey for a key or header of at most shortHeader bytes.
+func shortPersonKey(k string) bool { return len(k) <= shortHeader && personKey(k) }
 
 // columnPeers classes the cells of the same column in the rows above a delimited cell
 // text[s:e] that has no header naming its column: names by their words (every word a known or
