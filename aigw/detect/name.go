@@ -442,7 +442,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		n++
 		j = we
 	}
-	if breaker || (j+2 < len(text) && text[j:j+2] == " &" && !d.listCue(text, s, j, words[:n])) {
+	if breaker || (j+2 < len(text) && text[j:j+2] == " &" && !d.listCue(text, s, j, words[:n]) && (d.record != nil || !keyedRowCell(text, s, j))) {
 		return 0, -1, 0 // "Johnson & Johnson"; but "Wed: Marisol & Ilkka" after other names (namelist.go)
 	}
 	// A greeting word starts a sentence with a capital in any language: "Olá Tiago Barros,",
@@ -625,6 +625,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		if names, things := d.columnPeers(text, start, end); names >= 1 && things == 0 {
 			score = nameTitledFloor
 		}
+	}
+	if score < DefaultMinScore && d.record == nil && lexical && !titled && d.firstItemCue(text, start, end, words[:n]) {
+		// the first item of a list whose later items are names (structure.go)
+		score = nameTitledFloor
 	}
 	if score < DefaultMinScore && n == 1 && !titled && fw&gzProbable != 0 && fw&(gzNotName|gzAmbiguous) == 0 &&
 		sentenceSubject(text, start, end) {

@@ -682,7 +682,7 @@ func keyedRowCell(text string, s, e int) bool {
 	}
 	if cs < s {
 		j := skipBlanksBack(text, s)
-		if j == cs || strings.IndexByte("&/+", text[j-1]) < 0 {
+		if j <= cs || strings.IndexByte("&/+", text[j-1]) < 0 {
 			return false
 		}
 	}
@@ -719,4 +719,135 @@ func keyedRowCell(text string, s, e int) bool {
 		return e+1 < len(text) && strings.IndexByte(" &/+(\t", text[e+1]) >= 0
 	}
 	return false
+}
+
+// firstItemCue reports whether the run ws (text[s:e]) is an early item of a list whose LATER
+// items on the same line are names by their words: the first item of "Panel: Rasmus, Dariusz,
+// Leilani and Kiri" has no earlier item to lend it evidence (listCue reads backwards only).
+// The run is a list item (namelist.go), no word of it is an ordinary word, a non-name or a
+// place, and among the items after it up to the line's end or a full stop, within
+// firstItemAhead bytes of s, at least two are names by their words (cellClass) and none is a
+// thing.
+func (d nameDetector) firstItemCue(text string, s, e int, ws []nameWord) bool {
+	if len(ws) > 3 || !noWords(ws) || len(ws) == 1 && ws[0].e-ws[0].s < 3 {
+		return false
+	}
+	for _, w := range ws {
+		if w.flags&(gzNotName|gzPlace) != 0 {
+			return false
+		}
+	}
+	if !inlineItemStart(text, s) || !listItemAfter(text, e) || e >= len(text) || text[e] == '\n' || text[e] == '.' || text[e] == ')' {
+		return false
+	}
+	// an inline list: a separator or a conjunction after the run, not blanks (columns)
+	switch c := text[e]; {
+	case c == ',' && rowStart(text, s):
+		return false // "Erdenebat, Tuvshin (2311)": a family name first (namelist.go)
+	case strings.IndexByte(",;/&|", c) >= 0:
+	case c == ' ' && e+1 < len(text) && isLetterAt(text, e+1) && isListConj(text[e+1:wordEnd(text, e+1)]):
+	default:
+		return false
+	}
+	ls := s
+	for ls > 0 && text[ls-1] != '\n' && s-ls < listWindow {
+		ls--
+	}
+	if csvRow(text, ls, s) || addressNumber(text, ls, s) || delimitedRow(text, ls) {
+		return false
+	}
+	lim := min(len(text), s+firstItemAhead)
+	names, things := 0, 0
+	for i := e; i < lim; {
+		c := text[i]
+		if c == '\n' || c == '.' && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n') {
+			break
+		}
+		if !isLetterAt(text, i) || i > 0 && isWordByte(text[i-1]) || !listItemBefore(text, i) {
+			i++
+			continue
+		}
+		// an item: to the next separator, conjunction or the line's end
+		j := i
+		for j < lim && strings.IndexByte(",;/&|\n()", text[j]) < 0 && !(text[j] == '.' && (j+1 == len(text) || text[j+1] == ' ')) {
+			if text[j] == ' ' && j+1 < lim && isLetterAt(text, j+1) {
+				if w := text[j+1 : wordEnd(text, j+1)]; isListConj(w) {
+					break
+				}
+			}
+			j++
+		}
+		if j >= lim && lim < len(text) {
+			break // cut by the bound: not known
+		}
+		switch d.cellClass(text[i:j]) {
+		case 'n':
+			names++
+		case 't':
+			things++
+		}
+		i = j + 1
+	}
+	return names >= 2 && things == 0
+}
+
+// firstItemAhead bounds how far after a run's start firstItemCue reads; SafePrefix holds a
+// word at a list item until its line has ended or this much text follows (firstItemPending).
+const firstItemAhead = 2 * listWindow
+
+func isListConj(w string) bool {
+	for _, c := range listConj {
+		if w == c {
+			return true
+		}
+	}
+	return false
+}
+
+// firstItemPending reports whether SafePrefix must hold the capitalised word text[cs:ce]: it
+// starts a list item whose line has not ended yet within firstItemAhead bytes, so later items
+// may still make it a name (firstItemCue).
+func (d nameDetector) firstItemPending(text string, cs, ce int) bool {
+	if len(text) >= cs+firstItemAhead || !inlineItemStart(text, cs) {
+		return false
+	}
+	if f := d.flags(text[cs:ce]); f&(gzNotName|gzPlace) != 0 || f&gzWord != 0 && f&(gzFirst|gzLast) == 0 {
+		return false // firstItemCue never takes it
+	}
+	return strings.IndexByte(text[ce:], '\n') < 0
+}
+
+// inlineItemStart reports whether an item of an inline list may start at s: after a
+// separator (",", ";", "/", "&", "|", ":") or a conjunction, not at a line start or after
+// blanks (rows and columns are read by the rules of namelist.go).
+func inlineItemStart(text string, s int) bool {
+	j := s
+	if j > 0 && text[j-1] == ' ' {
+		j--
+	}
+	if j == 0 {
+		return false
+	}
+	if strings.IndexByte(",;/&|:", text[j-1]) >= 0 {
+		return true
+	}
+	return j < s && isListConj(wordEndingAt(text, j))
+}
+
+// delimitedRow reports whether the line starting at ls is a row of a table delimited by ';',
+// '|' or tabs: two of one of them on the line ("Apellidos;Nombre;DNI;Puesto"), read up to
+// firstItemAhead bytes.
+func delimitedRow(text string, ls int) bool {
+	semi, bar, tab := 0, 0, 0
+	for i := ls; i < len(text) && i-ls < firstItemAhead && text[i] != '\n'; i++ {
+		switch text[i] {
+		case ';':
+			semi++
+		case '|':
+			bar++
+		case '\t':
+			tab++
+		}
+	}
+	return semi >= 2 || bar >= 2 || tab >= 2
 }
