@@ -616,7 +616,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = nameTitledFloor
 	}
 	if score < DefaultMinScore && d.record == nil && noWords(words[:n]) && (n >= 2 || fw&(gzFirst|gzLast|gzProbable) != 0 && fw&gzAmbiguous == 0) &&
-		(fw|lw)&(gzFirst|gzLast|gzProbable) != 0 && !d.placeLike(text, words[:n]) && keyedRowCell(text, start, end) {
+		!d.placeLike(text, words[:n]) && keyedRowCell(text, start, end) {
 		// an item of a row keyed by a rank, a time, a date or a room (structure.go)
 		score = nameTitledFloor
 	}

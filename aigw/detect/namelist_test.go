@@ -38,8 +38,9 @@ func TestListNames(t *testing.T) {
 		{"products", "Order summary\nMilo Chair, oak\nKaspar Shelf, walnut", nil},
 		{"address parts", "Carrera 7 # 71-21, Torre B, Oficina 1204, Bogotá", nil},
 		{"chess boards", "Bd 2  Ismailov, Rauf (2276) - Hoekstra, Jelle (2260)", []string{"Ismailov, Rauf", "Hoekstra, Jelle"}},
-		// "Baptiste" from the items after it (firstItemCue, structure.go); no "Baptiste, Wojcik" pair
-		{"a list of family names is no Family, Given pair", "Subs: Baptiste, Wojcik, Lemaire.", []string{"Baptiste", "Lemaire"}},
+		// "Baptiste" and "Wojcik" from the items around them (firstItemCue, structure.go); no
+		// "Baptiste, Wojcik" pair
+		{"a list of family names is no Family, Given pair", "Subs: Baptiste, Wojcik, Lemaire.", []string{"Baptiste", "Wojcik", "Lemaire"}},
 		{"caps building", "ANNUAL REPORT\nGRACE CHURCH\nTOTAL DUE", nil},
 		{"two given names in a row are no Family, Given pair", "9-11  Aigerim, Bruno", nil},
 	} {

@@ -249,8 +249,8 @@ var nameCellParticles = map[string]bool{
 // the file comment), or -1.
 func (d nameDetector) nameCell(text string, s int) int {
 	kind, delim, ok := d.nameCellStart(text, s)
-	if !ok {
-		return -1
+	if !ok || exportKey(text, s, wordEnd(text, s)) {
+		return -1 // "ATTENDEE;CN=..." under "ATTENDEE;..." is a key, not a cell of a column
 	}
 	end, words, ordinary, lower, capital := -1, 0, 0, 0, 0
 	j := s
@@ -570,15 +570,16 @@ const (
 	columnPeerBytes = 320
 )
 
-// cellClass classes a cell by its words: 'n' one to four capitalised words, each a known or
-// probable name and none an ordinary word or place; 't' a cell with an ordinary word, a
+// cellClass classes a cell by its words: 'n' one to four capitalised words, one of them at
+// least a known or probable name and none an ordinary word, a non-name or a place (as
+// listPeers counts names); 't' a cell with an ordinary word, a
 // non-name, a place or a digit; 0 other cells.
 func (d nameDetector) cellClass(cell string) byte {
 	cell = strings.TrimSpace(cell)
 	if cell == "" {
 		return 0
 	}
-	words := 0
+	words, known := 0, false
 	for i := 0; i < len(cell); {
 		if isDigit(cell[i]) {
 			return 't'
@@ -593,13 +594,14 @@ func (d nameDetector) cellClass(cell string) byte {
 		switch {
 		case f&(gzNotName|gzPlace) != 0 && f&(gzFirst|gzLast) == 0, f&gzWord != 0 && f&(gzFirst|gzLast) == 0:
 			return 't'
-		case !isCapWord(w) || f&(gzFirst|gzLast|gzProbable) == 0:
+		case !isCapWord(w):
 			return 0
 		}
+		known = known || f&(gzFirst|gzLast|gzProbable) != 0
 		words++
 		i = we
 	}
-	if words == 0 || words > 4 {
+	if words == 0 || words > 4 || !known {
 		return 0
 	}
 	return 'n'
@@ -617,31 +619,7 @@ func roleWord(w string) bool {
 // start ls, after a label's ": ") before s are things and none is a name ("Venues: Colombo,
 // Kandy"): then names of other lines above (a rota's rows) lend it no evidence.
 func (d nameDetector) ownListThings(text string, ls, s int) bool {
-	names, things := 0, 0
-	for i := ls; i < s; {
-		if !isLetterAt(text, i) || i > 0 && isWordByte(text[i-1]) || !listItemBefore(text, i) {
-			i++
-			for i < s && !utf8RuneStart(text[i]) {
-				i++
-			}
-			continue
-		}
-		j := i
-		for j < s && text[j] != ',' && text[j] != ';' && text[j] != '/' && text[j] != '&' && text[j] != '|' && text[j] != ':' {
-			j++
-		}
-		if j < s && text[j] == ':' {
-			i = j + 1 // a label
-			continue
-		}
-		switch d.cellClass(text[i:j]) {
-		case 'n':
-			names++
-		case 't':
-			things++
-		}
-		i = j + 1
-	}
+	names, things := d.itemsBefore(text, ls, s)
 	return things > 0 && names == 0
 }
 
@@ -757,7 +735,7 @@ func (d nameDetector) firstItemCue(text string, s, e int, ws []nameWord) bool {
 		return false
 	}
 	lim := min(len(text), s+firstItemAhead)
-	names, things := 0, 0
+	names, things := d.itemsBefore(text, ls, s)
 	for i := e; i < lim; {
 		c := text[i]
 		if c == '\n' || c == '.' && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n') {
@@ -769,7 +747,7 @@ func (d nameDetector) firstItemCue(text string, s, e int, ws []nameWord) bool {
 		}
 		// an item: to the next separator, conjunction or the line's end
 		j := i
-		for j < lim && strings.IndexByte(",;/&|\n()", text[j]) < 0 && !(text[j] == '.' && (j+1 == len(text) || text[j+1] == ' ')) {
+		for j < lim && strings.IndexByte(",;/&|\n()", text[j]) < 0 && !(text[j] == '.' && (j+1 == len(text) || text[j+1] == ' ' || text[j+1] == '\n')) {
 			if text[j] == ' ' && j+1 < lim && isLetterAt(text, j+1) {
 				if w := text[j+1 : wordEnd(text, j+1)]; isListConj(w) {
 					break
@@ -786,9 +764,43 @@ func (d nameDetector) firstItemCue(text string, s, e int, ws []nameWord) bool {
 		case 't':
 			things++
 		}
-		i = j + 1
+		i = j
+		if j < len(text) && text[j] != '\n' && text[j] != '.' {
+			i++
+		}
 	}
 	return names >= 2 && things == 0
+}
+
+// itemsBefore classes the items of the run's own inline list on its line before s (from ls,
+// after a label's ":"): names by their words and things (cellClass).
+func (d nameDetector) itemsBefore(text string, ls, s int) (names, things int) {
+	for i := ls; i < s; {
+		if !isLetterAt(text, i) || i > 0 && isWordByte(text[i-1]) || !listItemBefore(text, i) {
+			i++
+			for i < s && !utf8RuneStart(text[i]) {
+				i++
+			}
+			continue
+		}
+		j := i
+		for j < s && text[j] != ',' && text[j] != ';' && text[j] != '/' && text[j] != '&' && text[j] != '|' && text[j] != ':' {
+			j++
+		}
+		if j < s && text[j] == ':' {
+			names, things = 0, 0 // a label: the list starts after it
+			i = j + 1
+			continue
+		}
+		switch d.cellClass(text[i:j]) {
+		case 'n':
+			names++
+		case 't':
+			things++
+		}
+		i = j + 1
+	}
+	return names, things
 }
 
 // firstItemAhead bounds how far after a run's start firstItemCue reads; SafePrefix holds a
