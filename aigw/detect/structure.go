@@ -479,8 +479,10 @@ func cellHeader(text string, s, e int) string {
 	if h := columnHeader(text, s, e); h != "" {
 		return h
 	}
-	if h := paddedCellHeader(text, s, e); h != "" {
-		return h
+	if barCell(text, s, e) {
+		if h := paddedCellHeader(text, s, e); h != "" {
+			return h
+		}
 	}
 	return alignedHeader(text, s, e)
 }
@@ -567,7 +569,7 @@ func (d nameDetector) columnPeers(text string, s, e int) (names, things int) {
 
 const (
 	columnPeerRows  = 4
-	columnPeerBytes = 320
+	columnPeerBytes = 128 // aigw/guard's streamContext: a windowed scan sees the same rows
 )
 
 // cellClass classes a cell by its words: 'n' one to four capitalised words, one of them at
@@ -862,4 +864,18 @@ func delimitedRow(text string, ls int) bool {
 		}
 	}
 	return semi >= 2 || bar >= 2 || tab >= 2
+}
+
+// barCell reports whether text[s:e] is padded by blanks between '|' delimiters ("| Ana Lima |"):
+// paddedCellHeader is for such tables; ", " is prose, not a padded CSV cell.
+func barCell(text string, s, e int) bool {
+	i := s
+	for k := 0; k < 2 && i > 0 && text[i-1] == ' '; k++ {
+		i--
+	}
+	j := e
+	for k := 0; k < 2 && j < len(text) && text[j] == ' '; k++ {
+		j++
+	}
+	return i > 0 && text[i-1] == '|' || j < len(text) && text[j] == '|'
 }
