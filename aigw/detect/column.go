@@ -139,7 +139,7 @@ var nameHeaders = newKeywords("name", "full name", "fullname", "first name", "la
 	"delegate", "pupil",
 	// results and cards (detect12): "Helm", "Jockey", "Trainer"
 	"helm", "skipper", "jockey", "trainer", "rider", "driver", "coach", "captain", "referee", "umpire",
-	"arbiter")
+	"arbiter", "oncall", "on call", "reviewer", "approver", "maintainer", "organiser", "organizer")
 
 // fieldKey returns the key of a structured field whose whole value is text[s:e], or "": a
 // quoted value after a quoted or bare key and ':' or '=' (JSON, YAML, Python, shell:

@@ -245,6 +245,14 @@ var nameCellParticles = map[string]bool{
 	"ten": true, "al": true, "el": true, "ap": true, "y": true, "e": true, "af": true,
 }
 
+// capParticle reports whether the capitalised word w is a particle that starts a family name
+// ("El", "De", "Lo", "Van", "Bin", "Al").
+func capParticle(w string) bool {
+	var buf [8]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	return ok && (nameCellParticles[string(lw)] || string(lw) == "lo" || string(lw) == "li")
+}
+
 // nameCell returns the end of a person's name that fills the whole value starting at s (see
 // the file comment), or -1.
 func (d nameDetector) nameCell(text string, s int) int {
@@ -252,7 +260,7 @@ func (d nameDetector) nameCell(text string, s int) int {
 	if !ok || exportKey(text, s, wordEnd(text, s)) {
 		return -1 // "ATTENDEE;CN=..." under "ATTENDEE;..." is a key, not a cell of a column
 	}
-	end, words, ordinary, lower, capital := -1, 0, 0, 0, 0
+	end, words, ordinary, lower, capital, places := -1, 0, 0, 0, 0, 0
 	j := s
 	for words < 5 {
 		if j >= len(text) || !isLetterAt(text, j) {
@@ -266,10 +274,15 @@ func (d nameDetector) nameCell(text string, s int) int {
 			capital++
 		case nameCellParticles[w]:
 			// a particle: "bin Rosli", "van der Meulen"
+		case isCapWord(w) && words+1 < 5 && we+1 < len(text) && text[we] == ' ' && isUpper(text[we+1]) && capParticle(w):
+			// a capitalised particle before the family name: "El Idrissi", "De Santis", "Lo Russo"
 		case isCapWord(w):
 			f := d.flags(w)
-			if f&gzNotName != 0 && f&(gzFirst|gzLast) == 0 || roleWord(w) {
+			if f&gzNotName != 0 && f&(gzFirst|gzLast) == 0 && f&gzPlace == 0 || roleWord(w) {
 				return -1 // "Helpdesk", "Reception"
+			}
+			if f&gzPlace != 0 && f&(gzFirst|gzLast) == 0 {
+				places++ // "Albuquerque Neto": many family names are places
 			}
 			if f&gzWord != 0 && f&(gzFirst|gzLast) == 0 {
 				if capital == 0 {
@@ -305,10 +318,8 @@ func (d nameDetector) nameCell(text string, s int) int {
 	if lower > 0 && kind == cellParam {
 		return -1
 	}
-	if capital == 1 && words == 1 && lower == 0 {
-		if f := d.flags(text[s:end]); f&gzPlace != 0 && f&(gzFirst|gzLast) == 0 {
-			return -1 // one place name: "Lisbon"
-		}
+	if places > 0 && places+ordinary >= capital {
+		return -1 // places only: "Lisbon", "New Lisbon"
 	}
 	// The value must end here.
 	k := end
