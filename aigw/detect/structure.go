@@ -261,6 +261,8 @@ func (d nameDetector) nameCell(text string, s int) int {
 		return -1 // "ATTENDEE;CN=..." under "ATTENDEE;..." is a key, not a cell of a column
 	}
 	end, words, ordinary, lower, capital, places := -1, 0, 0, 0, 0, 0
+	var ws [5]nameWord // the capitalised words, for the organisation and place vetoes
+	nw := 0
 	j := s
 	for words < 5 {
 		if j >= len(text) || !isLetterAt(text, j) {
@@ -281,6 +283,8 @@ func (d nameDetector) nameCell(text string, s int) int {
 			if f&gzNotName != 0 && f&(gzFirst|gzLast) == 0 && f&gzPlace == 0 || roleWord(w) {
 				return -1 // "Helpdesk", "Reception"
 			}
+			ws[nw] = nameWord{j, we, f}
+			nw++
 			if f&gzPlace != 0 && f&(gzFirst|gzLast) == 0 {
 				places++ // "Albuquerque Neto": many family names are places
 			}
@@ -320,6 +324,9 @@ func (d nameDetector) nameCell(text string, s int) int {
 	}
 	if places > 0 && places+ordinary >= capital {
 		return -1 // places only: "Lisbon", "New Lisbon"
+	}
+	if nw > 0 && (d.placeLike(text, ws[:nw]) || orgName(text, ws[:nw])) {
+		return -1 // "Acme Holdings", "Morgan Stanley"
 	}
 	// The value must end here.
 	k := end

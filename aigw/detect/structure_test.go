@@ -25,6 +25,7 @@ func TestStructureNames(t *testing.T) {
 		{"a particle surname in a last_name column", "first_name,last_name,plan\nAina Syuhada,binti Rahmat,GOLD\n", []string{"Aina Syuhada", "binti Rahmat"}},
 		{"capitalised particles and a place-like family name in name fields", "given_name: Salma\nfamily_name: El Ouazzani\ncity: Lisbon\nlast_name: Lisbon\n",
 			[]string{"Salma", "El Ouazzani"}},
+		{"an organisation in a customer field", "customer: Morgan Stanley\nowner: Brightwater Holdings Ltd\n", nil},
 		{"a YAML owner, not a service name", "- name: ledger-sync\n  owner: Idris Okonjo\n", []string{"Idris Okonjo"}},
 		{"a display name of ordinary words", "Display name: Lobby Kiosk Tablet\n", nil},
 		{"a header-less CSV column of names", "Zdeněk Hruška,Brno,2019\nMaile Kealoha,Hilo,2020\nTuomas Rautio,Oulu,2021\n", []string{"Zdeněk Hruška", "Maile Kealoha", "Tuomas Rautio"}},
