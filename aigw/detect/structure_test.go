@@ -30,6 +30,8 @@ func TestStructureNames(t *testing.T) {
 		{"a display name of ordinary words", "Display name: Lobby Kiosk Tablet\n", nil},
 		{"a header-less CSV column of names", "Zdeněk Hruška,Brno,2019\nMaile Kealoha,Hilo,2020\nTuomas Rautio,Oulu,2021\n", []string{"Zdeněk Hruška", "Maile Kealoha", "Tuomas Rautio"}},
 		{"a station column is no name", "code,station_name,zone\nBLV,Belmonte,1\nCRV,Corvara,2\n", nil},
+		{"a table in capitals aligned under name headers", "SURNAME      FORENAME    GRADE\nMWANGALA     TSHEPISO    B2\nKARLSEN      ASTRID      A1\n",
+			[]string{"MWANGALA", "TSHEPISO", "KARLSEN", "ASTRID"}},
 		{"a boat column is no name, the helm is", "Sail  Boat            Helm\n204   Saoirse Dawn    Branwen Pugh\n", []string{"Branwen Pugh"}},
 		{"a dated rota label is no name", "Sun 7 Dec: Ysolde Marchetti\nSun 14 Dec: Ysolde Marchetti\n", []string{"Ysolde Marchetti", "Ysolde Marchetti"}},
 		{"a keyed row of a results table", "1  Tesfalem Gebreyes Haile   ERI  2:08:11\n", []string{"Tesfalem Gebreyes Haile"}},
