@@ -346,7 +346,13 @@ func (d nameDetector) familyCommaBefore(text string, w nameWord) int {
 	for b > 0 && (isAlpha(text[b-1]) || text[b-1] >= utf8.RuneSelf || text[b-1] == '-' || text[b-1] == '\'') {
 		b--
 	}
-	if b == e || !isCapWord(text[b:e]) || allCaps(text[b:e]) || !rowStart(text, b) {
+	if b == e || !isCapWord(text[b:e]) || allCaps(text[b:e]) {
+		return -1
+	}
+	start := b
+	if pb := particleBefore(text, b); pb >= 0 && rowStart(text, pb) {
+		start = pb // "Dos Santos, Jéssica", "Ní Chonaill, Róisín" (structure.go)
+	} else if !rowStart(text, b) {
 		return -1
 	}
 	f := d.flags(text[b:e])
@@ -359,7 +365,7 @@ func (d nameDetector) familyCommaBefore(text string, w nameWord) int {
 	if !listItemAfter(text, w.e) || w.e+2 < len(text) && text[w.e] == ',' && text[w.e+1] == ' ' && isUpper(text[w.e+2]) {
 		return -1
 	}
-	return b
+	return start
 }
 
 // familyCommaPending reports whether the word text[cs:ce] may still become the family name

@@ -246,11 +246,34 @@ var nameCellParticles = map[string]bool{
 }
 
 // capParticle reports whether the capitalised word w is a particle that starts a family name
-// ("El", "De", "Lo", "Van", "Bin", "Al").
+// ("El", "De", "Lo", "Van", "Bin", "Al", "Ní", "Ó").
 func capParticle(w string) bool {
 	var buf [8]byte
 	lw, ok := lowerInto(buf[:0:len(buf)], w)
-	return ok && (nameCellParticles[string(lw)] || string(lw) == "lo" || string(lw) == "li")
+	if !ok {
+		return false
+	}
+	switch string(lw) {
+	case "lo", "li", "ní", "ó", "nic", "mac", "ua", "uí":
+		return true
+	}
+	return nameCellParticles[string(lw)]
+}
+
+// particleBefore returns the start of a capitalised particle written just before the word at
+// b ("Dos Santos", "Ní Chonaill", "Van Dijk"), or -1.
+func particleBefore(text string, b int) int {
+	if b < 3 || text[b-1] != ' ' {
+		return -1
+	}
+	p := b - 1
+	for p > 0 && b-1-p < 8 && isLetterAt(text, p-1) || p > 0 && b-1-p < 8 && !utf8RuneStart(text[p-1]) {
+		p--
+	}
+	if p == b-1 || !capParticle(text[p:b-1]) || !isCapWord(text[p:b-1]) {
+		return -1
+	}
+	return p
 }
 
 // nameCell returns the end of a person's name that fills the whole value starting at s (see
@@ -896,4 +919,27 @@ func barCell(text string, s, e int) bool {
 		j++
 	}
 	return i > 0 && text[i-1] == '|' || j < len(text) && text[j] == '|'
+}
+
+// particlePending reports whether SafePrefix must hold the capitalised particle text[cs:ce]
+// that starts a row: it may start a family name written first ("Dos Santos, Jéssica"), decided
+// once the line has ended or familyCommaAhead bytes follow (familyCommaBefore).
+func (d nameDetector) particlePending(text string, cs, ce int) bool {
+	if !capParticle(text[cs:ce]) || !rowStart(text, cs) {
+		return false
+	}
+	if strings.IndexByte(text[ce:], '\n') < 0 && len(text)-ce < familyCommaAhead {
+		return true
+	}
+	// the line is known: "Particle Family, Given"
+	if ce+1 >= len(text) || text[ce] != ' ' || !isLetterAt(text, ce+1) {
+		return false
+	}
+	fe := wordEnd(text, ce+1)
+	gs := fe + 2
+	if gs >= len(text) || text[fe] != ',' || text[fe+1] != ' ' || !isLetterAt(text, gs) {
+		return false
+	}
+	ge := wordEnd(text, gs)
+	return isCapWord(text[gs:ge]) && d.familyCommaBefore(text, nameWord{gs, ge, d.flags(text[gs:ge])}) == cs
 }

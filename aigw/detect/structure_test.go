@@ -32,6 +32,7 @@ func TestStructureNames(t *testing.T) {
 		{"a station column is no name", "code,station_name,zone\nBLV,Belmonte,1\nCRV,Corvara,2\n", nil},
 		{"a table in capitals aligned under name headers", "SURNAME      FORENAME    GRADE\nMWANGALA     TSHEPISO    B2\nKARLSEN      ASTRID      A1\n",
 			[]string{"MWANGALA", "TSHEPISO", "KARLSEN", "ASTRID"}},
+		{"family names with a particle written first", "1. Dos Reis, Marisa   BRA\n2. Ní Bhraonáin, Aoibhe   IRL\n", []string{"Dos Reis, Marisa", "Ní Bhraonáin, Aoibhe"}},
 		{"a boat column is no name, the helm is", "Sail  Boat            Helm\n204   Saoirse Dawn    Branwen Pugh\n", []string{"Branwen Pugh"}},
 		{"a dated rota label is no name", "Sun 7 Dec: Ysolde Marchetti\nSun 14 Dec: Ysolde Marchetti\n", []string{"Ysolde Marchetti", "Ysolde Marchetti"}},
 		{"a keyed row of a results table", "1  Tesfalem Gebreyes Haile   ERI  2:08:11\n", []string{"Tesfalem Gebreyes Haile"}},
