@@ -102,6 +102,9 @@ func TestGeneralisation(t *testing.T) {
 // study set: its errors are printed and read.
 // Set 16 (phone numbers of 33 countries as people write them, with look-alike identifiers) was
 // written by detect11 and committed before the detector ran on it; a study set.
+// Set 20 (names in ten non-Latin scripts and romanised family-first names, with places, streets
+// and organisations of those scripts) was written by detect14 and committed before the detector
+// ran on it; a study set.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -241,8 +244,13 @@ const (
 	// 0.938 with detect11's changes (phone 85 of 87, 0 FP; its errors were read).
 	realistic16MinF2        = 0.92
 	realistic16MinPrecision = 0.97
-	realistic20MinF2        = 0
-	realistic20MinPrecision = 0
+	// Set 20 (detect14's study set: names in Georgian, Armenian, Greek, Ethiopic, Arabic,
+	// Persian, Urdu, Hindi, Chinese and Korean, romanised family-first names, look-alike places,
+	// streets and organisations; written before the detector ran on it): first run P 0.877,
+	// R 0.270, F2 0.314 (0.912 / 0.278 / 0.323 after two omitted labels were added); 0.979 /
+	// 0.743 / 0.781 with scriptshape.go and namefamily.go (its errors were read).
+	realistic20MinF2        = 0.76
+	realistic20MinPrecision = 0.96
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].

@@ -250,6 +250,9 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				if end < 0 {
 					end = d.capsRowSpan(text, s, e) // "KOVALENKO Oksana (UA)" in a list (namelist.go)
 				}
+				if end < 0 {
+					end = d.familyFirstSpan(text, s, e) // "TANAKA Hiroshi", "KIM Min-jun" (namefamily.go)
+				}
 				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end

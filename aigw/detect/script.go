@@ -182,7 +182,7 @@ func scriptNames(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return runNames(text, out)
+	return shapeNames(text, runNames(text, out)) // scriptshape.go
 }
 
 // ---- cues before a name ----
@@ -884,6 +884,7 @@ var cjkTitles = []struct {
 	{"总经理", false}, {"經理", false}, {"经理", false}, {"医生", false}, {"醫生", false},
 	{"教授", false}, {"律师", false}, {"律師", false}, {"主任", false}, {"同学", false},
 	{"同學", false}, {"太太", false},
+	{"同志", false}, {"牧師", false}, {"牧师", false}, {"姊妹", false}, {"弟兄", false},
 	{"さん", true}, {"様", true}, {"さま", true}, {"氏", true}, {"くん", true}, {"ちゃん", true},
 	{"殿", true}, {"先輩", true},
 }
@@ -1171,6 +1172,9 @@ func hasScriptRune(w string) bool {
 			if c, _ := classAt(w, i); c != scNone {
 				return true
 			}
+			if r, _ := utf8.DecodeRuneInString(w[i:]); shapeRune(r) {
+				return true // Georgian, Armenian, Ethiopic (scriptshape.go)
+			}
 		}
 	}
 	return false
@@ -1188,7 +1192,11 @@ func scriptInert(text string, t, u int) bool {
 		k += n
 	}
 	j := u
-	for n := 0; n < 2; n++ {
+	ahead := 2
+	if k, _ := shapeAt(text, t); k == shArabic || k == shDevanagari {
+		ahead = 5 // scriptshape.go's items and particles read up to five words ahead
+	}
+	for n := 0; n < ahead; n++ {
 		for j < len(text) && isSpaceByte(text[j]) {
 			j++
 		}

@@ -693,7 +693,8 @@ func koName(w string) bool {
 }
 
 // koRolesBefore are nouns written before a Korean name without a colon ("담당자 임수진에게").
-var koRolesBefore = []string{"담당자", "추천인", "신청인", "수령인", "대표", "기자", "보호자", "작성자", "상담원", "매니저", "팀장", "과장", "부장", "대리", "사원", "교수"}
+var koRolesBefore = []string{"담당자", "추천인", "신청인", "수령인", "대표", "기자", "보호자", "작성자", "상담원", "매니저", "팀장", "과장", "부장", "대리", "사원", "교수",
+	"신랑", "신부", "혼주:", "소장", "지도교사", "교사", "선발", "대타", "마무리", "반", "·"}
 
 // koreanRunName returns the end of a Korean name at the word text[s:we], or -1: with an age in
 // brackets after it ("김민수(42)"), or after a role noun ("담당자 임수진에게").

@@ -1,0 +1,159 @@
+package detect
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Romanised names written family name first, the family name in capitals: "TANAKA Hiroshi",
+// "KIM Min-jun", "NGUYEN Van An", "ZHANG Wei" — the form of passports, manifests, conference
+// programmes and East Asian business cards. The capitals alone are no evidence (acronyms come
+// before capitalised words too: "IBM Research", "KAIST Daejeon"), so one of two more is needed:
+//
+//   - the given name has the hyphenated two-syllable shape of Korean and Chinese romanisation
+//     ("Min-jun", "Seo-yeon", "Xiao-ling": each part two to five lower-case letters), or
+//   - the word in capitals looks like a name to the gazetteer or the name model and like no
+//     ordinary word (capsNameWord), and the first given word is a known or probable given name.
+//
+// The run is one to three capitalised words (Vietnamese and Chinese middle names) and must end
+// there: at punctuation, a bracket, a column gap, the line end or a lower-case word; a
+// capitalised word after it that is an organisation or place word ("University") breaks it.
+// Unlike capsRowSpan (namelist.go) it needs no list item: "Panel chaired by ZHANG Wei with ...".
+// It reads at most three words after the capitals, which familyFirstPending holds in SafePrefix.
+
+// familyFirstSpan returns the end of a name whose family name in capitals is text[s:e], or -1.
+func (d nameDetector) familyFirstSpan(text string, s, e int) int {
+	n := e - s
+	if n < 2 || n > 12 || !allCaps(text[s:e]) || strings.ContainsAny(text[s:e], "'-’") {
+		return -1
+	}
+	if j := skipBlanksBack(text, s); j == s && s > 0 && text[s-1] != '\n' && text[s-1] != '(' {
+		return -1 // glued to something before it
+	}
+	if ps := prevWordStart(text, s); ps >= 0 && allCaps(text[ps:s-1]) {
+		return -1 // a heading in capitals: "ASIAN SEMICONDUCTOR FORUM"
+	}
+	end, words := e, 0
+	hyphenated, givenKnown := false, false
+	for words < 3 {
+		if end+1 >= len(text) || text[end] != ' ' || !isLetterAt(text, end+1) {
+			break
+		}
+		ns := end + 1
+		ne := wordEnd(text, ns)
+		w := text[ns:ne]
+		if !isCapWord(w) || allCaps(w) || isTitle(w) {
+			break
+		}
+		var lb [32]byte
+		if lw, ok := lowerInto(lb[:0:len(lb)], w); ok && nameBreakers[string(lw)] {
+			return -1 // "KIM Dong Publishing" is no name
+		}
+		if words == 0 {
+			hyphenated = romanisedSyllables(w)
+			f := d.flags(w)
+			givenKnown = f&(gzFirst|gzProbable) != 0 && f&(gzNotName|gzPlace) == 0
+		}
+		end, words = ne, words+1
+	}
+	if words == 0 {
+		return -1
+	}
+	if !hyphenated && !(givenKnown && n >= 3 && hasVowel(text[s:e]) && d.capsNameWord(text[s:e])) {
+		return -1
+	}
+	if end < len(text) {
+		switch c := text[end]; {
+		case c == ' ' && end+1 < len(text) && isLetterAt(text, end+1) && !isLower(text[end+1]) && !allCaps(text[end+1:wordEnd(text, end+1)]):
+			return -1 // more capitalised words: a title, an organisation
+		case c == '\'' || c == '@' || isDigit(c):
+			return -1
+		}
+	}
+	return end
+}
+
+// romanisedSyllables reports whether w is two syllables joined by a hyphen, the first
+// capitalised: "Min-jun", "Ji-hoon", "Seo-yeon".
+func romanisedSyllables(w string) bool {
+	a, b, ok := strings.Cut(w, "-")
+	if !ok || len(a) < 2 || len(a) > 5 || len(b) < 2 || len(b) > 5 {
+		return false
+	}
+	for i := 1; i < len(a); i++ {
+		if !isLower(a[i]) {
+			return false
+		}
+	}
+	for i := 0; i < len(b); i++ {
+		if !isLower(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// prevWordStart returns the start of the word that ends one space before s, or -1.
+func prevWordStart(text string, s int) int {
+	if s < 2 || text[s-1] != ' ' || !isLetterBefore(text, s-1) {
+		return -1
+	}
+	k := s - 1
+	for k > 0 && s-k < 40 {
+		r, n := utf8.DecodeLastRuneInString(text[:k])
+		if r == ' ' || r == '\n' || r == '\t' || r < utf8.RuneSelf && !isAlpha(byte(r)) {
+			break
+		}
+		k -= n
+	}
+	return k
+}
+
+func isLetterBefore(text string, i int) bool {
+	if i <= 0 {
+		return false
+	}
+	r, _ := utf8.DecodeLastRuneInString(text[:i])
+	return r >= utf8.RuneSelf || isAlpha(byte(r))
+}
+
+// familyFirstPending reports whether SafePrefix must hold the word in capitals text[cs:ce]:
+// it starts a familyFirstSpan, or the words after it that decide one have not all arrived.
+func (d nameDetector) familyFirstPending(text string, cs, ce int) bool {
+	if ce-cs < 2 || ce-cs > 12 || !allCaps(text[cs:ce]) {
+		return false
+	}
+	if d.familyFirstSpan(text, cs, ce) > 0 {
+		return true
+	}
+	end := ce
+	for words := 0; words < 3; words++ {
+		if end >= len(text) || end+1 >= len(text) && text[end] == ' ' {
+			return true // the next word may still come
+		}
+		if text[end] != ' ' || !isLetterAt(text, end+1) {
+			return false
+		}
+		ne := wordEnd(text, end+1)
+		if ne >= len(text) {
+			return true // the word may go on
+		}
+		if w := text[end+1 : ne]; !isCapWord(w) || allCaps(w) {
+			return false
+		}
+		end = ne
+	}
+	return end+1 >= len(text)
+}
+
+// hasVowel reports whether the word in capitals w has a vowel: acronyms often have none ("RN",
+// "DPD", "TJ"), family names always do.
+func hasVowel(w string) bool {
+	for _, r := range w {
+		switch r {
+		case 'A', 'E', 'I', 'O', 'U', 'Y', 'Á', 'É', 'Í', 'Ó', 'Ú', 'Ô', 'Ơ', 'Ư', 'Â', 'Ă', 'Ê':
+			return true
+		}
+	}
+	return false
+}
