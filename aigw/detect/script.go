@@ -254,7 +254,7 @@ var scriptCues = map[scriptClass]map[string]cueKind{
 	},
 	scDevanagari: {
 		"मेरा नाम": cueIntro, "मेरा नाम है": cueIntro, "श्री": cueTitle, "श्रीमती": cueTitle,
-		"सुश्री": cueTitle, "कुमारी": cueTitle, "डॉ.": cueTitle, "डॉ": cueTitle, "डॉक्टर": cueTitle,
+		"सुश्री": cueTitle, "स्व.": cueTitle, "स्वर्गीय": cueTitle, "कुमारी": cueTitle, "डॉ.": cueTitle, "डॉ": cueTitle, "डॉक्टर": cueTitle,
 		"प्रिय": cueTitle, "आदरणीय": cueTitle, "नाम": cueLabel, "पूरा नाम": cueLabel,
 		"ग्राहक": cueLabel, "मरीज": cueLabel, "मरीज़": cueLabel, "आवेदक": cueLabel,
 	},
@@ -673,7 +673,7 @@ func uncasedName(text string, s int, c scriptClass) int {
 		return -1
 	}
 	maxWords := 3
-	if kind == cueTitle {
+	if kind == cueTitle && c != scDevanagari { // Hindi names after a title are often three words
 		maxWords = 2
 	}
 	end, n := -1, 0
@@ -684,6 +684,9 @@ func uncasedName(text string, s int, c scriptClass) int {
 		}
 		we := scriptWordEnd(text, j, c)
 		w := text[j:we]
+		if n == 0 && c == scDevanagari && we+1 < len(text) && text[we] == '.' && runeCount(w) <= 3 {
+			return -1 // an abbreviated title ("डॉ. नीरज मिश्रा", "स्व. राम अवध"): the name follows it
+		}
 		if uncasedStops[w] || c == scHebrew && n > 0 && (strings.HasPrefix(w, "ו") || strings.HasPrefix(w, "ה")) && runeCount(w) > 2 {
 			break
 		}

@@ -253,6 +253,23 @@ func shapeNames(text string, out []Entity) []Entity {
 		}
 		k, n := shapeAt(text, i)
 		if k == shNone {
+			if c, _ := classAt(text, i); c == scHan {
+				e := i
+				for e < len(text) {
+					r, m := utf8.DecodeRuneInString(text[e:])
+					if !isHan(r) {
+						break
+					}
+					e += m
+				}
+				if e == i { // a Han-class character outside the basic block ("々")
+					i += n
+					continue
+				}
+				out = zhItemNames(text, i, e, out)
+				i = e
+				continue
+			}
 			i += n
 			continue
 		}
@@ -326,10 +343,10 @@ func georgianSurname(text string, s, e int) (int, bool) {
 			return e - len(c), true
 		}
 	}
-	if runeCount(w) >= 6 {
-		for _, c := range [...]string{"ცია", "სია", "ემია", "ორია", "ერია", "ნია"} {
-			if strings.HasSuffix(w, c) && c != "ნია" {
-				return -1, false
+	if runeCount(w) >= 5 {
+		for _, c := range [...]string{"ცია", "სია", "ემია", "ორია", "ერია", "დია"} {
+			if strings.HasSuffix(w, c) {
+				return -1, false // nouns: "ფედერაცია", "კომისია", "აკადემია", "მედია"
 			}
 		}
 		for _, c := range [...]string{"ია", "უა", "ავა", "ანი"} {
@@ -348,7 +365,7 @@ func georgianGiven(text string, s, e int) bool {
 	if n < 2 || n > 10 || georgianNotGiven[w] {
 		return false
 	}
-	for _, c := range [...]string{"ს", "ში", "ზე", "დან", "თან", "ით", "ად"} {
+	for _, c := range [...]string{"ს", "ში", "ზე", "დან", "თან", "ით", "ად", "და"} { // "და": a verb's past
 		if strings.HasSuffix(w, c) {
 			return false // a case form: a genitive or a place
 		}
@@ -676,13 +693,16 @@ var persianRoles = map[string]bool{"چیئرمین": true, "صدر": true, "مد
 var arabicPlaceLabels = []string{"آدرس", "نشانی", "عنوان", "العنوان", "پتہ", "المدينة", "شهر", "شہر",
 	"مکان", "المكان", "الموقع", "محل", "بارات", "موضوع", "الموضوع"}
 
-func arabicWordAt(text string, s int) (string, int) {
-	if c, _ := shapeAt(text, s); c != shArabic {
+// shapeWordAt returns the word of kind k at s and its end, or -1.
+func shapeWordAt(text string, s int, k shapeKind) (string, int) {
+	if c, _ := shapeAt(text, s); c != k {
 		return "", -1
 	}
-	e := shapeWordEnd(text, s, shArabic)
+	e := shapeWordEnd(text, s, k)
 	return text[s:e], e
 }
+
+func arabicWordAt(text string, s int) (string, int) { return shapeWordAt(text, s, shArabic) }
 
 // arabicNisba reports an Arabic nisba ("الحسيني", "الشمري") or a Persian family-name suffix.
 func arabicNisba(w string) bool {
@@ -852,13 +872,7 @@ var devanagariStops = map[string]bool{
 // devanagariPlaceParts end the words of place names: "इंदिरा नगर", "रामपुर", "गाजियाबाद".
 var devanagariPlaceParts = []string{"नगर", "पुर", "गंज", "बाद", "मार्ग", "रोड", "चौक", "कॉलोनी", "विहार", "कलां", "खुर्द", "पुरम", "गढ़"}
 
-func devaWordAt(text string, s int) (string, int) {
-	if c, _ := shapeAt(text, s); c != shDevanagari {
-		return "", -1
-	}
-	e := shapeWordEnd(text, s, shDevanagari)
-	return text[s:e], e
-}
+func devaWordAt(text string, s int) (string, int) { return shapeWordAt(text, s, shDevanagari) }
 
 // devaRun returns the end of two or three name words from s (the third only when an item ends
 // after it), or -1.
@@ -940,24 +954,21 @@ func devanagariName(text string, s, e int) (int, int) {
 	if r, _ := utf8.DecodeLastRuneInString(text[:skipSpacesBack(text, s)]); r != ',' {
 		return -1, -1
 	}
-	ps := skipSpacesBack(text, s) - 1
-	pws := ps
-	for pws > 0 && s-pws < runBack {
-		c, p2 := shapeBefore(text, pws)
-		if c != shDevanagari && text[pws-1] != ' ' {
-			break
-		}
-		pws = p2
-		if c != shDevanagari {
-			break
-		}
-	}
+	ps := skipSpacesBack(text, s) - 1 // the comma
 	for q := ps - 1; q > 0 && ps-q < runBack; q-- {
-		if text[q] == ':' || text[q] == '\n' {
-			if text[q] == ':' {
-				return s, end
+		switch text[q] {
+		case ',':
+			if sharesWord(strings.TrimSpace(text[q+1:ps]), text[s:end]) {
+				return -1, -1
 			}
-			break
+			ps = q // an earlier item: the list goes on back to its label
+		case ':':
+			if sharesWord(strings.TrimSpace(text[q+1:ps]), text[s:end]) {
+				return -1, -1 // "आधार कार्ड, राशन कार्ड": things of one kind
+			}
+			return s, end
+		case '\n':
+			return -1, -1
 		}
 	}
 	return -1, -1
@@ -1039,4 +1050,97 @@ func lineStartWithin(text string, s, max int) int {
 		return lo + k + 1
 	}
 	return lo
+}
+
+// ---- Chinese items ----
+
+// zhItemNames appends the Chinese names of the whole Han run text[s:e] when it is an item: of a
+// list whose items, separated by "、", are all names of two or three characters, one of three
+// at least ("王子涵、李沐阳、陈思琪"); or of a row, before a note in brackets ("黃冠霖（資訊工程學系
+// 三年級）", "刘伟（主治）" in a column), with nothing but a line start, a column gap or a label
+// before it. Lines with kana are Japanese and left to script.go.
+func zhItemNames(text string, s, e int, out []Entity) []Entity {
+	n := runeCount(text[s:e])
+	if n < 2 || n > 3 || !zhName(text[s:e]) {
+		return out
+	}
+	ls := lineStartWithin(text, s, runBack)
+	le := e + strings.IndexByte(text[e:min(len(text), e+runBack)], '\n')
+	if le < e {
+		le = min(len(text), e+runBack)
+	}
+	for _, r := range text[ls:le] {
+		if isKana(r) {
+			return out
+		}
+	}
+	before, _ := utf8.DecodeLastRuneInString(text[:s])
+	after, _ := utf8.DecodeRuneInString(text[e:])
+	if s == 0 {
+		before = '\n'
+	}
+	if after == '（' || after == '(' {
+		gap := s >= 2 && (text[s-2:s] == "  " || text[s-1] == '\t')
+		if before == '\n' && n == 3 || gap || before == '：' || before == '、' {
+			return emitShape(out, s, e)
+		}
+		return out
+	}
+	if before != '、' && after != '、' {
+		return out
+	}
+	// the whole list, from its first item: each a whole Han run that is a name
+	items, three := 0, false
+	first := s
+	for {
+		q, _ := hanItemBack(text, first)
+		if q < 0 || s-q > runBack {
+			break
+		}
+		first = q
+	}
+	for p := first; p < len(text) && p-s < runBack; {
+		q := p
+		for q < len(text) {
+			r, m := utf8.DecodeRuneInString(text[q:])
+			if !isHan(r) {
+				break
+			}
+			q += m
+		}
+		c := runeCount(text[p:q])
+		if c < 2 || c > 3 || !zhName(text[p:q]) {
+			return out
+		}
+		items++
+		three = three || c == 3
+		if !strings.HasPrefix(text[q:], "、") {
+			break
+		}
+		p = q + len("、")
+	}
+	if items >= 2 && three {
+		return emitShape(out, s, e)
+	}
+	return out
+}
+
+// hanItemBack returns the start of the Han run that ends just before a "、" ending at p, or -1.
+func hanItemBack(text string, p int) (int, int) {
+	if !strings.HasSuffix(text[:p], "、") {
+		return -1, -1
+	}
+	q := p - len("、")
+	e := q
+	for q > 0 {
+		r, m := utf8.DecodeLastRuneInString(text[:q])
+		if !isHan(r) {
+			break
+		}
+		q -= m
+	}
+	if q == e {
+		return -1, -1
+	}
+	return q, e
 }
