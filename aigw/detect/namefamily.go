@@ -157,3 +157,88 @@ func hasVowel(w string) bool {
 	}
 	return false
 }
+
+// Vietnamese names are written family name first in title case: "Nguyễn Đức Minh", "Trần Thị
+// Mai Anh", "Nguyen Duc Minh". The family name is one of a closed class (these sixteen cover
+// nine in ten Vietnamese), the rest one to three syllables; the name model knows few of them.
+// As for Chinese and Korean family names in script.go, the closed class only says where a name
+// may start: the run must be a whole item (a row or list item, a label's value, after a
+// Vietnamese kinship title such as "cô", "anh", "chị") and end at its boundary, and a place or
+// street word before or after it (TP., đường, Phường; City, Lake) keeps places out ("Hồ Chí
+// Minh", "45 Lê Lợi").
+var vietFamilies = map[string]bool{
+	"nguyễn": true, "nguyen": true, "trần": true, "tran": true, "lê": true, "le": true,
+	"phạm": true, "pham": true, "hoàng": true, "hoang": true, "huỳnh": true, "huynh": true,
+	"phan": true, "vũ": true, "vu": true, "võ": true, "vo": true, "đặng": true, "dang": true,
+	"bùi": true, "bui": true, "đỗ": true, "do": true, "hồ": true, "ho": true, "ngô": true,
+	"ngo": true, "dương": true, "duong": true, "lý": true, "ly": true,
+}
+
+// vietTitles stand before a Vietnamese name without a colon.
+var vietTitles = []string{"cô", "thầy", "anh", "chị", "ông", "bà", "em", "bác", "chú"}
+
+// vietPlaceWords before or after a run make it a place or a street.
+var vietPlaceWords = map[string]bool{"tp": true, "tp.": true, "thành": true, "phố": true, "đường": true,
+	"phường": true, "quận": true, "tỉnh": true, "huyện": true, "xã": true, "số": true, "city": true,
+	"street": true, "road": true, "lake": true, "district": true, "ward": true, "province": true}
+
+// vietSpan returns the end of a Vietnamese name whose family name is text[s:e], or -1.
+func (d nameDetector) vietSpan(text string, s, e int) int {
+	var b [16]byte
+	f, ok := lowerInto(b[:0:len(b)], text[s:e])
+	if !ok || !vietFamilies[string(f)] || !isCapWord(text[s:e]) || allCaps(text[s:e]) {
+		return -1
+	}
+	end, words, marks := e, 0, !asciiOnly(text[s:e])
+	for words < 3 {
+		if end+1 >= len(text) || text[end] != ' ' || !isLetterAt(text, end+1) {
+			break
+		}
+		ne := wordEnd(text, end+1)
+		w := text[end+1 : ne]
+		if !isCapWord(w) || allCaps(w) || runeCount(w) > 6 {
+			break
+		}
+		var lb [16]byte
+		if lw, ok := lowerInto(lb[:0:len(lb)], w); ok && vietPlaceWords[string(lw)] {
+			return -1
+		}
+		marks = marks || !asciiOnly(w)
+		end, words = ne, words+1
+	}
+	if words == 0 || words == 1 && !marks || !listItemAfter(text, end) {
+		return -1 // "Le Monde", "Do Not": one plain word is too little
+	}
+	if end < len(text) && text[end] == ' ' && end+1 < len(text) && isLetterAt(text, end+1) && isCapWord(text[end+1:wordEnd(text, end+1)]) {
+		return -1
+	}
+	// where it stands: a row or list item, a label's value, or after a kinship title
+	ps := prevWordStart(text, s)
+	if ps >= 0 {
+		var lb [16]byte
+		if lw, ok := lowerInto(lb[:0:len(lb)], strings.TrimSuffix(text[ps:s-1], ".")); ok && vietPlaceWords[string(lw)] {
+			return -1
+		}
+		for _, t := range vietTitles {
+			if text[ps:s-1] == t {
+				return end
+			}
+		}
+	}
+	if j := skipBlanksBack(text, s); j > 0 && isDigit(text[j-1]) && j == s-1 {
+		return -1 // a house number: "45 Lê Lợi"
+	}
+	if !listItemBefore(text, s) {
+		return -1
+	}
+	return end
+}
+
+func asciiOnly(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}

@@ -153,6 +153,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if !capRunClosed(text, ce) {
 		return false
 	}
+	if e.names.vietSpan(text, cs, ce) > 0 {
+		return false // a Vietnamese name written family name first (namefamily.go)
+	}
 	titled := titleBefore(text, cs)
 	// The rules' verdict must be under the threshold too (namerescore.go); without a rescorer
 	// the two detectors are the same, so the second is not run.

@@ -39,6 +39,8 @@ func TestShapeNames(t *testing.T) {
 		{"zh things in a list", "安全、方法、程序都要检查。", nil},
 		{"jp iteration mark", "佐々木々々、時々", nil},
 		{"romanised family first", "Panel: chaired by ZHANG Wei with KIM Ha-eun", []string{"person:ZHANG Wei", "person:KIM Ha-eun"}},
+		{"vietnamese in a table", "STT  Họ và tên\n1    Nguyễn Văn Toàn      12/03/2012\nGiáo viên: cô Phạm Thu Trang", []string{"person:Nguyễn Văn Toàn", "person:Phạm Thu Trang"}},
+		{"vietnamese places", "Hotel in Ho Chi Minh City, 45 Lê Lợi, Phường Bến Nghé; Le Monde and Do Not Disturb.", nil},
 		{"acronyms before capitalised words", "RN Anna Smith and the DPD Polska depot; IBM Research; NASA Headquarters", []string{"person:Anna Smith"}},
 	})
 }
@@ -53,6 +55,7 @@ func TestShapeNamesStream(t *testing.T) {
 		"الأحد: ناصر بن سعود الشهري\nالمشرف: أبو خليل",
 		"इनका सत्यापन बाकी है: भोला नाथ, सुमन लता रावत।",
 		"Panel chaired by ZHANG Wei with KIM Ha-eun today",
+		"1    Nguyễn Văn Toàn      12/03/2012\n2    Lê Thị Hoa   01/01/2012",
 		"მონაწილეები: ლალი ქარდავა, ნუკრი შონია და სხვები",
 	} {
 		full := e.Scan(text)
