@@ -59,7 +59,10 @@ func (d nameDetector) familyFirstSpan(text string, s, e int) int {
 	if words == 0 {
 		return -1
 	}
-	if !hyphenated && !(givenKnown && n >= 3 && hasVowel(text[s:e]) && d.capsNameWord(text[s:e])) {
+	var fb [16]byte
+	fl, _ := lowerInto(fb[:0:len(fb)], text[s:e])
+	viet := vietFamilies[string(fl)] && n >= 2 && hasVowel(text[s:e]) // "NGUYEN Van An", "LE Thi Hoa"
+	if !hyphenated && !viet && !(givenKnown && n >= 3 && hasVowel(text[s:e]) && d.capsNameWord(text[s:e])) {
 		return -1
 	}
 	if end < len(text) {

@@ -147,6 +147,12 @@ func skipStamp(text string, ls, le int) (int, bool) {
 	br := p < le && text[p] == '['
 	if br {
 		p++
+		for _, w := range [...]string{"오전 ", "오후 ", "上午", "下午", "AM ", "PM "} { // "[오후 3:12]"
+			if strings.HasPrefix(text[p:le], w) {
+				p += len(w)
+				break
+			}
+		}
 	}
 	q := p
 	for q < le && (isDigit(text[q]) || text[q] == ':' || text[q] == '-' || text[q] == '.' || text[q] == '/' || text[q] == ' ' && q > p && isDigit(text[q-1]) && q+1 < le && isDigit(text[q+1])) {

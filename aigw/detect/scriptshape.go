@@ -664,7 +664,6 @@ var arabicOrgNouns = map[string]bool{
 	"کالج": true, "شهرداری": true, "بلدية": true, "مدينة": true, "شهر": true, "شہر": true,
 	"فرودگاه": true, "مطار": true, "جامع": true, "مجمع": true, "اداره": true, "دفتر": true,
 	"مكتب": true, "سوق": true, "بازار": true, "مطعم": true, "رستوران": true, "مرکزی": true,
-	"مسجد‌": true, "الله": true,
 }
 
 // arabicStops end a name in running text.

@@ -40,6 +40,8 @@ func TestShapeNames(t *testing.T) {
 		{"jp iteration mark", "佐々木々々、時々", nil},
 		{"romanised family first", "Panel: chaired by ZHANG Wei with KIM Ha-eun", []string{"person:ZHANG Wei", "person:KIM Ha-eun"}},
 		{"vietnamese in a table", "STT  Họ và tên\n1    Nguyễn Văn Toàn      12/03/2012\nGiáo viên: cô Phạm Thu Trang", []string{"person:Nguyễn Văn Toàn", "person:Phạm Thu Trang"}},
+		{"vietnamese in capitals", "03  HOANG Minh Tuan   MR   14A\nChair: NGUYEN Van An", []string{"person:HOANG Minh Tuan", "person:NGUYEN Van An"}},
+		{"korean chat with a time of day", "[오후 3:12] 김하린: 내일 만나요", []string{"person:김하린"}},
 		{"vietnamese places", "Hotel in Ho Chi Minh City, 45 Lê Lợi, Phường Bến Nghé; Le Monde and Do Not Disturb.", nil},
 		{"acronyms before capitalised words", "RN Anna Smith and the DPD Polska depot; IBM Research; NASA Headquarters", []string{"person:Anna Smith"}},
 	})
