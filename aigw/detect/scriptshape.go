@@ -253,7 +253,18 @@ func shapeNames(text string, out []Entity) []Entity {
 		}
 		k, n := shapeAt(text, i)
 		if k == shNone {
-			if c, _ := classAt(text, i); c == scHan {
+			c, _ := classAt(text, i)
+			if c == scHangul { // a chat speaker after a time stamp: "[오후 3:12] 민지: ..."
+				e := scriptWordEnd(text, i, scHangul)
+				if ls := lineStartWithin(text, i, 40); (ls == 0 || text[ls-1] == '\n') && runeCount(text[i:e]) >= 2 && runeCount(text[i:e]) <= 4 {
+					if p, stamped := skipStamp(text, ls, len(text)); stamped && p == i && strings.HasPrefix(text[e:], ": ") && e+2 < len(text) && !isDigit(text[e+2]) {
+						out = emitShape(out, i, e)
+					}
+				}
+				i = e
+				continue
+			}
+			if c == scHan {
 				e := i
 				for e < len(text) {
 					r, m := utf8.DecodeRuneInString(text[e:])
@@ -488,6 +499,9 @@ func greekFold(w string, buf []byte) []byte {
 		}
 		buf = utf8.AppendRune(buf, r)
 	}
+	if n := len(buf); n >= 2 && buf[n-2] == 0xCF && buf[n-1] == 0x83 {
+		buf[n-1] = 0x82 // a final Σ in capitals folds to "ς"
+	}
 	return buf
 }
 
@@ -567,7 +581,33 @@ func greekAbbrev(text string, s int) int {
 	return j + 1
 }
 
+// greekCapsRow returns the end of a name in capitals that is a whole row or list item, a family
+// name of a strong ending and a given name of a nominative shape in either order
+// ("ΠΑΠΑΔΟΠΟΥΛΟΣ ΓΕΩΡΓΙΟΣ"), or -1. Company forms after it (Α.Ε.) are items of their own.
+func greekCapsRow(text string, s, e int) int {
+	ns, ne := shapeNext(text, e, shGreek)
+	if ns < 0 || !allCaps(text[s:e]) || !allCaps(text[ns:ne]) || runeCount(text[s:e]) < 3 || runeCount(text[ns:ne]) < 3 {
+		return -1
+	}
+	if !(itemStart(text, s) > 0 || s == 0 || text[s-1] == '\n') || !itemEnd(text, ne) {
+		return -1
+	}
+	var b1, b2 [96]byte
+	f1, f2 := string(greekFold(text[s:e], b1[:0])), string(greekFold(text[ns:ne], b2[:0]))
+	strong := func(f string) bool { return endsWithAny(f, 5, greekStrong) }
+	given := func(f string) bool {
+		return !greekNotName[f] && !strong(f) && endsWithAny(f, 3, []string{"ος", "ης", "ας", "α", "η"}) && !strings.HasSuffix(f, "ιας")
+	}
+	if strong(f1) && given(f2) || given(f1) && strong(f2) {
+		return ne
+	}
+	return -1
+}
+
 func greekName(text string, s, e int) (int, int) {
+	if end := greekCapsRow(text, s, e); end > 0 {
+		return s, end
+	}
 	if ie := greekAbbrev(text, s); ie > 0 && ie < len(text) && text[ie] == ' ' { // "Λ. Μαυρίδη"
 		if c, _ := shapeAt(text, ie+1); c == shGreek {
 			ne := shapeWordEnd(text, ie+1, shGreek)

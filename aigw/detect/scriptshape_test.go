@@ -19,6 +19,8 @@ func TestShapeNames(t *testing.T) {
 		{"el given name first", "Η σύμβουλος Ευτυχία Αργυροπούλου θα μιλήσει.", []string{"person:Ευτυχία Αργυροπούλου"}},
 		{"el family name first in a table", "1    Θεοχαρίδης Παντελής      20,00 €", []string{"person:Θεοχαρίδης Παντελής"}},
 		{"el abbreviated given name", "Α2   Σαραντάκη Ελ.   12,00", []string{"person:Σαραντάκη Ελ."}},
+		{"el capitals in a row", "1. ΑΝΤΩΝΟΠΟΥΛΟΣ ΣΩΤΗΡΙΟΣ\n2. ΜΑΡΙΑ ΧΑΤΖΗΔΑΚΗ\nΑΘΗΝΑΪΚΗ ΖΥΘΟΠΟΙΙΑ Α.Ε.", []string{"person:ΑΝΤΩΝΟΠΟΥΛΟΣ ΣΩΤΗΡΙΟΣ"}},
+		{"ko chat names after a time stamp", "[오후 3:12] 민지: 내일 만나\n[오후 3:13] 하늘: 좋아", []string{"person:민지", "person:하늘"}},
 		{"el months, saints, streets", "Την 3η Δεκεμβρίου στον Ιερό Ναό Αγίου Νικολάου, οδός Καποδιστρίου 12.", nil},
 		{"am title", "ሰብሳቢ አቶ ገመቹ ዋቅጅራ፣ ጸሐፊ ወ/ሮ ትዕግስት በላይ።", []string{"person:ገመቹ ዋቅጅራ", "person:ትዕግስት በላይ"}},
 		{"am list item", "1. ብሩክ ደምሴ — 0911 000 111", []string{"person:ብሩክ ደምሴ"}},
