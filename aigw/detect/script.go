@@ -242,6 +242,10 @@ var scriptCues = map[scriptClass]map[string]cueKind{
 		"العميل": cueLabel, "المريض": cueLabel, "المريضة": cueLabel, "المستأجر": cueLabel,
 		"المؤجر": cueLabel, "الموظف": cueLabel, "اسم الموظف": cueLabel, "مقدم الطلب": cueLabel,
 		"المسؤول": cueLabel, "المستلم": cueLabel, "المرسل": cueLabel, "المؤمن له": cueLabel,
+		// Persian and Urdu name labels (scriptshape.go's area)
+		"نام": cueLabel, "نام خانوادگی": cueLabel, "نام و نام خانوادگی": cueLabel, "نام پدر": cueLabel,
+		"ولدیت": cueLabel, "والد کا نام": cueLabel, "درخواست گزار": cueLabel, "نام بیمار": cueLabel,
+		"گیرنده": cueLabel, "فرستنده": cueLabel, "متقاضی": cueLabel, "بیمار": cueLabel,
 	},
 	scHebrew: {
 		"מר": cueTitle, "מרת": cueTitle, "גב'": cueTitle, "גב׳": cueTitle, "גברת": cueTitle,
@@ -636,6 +640,7 @@ var uncasedStops = map[string]bool{
 	// Arabic
 	"من": true, "في": true, "إلى": true, "الى": true, "على": true, "عن": true, "مع": true,
 	"و": true, "أو": true, "ثم": true, "قد": true, "هو": true, "هي": true, "كان": true,
+	"ولد": true, // Urdu "son of": two names (scriptshape.go)
 	"كانت": true, "التي": true, "الذي": true, "هذا": true, "هذه": true, "يوم": true, "عند": true,
 	"بعد": true, "قبل": true, "لدى": true, "رقم": true,
 	// Hebrew

@@ -289,16 +289,22 @@ func shapeNames(text string, out []Entity) []Entity {
 			i = e
 			continue
 		}
-		s, end := -1, -1
+		s, end := shapeLabelValue(text, i, k)
 		switch k {
 		case shGeorgian:
-			s, end = georgianName(text, i, e)
+			if s < 0 {
+				s, end = georgianName(text, i, e)
+			}
 		case shArmenian:
-			s, end = armenianName(text, i, e)
+			if s < 0 {
+				s, end = armenianName(text, i, e)
+			}
 		case shGreek:
 			s, end = greekName(text, i, e)
 		case shEthiopic:
-			s, end = ethiopicName(text, i, e)
+			if s < 0 {
+				s, end = ethiopicName(text, i, e)
+			}
 		case shArabic:
 			s, end = arabicName(text, i, e)
 		case shDevanagari:
@@ -458,9 +464,12 @@ func armenianSurname(text string, s, e int) int {
 	return -1
 }
 
+// armenianStreetWords after a family-name shape make it a street's name ("Աբովյան փողոց").
+var armenianStreetWords = []string{" փողոց", " պողոտա", " փ.", " պող.", " հրապարակ", " թաղամաս", " նրբանցք", " փողոցում", " պողոտայում"}
+
 func armenianName(text string, s, e int) (int, int) {
 	end := armenianSurname(text, s, e)
-	if end < 0 {
+	if end < 0 || end == e && startsWithAny(text[e:], armenianStreetWords) {
 		return -1, -1
 	}
 	if ps, pe := shapePrev(text, s, shArmenian); ps >= 0 && armenianCased(text, ps, pe) && !armenianNotGiven[text[ps:pe]] && armenianSurname(text, ps, pe) < 0 {
@@ -1182,4 +1191,58 @@ func hanItemBack(text string, p int) (int, int) {
 		return -1, -1
 	}
 	return q, e
+}
+
+// shapeLabels are the field labels for a person's name in the scripts only this file reads
+// (script.go's cues cover the others): the value after the label and ':' is a name.
+var shapeLabels = map[shapeKind][]string{
+	shGeorgian: {"სახელი", "გვარი", "სახელი და გვარი", "სახელი, გვარი", "მომხმარებელი", "განმცხადებელი",
+		"პაციენტი", "მიმღები", "გამგზავნი", "საკონტაქტო პირი", "ხელმომწერი"},
+	shArmenian: {"Անուն", "Ազգանուն", "Անուն Ազգանուն", "Անուն, ազգանուն", "Անուն ազգանուն", "Դիմող",
+		"Հիվանդ", "Ստացող", "Ուղարկող", "Կոնտակտային անձ", "անուն", "ազգանուն"},
+	shEthiopic: {"ስም", "ሙሉ ስም", "የአባት ስም", "ስም እና የአባት ስም", "አመልካች", "ተቀባይ", "ላኪ", "ታካሚ", "ስምን ኣቦን"},
+}
+
+// shapeLabelValue returns a name of one to three words of kind k at s after a name label and a
+// colon ("სახელი, გვარი: ...", "Անուն Ազգանուն՝ ...", "ሙሉ ስም፦ ..."), or -1.
+func shapeLabelValue(text string, s int, k shapeKind) (int, int) {
+	labels := shapeLabels[k]
+	if labels == nil {
+		return -1, -1
+	}
+	j := skipSpacesBack(text, s)
+	found := false
+	for _, sep := range [...]string{":", "：", "፦", "՝", "-", "—"} {
+		if strings.HasSuffix(text[:j], sep) {
+			j, found = skipSpacesBack(text, j-len(sep)), true
+			break
+		}
+	}
+	if !found || j == s {
+		return -1, -1
+	}
+	ok := false
+	for _, l := range labels {
+		if strings.HasSuffix(text[:j], l) {
+			if b := j - len(l); b == 0 || !isLetterBefore(text, b) {
+				ok = true
+				break
+			}
+		}
+	}
+	if !ok {
+		return -1, -1
+	}
+	end := shapeWordEnd(text, s, k)
+	for n := 1; n < 3 && !itemEnd(text, end); n++ {
+		ns, ne := shapeNext(text, end, k)
+		if ns < 0 {
+			break
+		}
+		end = ne
+	}
+	if !itemEnd(text, end) {
+		return -1, -1
+	}
+	return s, end
 }

@@ -21,6 +21,8 @@ func TestShapeNames(t *testing.T) {
 		{"el abbreviated given name", "Α2   Σαραντάκη Ελ.   12,00", []string{"person:Σαραντάκη Ελ."}},
 		{"el capitals in a row", "1. ΑΝΤΩΝΟΠΟΥΛΟΣ ΣΩΤΗΡΙΟΣ\n2. ΜΑΡΙΑ ΧΑΤΖΗΔΑΚΗ\nΑΘΗΝΑΪΚΗ ΖΥΘΟΠΟΙΙΑ Α.Ε.", []string{"person:ΑΝΤΩΝΟΠΟΥΛΟΣ ΣΩΤΗΡΙΟΣ"}},
 		{"ko chat names after a time stamp", "[오후 3:12] 민지: 내일 만나\n[오후 3:13] 하늘: 좋아", []string{"person:민지", "person:하늘"}},
+		{"name labels", "სახელი და გვარი: ნანა ბერიაშვილი\nԱնուն, ազգանուն՝ Լուսինե Գասպարյան\nሙሉ ስም፦ ቤተልሔም ዓለሙ\nنام و نام خانوادگی: بهاره صالحی", []string{"person:ნანა ბერიაშვილი", "person:Լուսինե Գասպարյան", "person:ቤተልሔም ዓለሙ", "person:بهاره صالحی"}},
+		{"label values that are no name", "მისამართი: რუსთაველის გამზირი 12\nՀասցե՝ Աբովյան փողոց 3\nአድራሻ፦ ቦሌ ክፍለ ከተማ", nil},
 		{"el months, saints, streets", "Την 3η Δεκεμβρίου στον Ιερό Ναό Αγίου Νικολάου, οδός Καποδιστρίου 12.", nil},
 		{"am title", "ሰብሳቢ አቶ ገመቹ ዋቅጅራ፣ ጸሐፊ ወ/ሮ ትዕግስት በላይ።", []string{"person:ገመቹ ዋቅጅራ", "person:ትዕግስት በላይ"}},
 		{"am list item", "1. ብሩክ ደምሴ — 0911 000 111", []string{"person:ብሩክ ደምሴ"}},
