@@ -640,7 +640,7 @@ var uncasedStops = map[string]bool{
 	// Arabic
 	"من": true, "في": true, "إلى": true, "الى": true, "على": true, "عن": true, "مع": true,
 	"و": true, "أو": true, "ثم": true, "قد": true, "هو": true, "هي": true, "كان": true,
-	"ولد": true, // Urdu "son of": two names (scriptshape.go)
+	"ولد":  true, // Urdu "son of": two names (scriptshape.go)
 	"كانت": true, "التي": true, "الذي": true, "هذا": true, "هذه": true, "يوم": true, "عند": true,
 	"بعد": true, "قبل": true, "لدى": true, "رقم": true,
 	// Hebrew
