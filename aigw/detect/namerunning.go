@@ -363,9 +363,11 @@ func headAfter(text string, e int) bool {
 	}
 	var buf [24]byte
 	b := buf[:0]
+	dotted := false
 	for j := t; j < len(text) && j-t < 16; {
 		c := text[j]
 		if c == '.' || c == '/' {
+			dotted = true
 			j++
 			continue
 		}
@@ -381,6 +383,9 @@ func headAfter(text string, e int) bool {
 		}
 		b = utf8.AppendRune(b, unicode.ToLower(r))
 		j += n
+	}
+	if len(b) > 0 && len(b) <= 3 && !dotted && isLower(text[t]) {
+		return false // company forms are written "SA", "S.A.", "AG", "Oy": "sa", "ag" are words (Tagalog "Nena sa")
 	}
 	return len(b) > 0 && headsAfter[string(b)]
 }
@@ -888,7 +893,7 @@ func fullMentionEnd(text string, e, limit int) bool {
 // lowerTitle reports whether the lower-case word text[s:e] is a title that, after more titles,
 // reaches a capitalised word: "mgr inż. Katarzyny", "dr hab. inż. Jan Kruk", "pan Jan".
 func lowerTitle(text string, s, e int) bool {
-	if !isLower(text[s]) || !isTitle(text[s:e]) {
+	if !isLower(text[s]) || !isTitle(text[s:e]) || capOnlyTitles[text[s:e]] {
 		return false
 	}
 	for c := 0; c < 4; c++ {

@@ -1,0 +1,211 @@
+package detect
+
+import "strings"
+
+// Titles, honorifics and kinship terms of address of many languages (detect13, study sets 12
+// and 19). Each is a closed class of its language and is the evidence: the capitalised words
+// after it are a person, and the title is outside the span ("Kagawad Rolando Pascual", "Sis.
+// Marcia Grant-Lindo", "Puan Rosnah Ismail"). Three kinds:
+//
+//   - moreTitles: words that are titles and not given names; they join nameTitles and act
+//     exactly like "Mr" or "Dr" (chained: "Det Sgt Leanne Whitfield").
+//   - kinTitles: kinship terms of address that are titles before a name in their language but
+//     are also given names or words elsewhere (Tagalog "Tito", "Lola", "Ate"; Akan "Nana";
+//     Spanish and Portuguese "don", "seu"). One counts as a title only before a single name
+//     word that ends the run ("Lola Pacing reminds", "Tito Rodel at"), and, when the gazetteer
+//     knows it as a given name, only when that word is no known family name ("Lola Montez"
+//     stays a full name).
+//   - postTitles: honorifics written after the name, as a word (Turkish "Kemal Bey", "Ayşe
+//     Hanım", Urdu "Sahib") or a suffix (Japanese "Watanabe-san", Hindi "Sharma-ji", Korean
+//     "Min-ji-ssi"): they end the span and count as a title.
+var moreTitles = []string{
+	// Christian congregations: "Sis. Marcia", "Bro. Everton", "Deacon Reid", "Msgr. Liam"
+	"bro", "sis", "deacon", "deaconess", "evang", "evangelist", "msgr", "monsignor", "apostle",
+	"prophet", "prophetess", "pfarrer", "pfarrerin", "ks", "ds", "dominee", "padre",
+	// Police, courts, military (British abbreviations): "Det Sgt", "Insp.", "Supt"
+	"det", "insp", "inspector", "supt", "superintendent", "sheriff", "cpl", "corporal",
+	// Nigeria: "Alhaji Musa", "Engr. Chukwudi", "Barr. Ifeoma"
+	"alhaji", "alhaja", "alh", "engr", "barr", "mallam",
+	// Ghana, Kenya, Tanzania: "Opanin Yaw", "Maame Akosua", "Mzee Kilonzo", "Bw. Peter"
+	"opanin", "maame", "togbe", "mzee", "bw", "bwana",
+	// Malay and Indonesian: "Encik Zulkifli", "Puan Rosnah", "Haji Abdul", "Datuk Kamarul"
+	"encik", "puan", "cik", "haji", "hajah", "hajjah", "hj", "hjh", "datuk", "dato",
+	"datin", "ustaz", "ustazah", "cikgu",
+	// South Asia: "Shri Vinod", "Smt. Meena", "Pandit Hariom"
+	"shri", "smt", "shrimati", "pandit", "swami",
+	// Arabic: "Sheikh Hamdan"
+	"sheikh", "sheikha", "shaikh",
+	// Tagalog: "Kagawad Rolando", "Kapitan Ernesto", "Mang Isko", "Aling Nena"
+	"kagawad", "kapitan", "mang", "aling", "manong", "manang", "gng",
+	// Afrikaans: "Oom Koos", "Tannie Marie", "mnr."
+	"oom", "tannie", "mnr", "mev",
+}
+
+// capOnlyTitles are titles only when capitalised: in lower case they are words of another
+// language (Danish and Norwegian "det").
+var capOnlyTitles = map[string]bool{"det": true}
+
+var kinTitles = map[string]bool{
+	"nana": true, "don": true, "seu": true, "auntie": true, "aunty": true, "uncle": true,
+	"teta": true, "tía": true, "tío": true, "tia": true, "tio": true, "nonna": true,
+	"nonno": true, "oma": true, "opa": true, "mama": true, "baba": true,
+}
+
+// tlKinTitles are Tagalog kinship titles ("Tito Rodel", "Lola Pacing", "Ate Joy"): given names
+// or words in other languages, so they count only in Tagalog text (tlContext).
+var tlKinTitles = map[string]bool{"tito": true, "tita": true, "lolo": true, "lola": true,
+	"kuya": true, "ate": true}
+
+// kinLowerOK are the kinship titles written in lower case before a name ("don Anselmo", "seu
+// Zé", "dona Cida"); the others are ordinary words in lower case ("we ate").
+var kinLowerOK = map[string]bool{"don": true, "seu": true}
+
+var postTitles = map[string]bool{"bey": true, "hanım": true, "hanim": true, "efendi": true,
+	"sahib": true, "sahab": true, "saheb": true}
+
+var postTitleSuffixes = []string{"-san", "-sama", "-kun", "-chan", "-sensei", "-ji", "-ssi",
+	"-nim"}
+
+var moreTitleSet = map[string]bool{}
+
+func init() {
+	for _, t := range moreTitles {
+		nameTitles[t] = true
+		moreTitleSet[t] = true
+		addLowerCue(t)
+	}
+	for t := range tlArticles {
+		addLowerCue(t)
+	}
+}
+
+// titleAt reports whether the word text[s:e] is a title before a name. The titles of
+// nameTitles that are also street types ("Spring Dr Apt 4") are no titles after a capitalised
+// word; those of this file and kinship titles are no street types ("Team Mang Isko", "Det Sgt").
+func (d nameDetector) titleAt(text string, s, e int) bool {
+	if isTitle(text[s:e]) {
+		if !streetAbbrev(text, s, e) {
+			return true
+		}
+		var buf [16]byte
+		lw, ok := lowerInto(buf[:0:len(buf)], text[s:e])
+		return ok && moreTitleSet[string(lw)]
+	}
+	return d.kinTitleAt(text, s, e) || tlArticleAt(text, s, e)
+}
+
+// kinTitleAt reports whether the word text[s:e] is a kinship title before a name (see
+// kinTitles): a single capitalised name word follows it and ends the run.
+func (d nameDetector) kinTitleAt(text string, s, e int) bool {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[s:e])
+	if !ok || isLower(text[s]) && !kinLowerOK[string(lw)] {
+		return false
+	}
+	if tlKinTitles[string(lw)] {
+		if !tlContext(text, s) {
+			return false
+		}
+	} else if !kinTitles[string(lw)] {
+		return false
+	}
+	ns := space(text, e)
+	if ns < 0 || !isLetterAt(text, ns) {
+		return false
+	}
+	ne := wordEnd(text, ns)
+	if ne-ns < 2 || !isCapWord(text[ns:ne]) || isTitle(text[ns:ne]) {
+		return false // "Lola A. Costantini": an initial continues a full name
+	}
+	ne, _ = stripPossessive(text, ns, ne)
+	if k := space(text, ne); k > 0 && isLetterAt(text, k) && isCapWord(text[k:wordEnd(text, k)]) {
+		return false // "Nana Kwame Ofori-Atta", "Uncle Sam Houston": a longer run decides alone
+	}
+	if s >= 4 && strings.EqualFold(text[s-4:s], "the ") || s > 0 && strings.IndexByte("\"'(", text[s-1]) >= 0 ||
+		s >= 3 && text[s-3:s] == "“" {
+		return false // "the Don Bradman Cup", a shop called "Don Lucho"
+	}
+	if lookupName(text[s:e])&gzFirst != 0 && d.flags(text[ns:ne])&(gzFirst|gzLast) != 0 {
+		return false // "Lola Montez", "Lola Barry": a given name and a known name
+	}
+	return true
+}
+
+// isPostTitle reports whether w is a post-name honorific word ("Bey" in "Kemal Bey").
+func isPostTitle(w string) bool {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	return ok && postTitles[string(lw)]
+}
+
+// isKinTitle reports whether w is one of kinTitles, whatever follows it (SafePrefix is
+// conservative: the word after it may be scored as titled).
+func isKinTitle(w string) bool {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	return ok && (kinTitles[string(lw)] || tlKinTitles[string(lw)] || tlArticles[string(lw)])
+}
+
+// titleSuffix returns the end of the name in a word with a post-name honorific suffix
+// ("Watanabe-san" -> "Watanabe"), or e and false.
+func titleSuffix(text string, s, e int) (int, bool) {
+	for _, suf := range postTitleSuffixes {
+		if e-s > len(suf)+1 && strings.EqualFold(text[e-len(suf):e], suf) {
+			return e - len(suf), true
+		}
+	}
+	return e, false
+}
+
+// tlArticles are the Tagalog articles of personal names ("si Marites", "kay Dindo", "nina
+// Tito Rodel"): like a title, they say that a name follows and are outside its span. They are
+// words of other languages too (Spanish "si", "ni"), so they count only in Tagalog text: one
+// more Tagalog function word (phoneplaces.go's languageWords) in the tlWindow bytes before.
+var tlArticles = map[string]bool{"si": true, "ni": true, "kay": true, "sina": true, "nina": true,
+	"kina": true}
+
+// tlWindow bounds the look-back for Tagalog function words (guard's stream context is 128).
+const tlWindow = 120
+
+// tlArticleAt reports whether text[s:e] is a Tagalog personal article in Tagalog text.
+func tlArticleAt(text string, s, e int) bool {
+	if e-s > 4 {
+		return false
+	}
+	var buf [4]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], text[s:e])
+	return ok && tlArticles[string(lw)] && tlContext(text, s)
+}
+
+// tlContext reports whether a Tagalog function word (phoneplaces.go's languageWords, not an
+// article) comes in the tlWindow bytes before s: the text is Tagalog.
+func tlContext(text string, s int) bool {
+	for i := max(0, s-tlWindow); i < s; {
+		if !isAlpha(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < s && isAlpha(text[j]) {
+			j++
+		}
+		if j-i <= 7 && (i == 0 || text[i-1] < 0x80) && (j >= len(text) || text[j] < 0x80) {
+			var wb [8]byte
+			if w, ok := lowerInto(wb[:0:len(wb)], text[i:j]); ok && languageWords[string(w)]&langTL != 0 && !tlArticles[string(w)] {
+				return true
+			}
+		}
+		i = j
+	}
+	return false
+}
+
+// languageWord reports whether w is a function word of phoneplaces.go's languageWords
+// (Tagalog "ang", "sa", Malay "dengan", ...): never a name in lower case ("si rochelle ang
+// bagong principal").
+func languageWord(w string) bool {
+	var buf [16]byte
+	lw, ok := lowerInto(buf[:0:len(buf)], w)
+	_, found := languageWords[string(lw)]
+	return ok && found
+}
