@@ -259,7 +259,7 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 	if w != "" && lowerWordIn(w, capParticles) {
 		w, _ = wordJustBefore(text, k)
 	}
-	if w != "" && isCapWord(w) && lowerWordIn(w, headsBefore) {
+	if w != "" && isCapWord(w) && lowerWordIn(w, headsBefore) || lowerHeadBefore(text, s) {
 		return true
 	}
 	if lowerWordIn(text[ws[0].s:ws[0].e], headsBefore) && len(ws) > 1 {
@@ -498,7 +498,7 @@ var clergyTitles = map[string]bool{"reverend": true, "rev": true, "revd": true, 
 // comment): a role noun before it, an apposition after it, a name label in another language,
 // or a repeated mention.
 func (d nameDetector) runningCue(text string, s, e int, ws []nameWord) bool {
-	if roleBefore(text, s) || nameWordLabel(text, s) || appositionAfter(text, e) || verbBefore(text, s) {
+	if roleBefore(text, s) || nameWordLabel(text, s) || appositionAfter(text, e) || verbBefore(text, s) || d.actionAfter(text, e, ws) || capRoleBefore(text, s) {
 		return true
 	}
 	if f := ws[0].flags; len(ws) >= 2 && (noWords(ws) || f&gzFirst != 0 && f&gzAmbiguous == 0) && followedBy(text, e, speechVerbs) {

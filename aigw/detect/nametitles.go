@@ -87,6 +87,9 @@ func (d nameDetector) titleAt(text string, s, e int) bool {
 		if !streetAbbrev(text, s, e) {
 			return true
 		}
+		if w, _ := wordJustBefore(text, s); w != "" && isTitle(w) {
+			return true // "Det Sgt": a title after a title is no street type
+		}
 		var buf [16]byte
 		lw, ok := lowerInto(buf[:0:len(buf)], text[s:e])
 		return ok && moreTitleSet[string(lw)]
@@ -208,4 +211,103 @@ func languageWord(w string) bool {
 	lw, ok := lowerInto(buf[:0:len(buf)], w)
 	_, found := languageWords[string(lw)]
 	return ok && found
+}
+
+// Heads of organisations and institutions named after people (set 12's "Klinikum Dr. Erler
+// gGmbH", "Université Cheikh Anta Diop"): added to namerunning.go's vetoes.
+var (
+	moreHeadsBefore = []string{"klinikum", "klinik", "poliklinik", "praxis", "université",
+		"universite", "universität", "universitat", "university", "aéroport", "aeropuerto",
+		"aeroporto", "flughafen", "trophée", "trofeo", "troféu", "memorial", "coupe", "copa",
+		"premio", "prémio", "prix", "stade", "stadion", "estádio", "lycée", "gimnasio", "liceum"}
+	moreHeadsAfter = []string{"ggmbh", "gmbh", "kg", "ohg", "ug", "field", "stadium", "arena",
+		"airport", "university", "trophy", "foundation", "clinic", "hospital"}
+	// lowerHeadsBefore are written in lower case before the name in French, Spanish, Italian
+	// and Portuguese: "le trophée Suzanne-Lenglen", "el trofeo Memorial ...", "lycée Victor-Hugo".
+	lowerHeadsBefore = map[string]bool{"trophée": true, "trofeo": true, "troféu": true,
+		"coupe": true, "copa": true, "prix": true, "premio": true, "prémio": true, "stade": true,
+		"estadio": true, "estádio": true, "stadio": true, "lycée": true, "collège": true,
+		"rue": true, "boulevard": true, "salle": true,
+		"calle": true, "avenida": true, "rua": true, "praça": true,
+		"piazza": true, "hôpital": true, "hospital": true, "colegio": true, "escuela": true,
+		"escola": true, "liceo": true, "scuola": true, "memorial": true, "fundación": true,
+		"fundação": true, "fondation": true, "université": true, "universidad": true}
+)
+
+func init() {
+	for _, w := range moreHeadsBefore {
+		headsBefore[w] = true
+	}
+	for _, w := range moreHeadsAfter {
+		headsAfter[w] = true
+	}
+}
+
+// lowerHeadBefore reports whether a lower-case head of lowerHeadsBefore comes just before s
+// ("le trophée Suzanne-Lenglen").
+func lowerHeadBefore(text string, s int) bool {
+	w, _ := wordJustBefore(text, s)
+	return w != "" && isLower(w[0]) && lowerWordIn(w, lowerHeadsBefore)
+}
+
+// actionVerbs after a run of two name-like words make it a person in reports and commentary
+// (set 12's "Chukwuemeka Obiora levelled", "Referee Ndubuisi Okpara booked"): verbs whose
+// subject is a person acting. Teams and places before them ("Ashford Town scored") have an
+// ordinary word or a place in the run, which the condition of actionAfter excludes.
+var actionVerbs = []string{"scored", "scores", "levelled", "leveled", "equalised", "equalized",
+	"netted", "headed", "struck", "booked", "crashed", "sniped", "finished", "finishes", "saved",
+	"saves", "won", "edged", "resigned", "retired", "came", "went", "picked", "kept", "missed",
+	"bowled", "batted", "caught", "clocked", "praised", "warned", "proposed", "seconded",
+	"chaired", "led", "presented", "welcomed", "hosted", "celebrated", "fired", "converted",
+	"kicked", "tackled", "dived", "sprinted", "urged", "claimed", "denied", "argued", "reminds",
+	"joins", "drags", "shoots", "sin-binned", "dismissed", "conceded", "delivered", "opened",
+	"received", "thanked", "announced", "described", "wants", "needs", "shakes"}
+
+// actionAfter reports whether a verb of actionVerbs follows the run ws, ending at e, of two
+// or three words, each a known or probable name and none an ordinary word, a place or a
+// non-name.
+func (d nameDetector) actionAfter(text string, e int, ws []nameWord) bool {
+	if len(ws) < 2 || !followedBy(text, e, actionVerbs) {
+		return false
+	}
+	named := false
+	for i, w := range ws {
+		if w.flags&(gzNotName|gzPlace) != 0 || w.flags&gzAmbiguous != 0 && (i > 0 || w.flags&gzFirst == 0) ||
+			w.flags&gzWord != 0 && w.flags&(gzFirst|gzLast) == 0 {
+			return false
+		}
+		named = named || w.flags&(gzFirst|gzLast|gzProbable) != 0
+	}
+	return named
+}
+
+// sportRoles are positions and officials of sports: before a run, like roleNouns ("halfback
+// Cam Roigard", "Chiefs lock Josh Lord", "Referee Ndubuisi Okpara").
+var sportRoles = []string{"halfback", "fullback", "winger", "flanker", "lock", "prop", "hooker",
+	"scrum-half", "fly-half", "centre", "center", "batter", "batsman", "batswoman", "bowler",
+	"wicketkeeper", "wicket-keeper", "opener", "spinner", "seamer", "raider", "forward",
+	"substitute", "replacement", "referee", "umpire", "linesman", "pitcher", "catcher",
+	"shortstop", "quarterback", "setter", "libero", "playmaker", "full-back", "wing-back",
+	"left-back", "right-back", "centre-back", "debutant", "skipper", "homeowner", "resident",
+	"parishioner", "chief", "elder", "raider", "all-rounder"}
+
+func init() {
+	for _, w := range sportRoles {
+		roleNounSet[w] = true
+	}
+}
+
+// capRoleBefore reports whether a capitalised role noun starts the sentence or the line just
+// before s: "Referee Ben O'Keeffe sin-binned", "Homeowner Gloria Esposito asked". (Mid-sentence
+// a capitalised role is part of a job title: "Consultant Rheumatologist".)
+func capRoleBefore(text string, s int) bool {
+	w, k := wordJustBefore(text, s)
+	if w == "" || !isCapWord(w) || k != s-len(w)-1 || !lowerWordIn(w, roleNounSet) {
+		return false
+	}
+	j := k
+	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') && k-j < 4 {
+		j--
+	}
+	return j == 0 || text[j-1] == '\n' || j < k && strings.IndexByte(".!?", text[j-1]) >= 0
 }
