@@ -259,7 +259,7 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 	if w != "" && lowerWordIn(w, capParticles) {
 		w, _ = wordJustBefore(text, k)
 	}
-	if w != "" && isCapWord(w) && lowerWordIn(w, headsBefore) || lowerHeadBefore(text, s) {
+	if w != "" && isCapWord(w) && lowerWordIn(w, headsBefore) || lowerHeadBefore(text, s) || headBeforeTitle(text, s) {
 		return true
 	}
 	if lowerWordIn(text[ws[0].s:ws[0].e], headsBefore) && len(ws) > 1 {

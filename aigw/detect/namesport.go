@@ -62,8 +62,19 @@ func (d nameDetector) sportLine(text string, ls int, out []Entity) []Entity {
 			}
 		}
 	}
-	if r0 := d.sportRun(text, ls); r0 > 0 {
+	// dismissals: the batter starts the line or a sentence ("OUT, stumped! ... Mushfiqur Rahim
+	// st Mendis b Theekshana 8"); at the start of a scorecard line any capitalised words
+	// ("Danish Mirza  c & b Rizvi  0")
+	if r0 := d.capRun(text, ls, true); r0 > 0 {
 		out = d.dismissal(text, ls, r0, out)
+	}
+	for i := ls + 2; i+1 < len(text); i++ {
+		if text[i-1] == ' ' && strings.IndexByte(".!?", text[i-2]) >= 0 && isUpper(text[i]) &&
+			!(i >= 4 && text[i-2] == '.' && isUpper(text[i-3]) && !isLetterAt(text, i-4)) { // not after an initial
+			if r0 := d.sportRun(text, i); r0 > 0 {
+				out = d.dismissal(text, i, r0, out)
+			}
+		}
 	}
 	// bowling figures: "Rizvi 8-1-33-3"
 	for i := ls + 1; i < len(text); i++ {
@@ -107,13 +118,23 @@ func overPrefix(text string, ls int) int {
 // sportRun returns the end of one to three capitalised words joined by single spaces at k,
 // none a known non-name, or -1.
 func (d nameDetector) sportRun(text string, k int) int {
+	return d.capRun(text, k, false)
+}
+
+// capRun is sportRun; anyWord allows known non-names too (a batter at the start of a
+// scorecard line: "Danish Mirza").
+func (d nameDetector) capRun(text string, k int, anyWord bool) int {
 	end := -1
 	for n := 0; n < 3; n++ {
 		if k >= len(text) || !isLetterAt(text, k) {
 			break
 		}
 		we := wordEnd(text, k)
-		if !isCapWord(text[k:we]) || d.flags(text[k:we])&gzNotName != 0 || isTitle(text[k:we]) {
+		if we-k == 1 && isUpper(text[k]) && we+2 < len(text) && text[we] == '.' && text[we+1] == ' ' {
+			k = we + 2 // an initial: "A. Brathwaite"
+			continue
+		}
+		if !isCapWord(text[k:we]) || !anyWord && d.flags(text[k:we])&gzNotName != 0 || isTitle(text[k:we]) {
 			break
 		}
 		end = we

@@ -39,6 +39,12 @@ var moreTitles = []string{
 	"kagawad", "kapitan", "mang", "aling", "manong", "manang", "gng",
 	// Afrikaans: "Oom Koos", "Tannie Marie", "mnr."
 	"oom", "tannie", "mnr", "mev",
+	// Indonesian letters: "Saudara Bagus", "Sdr. Bagus"
+	"saudara", "saudari", "sdr", "sdri",
+	// A family named in a list of donors or guests, outside the span: "Familie Van der
+	// Heijden-Bakker", "Familia Quispe Huamán" (ordinary words after it are a thing, as after an
+	// office title: "Familia Real")
+	"familie", "familia", "famille", "famiglia", "família",
 }
 
 // capOnlyTitles are titles only when capitalised: in lower case they are words of another
@@ -235,6 +241,9 @@ var (
 )
 
 func init() {
+	for _, w := range []string{"familie", "familia", "famille", "famiglia", "família"} {
+		roleTitles[w] = true
+	}
 	for _, w := range moreHeadsBefore {
 		headsBefore[w] = true
 	}
@@ -310,4 +319,15 @@ func capRoleBefore(text string, s int) bool {
 		j--
 	}
 	return j == 0 || text[j-1] == '\n' || j < k && strings.IndexByte(".!?", text[j-1]) >= 0
+}
+
+// headBeforeTitle reports whether a capitalised head of headsBefore comes before the title that
+// ends just before s: "Hospital Dr. Sótero del Río", "Klinik Dr. Hassan" name institutions.
+func headBeforeTitle(text string, s int) bool {
+	tw, tk := wordJustBefore(text, s)
+	if tw == "" || !isTitle(tw) {
+		return false
+	}
+	w, _ := wordJustBefore(text, tk)
+	return w != "" && isCapWord(w) && lowerWordIn(w, headsBefore)
 }
