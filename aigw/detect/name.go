@@ -617,6 +617,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		sentenceSubject(text, start, end) {
 		score = nameTitledFloor - nameContextBoost // "Kasimir will bring the projector" (namelist.go)
 	}
+	if score < DefaultMinScore && n == 1 && !titled && fw&(gzProbable|gzLast) != 0 && fw&(gzNotName|gzAmbiguous|gzWord) == 0 &&
+		actionSubject(text, start, end) {
+		score = nameTitledFloor - nameContextBoost // "Humphries shakes his head" (nametitles.go)
+	}
 	if n == 1 && !titled && inverted < 0 && !cite {
 		if b := d.familyCommaBefore(text, words[0]); b >= 0 {
 			// "Mwale, Tiwonge - present": a family name written first in a row (namelist.go)

@@ -83,6 +83,7 @@ func init() {
 	for t := range tlArticles {
 		addLowerCue(t)
 	}
+	addLowerCue("is mise")
 }
 
 // titleAt reports whether the word text[s:e] is a title before a name. The titles of
@@ -330,4 +331,11 @@ func headBeforeTitle(text string, s int) bool {
 	}
 	w, _ := wordJustBefore(text, tk)
 	return w != "" && isCapWord(w) && lowerWordIn(w, headsBefore)
+}
+
+// actionSubject reports whether the one-word run text[s:e] starts a line or a sentence and a
+// verb of actionVerbs follows it: a family name or a name-like word alone acting in a report
+// ("Humphries shakes his head", "Sukhjeet finishes a lovely move").
+func actionSubject(text string, s, e int) bool {
+	return sentenceStartAt(text, s) && followedBy(text, e, actionVerbs)
 }
