@@ -524,6 +524,9 @@ func sentenceSubject(text string, s, e int) bool {
 // sentenceStartAt reports whether s starts a line or a sentence (not after an initial "J.").
 func sentenceStartAt(text string, s int) bool {
 	j := skipBlanksBack(text, s)
+	if j < s && j >= 3 && text[j-1] == '"' {
+		j-- // a quotation ends the sentence before: `... early." Alvarez scored`
+	}
 	return j == 0 || text[j-1] == '\n' || j < s && j >= 2 && strings.IndexByte(".!?", text[j-1]) >= 0 && !isUpper(text[j-2])
 }
 

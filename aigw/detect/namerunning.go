@@ -874,7 +874,13 @@ func (d nameDetector) mentionIsName(text string, s, e int) bool {
 		rs -= len(w) + 1
 	}
 	for ; rs <= s; rs = wordEnd(text, rs) + 1 {
-		if st, end, score := d.nameSpan(text, rs, wordEnd(text, rs), false); end == e && st <= s {
+		if rs < s && isTitle(text[rs:wordEnd(text, rs)]) {
+			continue // the title, not the name, starts there
+		}
+		// a title before the full mention confirms it: "Mme Hélène Garnier-Vidal ... Garnier-Vidal"
+		tw, tk := wordJustBefore(text, rs)
+		titled := tw != "" && d.titleAt(text, tk, tk+len(tw))
+		if st, end, score := d.nameSpan(text, rs, wordEnd(text, rs), titled); end == e && st <= s {
 			return score >= DefaultMinScore
 		}
 	}

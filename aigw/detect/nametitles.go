@@ -20,7 +20,7 @@ import "strings"
 //     "Min-ji-ssi"): they end the span and count as a title.
 var moreTitles = []string{
 	// Christian congregations: "Sis. Marcia", "Bro. Everton", "Deacon Reid", "Msgr. Liam"
-	"bro", "sis", "deacon", "deaconess", "evang", "evangelist", "msgr", "monsignor", "apostle",
+	"bro", "sis", "cllrs", "messrs", "deacon", "deaconess", "evang", "evangelist", "msgr", "monsignor", "apostle",
 	"prophet", "prophetess", "pfarrer", "pfarrerin", "ks", "ds", "dominee", "padre",
 	// Police, courts, military (British abbreviations): "Det Sgt", "Insp.", "Supt"
 	"det", "insp", "inspector", "supt", "superintendent", "sheriff", "cpl", "corporal",

@@ -24,6 +24,8 @@ func TestTitlesAndNotation(t *testing.T) {
 		{"post-name title suffix", "Please ask Nakagawa-san about the order.", []string{"person:Nakagawa"}},
 		{"family before a name", "Met dank aan Familie Oosterwijk-Brand voor de gift.", []string{"person:Oosterwijk-Brand"}},
 		{"family before ordinary words is a thing", "Visit the Familia Real exhibition.", nil},
+		{"plural title", "Present: Cllrs Wenonah Pritchard-Oyelaran and Tobiah Fairweather-Nkem.", []string{"person:Wenonah Pritchard-Oyelaran", "person:Tobiah Fairweather-Nkem"}},
+		{"repeated mention after a titled full mention", "Bravo à Mme Odile Marchetti-Roux, championne du Loiret. Marchetti-Roux a battu sa rivale.", []string{"person:Odile Marchetti-Roux", "person:Marchetti-Roux"}},
 		// kinship titles: before a single name word, in their language
 		{"Tagalog kinship title in Tagalog", "Ang handaan ay sa bahay ni Tito Jomari sa Lipa.", []string{"person:Jomari"}},
 		{"Tagalog kinship word elsewhere is a name", "Lola Brightwater sang at the gala.", []string{"person:Lola Brightwater"}},
