@@ -459,12 +459,14 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	for first < n && words[first].flags&gzFirst == 0 {
 		first++
 	}
-	if first == n || !titled && leadingWords(words[:first]) < first {
+	if post && first == n {
+		first = n - 1 // "Toplantıya Gülsüm Hanım": a title after the name takes one word without a known given name
+	} else if first == n || !titled && !post && leadingWords(words[:first]) < first {
 		// No known given name, or unknown words before it that are not ordinary words
 		// ("Hiwot Somsak Egal"): drop only leading ordinary words.
 		first = leadingWords(words[:n-1])
 	}
-	if first > 0 && !titled && !strongCue(text, words[0].s) {
+	if first > 0 && !titled && (post || !strongCue(text, words[0].s)) {
 		copy(words[:], words[first:n])
 		n -= first
 	}

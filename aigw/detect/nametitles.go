@@ -128,14 +128,15 @@ func (d nameDetector) kinTitleAt(text string, s, e int) bool {
 		return false // "Lola A. Costantini": an initial continues a full name
 	}
 	ne, _ = stripPossessive(text, ns, ne)
-	if k := space(text, ne); k > 0 && isLetterAt(text, k) && isCapWord(text[k:wordEnd(text, k)]) {
-		return false // "Nana Kwame Ofori-Atta", "Uncle Sam Houston": a longer run decides alone
+	given := lookupName(text[s:e])&gzFirst != 0
+	if k := space(text, ne); given && k > 0 && isLetterAt(text, k) && isCapWord(text[k:wordEnd(text, k)]) {
+		return false // "Lola Brightwater": a title that is also a given name starts a full name
 	}
 	if s >= 4 && strings.EqualFold(text[s-4:s], "the ") || s > 0 && strings.IndexByte("\"'(", text[s-1]) >= 0 ||
 		s >= 3 && text[s-3:s] == "“" {
 		return false // "the Don Bradman Cup", a shop called "Don Lucho"
 	}
-	if lookupName(text[s:e])&gzFirst != 0 && d.flags(text[ns:ne])&(gzFirst|gzLast) != 0 {
+	if given && d.flags(text[ns:ne])&(gzFirst|gzLast) != 0 {
 		return false // "Lola Montez", "Lola Barry": a given name and a known name
 	}
 	return true
@@ -226,7 +227,10 @@ var (
 	moreHeadsBefore = []string{"klinikum", "klinik", "poliklinik", "praxis", "université",
 		"universite", "universität", "universitat", "university", "aéroport", "aeropuerto",
 		"aeroporto", "flughafen", "trophée", "trofeo", "troféu", "memorial", "coupe", "copa",
-		"premio", "prémio", "prix", "stade", "stadion", "estádio", "lycée", "gimnasio", "liceum"}
+		"premio", "prémio", "prix", "stade", "stadion", "estádio", "lycée", "gimnasio", "liceum",
+		// Malay and Indonesian places and buildings: "Taman Melawati", "Masjid Jamek"
+		"taman", "jalan", "jln", "masjid", "surau", "sekolah", "pusat", "dewan", "balai", "pasar",
+		"bukit", "sungai", "pulau", "gunung", "lorong", "persiaran", "lebuh", "kota"}
 	moreHeadsAfter = []string{"ggmbh", "gmbh", "kg", "ohg", "ug", "field", "stadium", "arena",
 		"airport", "university", "trophy", "foundation", "clinic", "hospital"}
 	// lowerHeadsBefore are written in lower case before the name in French, Spanish, Italian
