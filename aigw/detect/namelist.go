@@ -527,7 +527,7 @@ func sentenceStartAt(text string, s int) bool {
 	if j < s && j >= 3 && text[j-1] == '"' {
 		j-- // a quotation ends the sentence before: `... early." Alvarez scored`
 	}
-	return j == 0 || text[j-1] == '\n' || j < s && j >= 2 && strings.IndexByte(".!?", text[j-1]) >= 0 && !isUpper(text[j-2])
+	return j == 0 || text[j-1] == '\n' || j < s && j >= 2 && strings.IndexByte(".!?;", text[j-1]) >= 0 && !isUpper(text[j-2])
 }
 
 // csvRow reports whether the line holding s (from ls) is a CSV row: two commas before s with no

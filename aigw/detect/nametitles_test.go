@@ -108,6 +108,9 @@ func TestActionAndRoleCues(t *testing.T) {
 		{"It ended 2-2. Referee Obinna Ezeudu cards.", "It ended 2-2. Obinna Ezeudu cards.", "Obinna Ezeudu", 0.85},
 		// a family name alone acting at a sentence start (actionSubject)
 		{"That is 4-2 in sets. Ndlovu shakes his head.", "That is 4-2 in sets. Ndlovu his head.", "Ndlovu", DefaultMinScore},
+		// after a closing quote or a semicolon too (sentenceStartAt)
+		{`"He kept us in it." Ndlovu scored twice.`, `"He kept us in it." Ndlovu twice.`, "Ndlovu", DefaultMinScore},
+		{"the report is late again; Ndlovu says she will chase it", "the report is late again; Ndlovu she will chase it", "Ndlovu", DefaultMinScore},
 	} {
 		w, wo := score(tc.with, tc.name), score(tc.without, tc.name)
 		if w < tc.min || wo >= w || wo >= DefaultMinScore && tc.min == DefaultMinScore {
