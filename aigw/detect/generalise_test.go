@@ -218,8 +218,8 @@ const (
 	// F2 0.667 with detect11's phones (phone 57 of 64, 0 FP, was 45 / 1 FP; blind, one run);
 	// 0.674 (P 0.866) with detect10's list evidence alone; P 0.872, R 0.661, F2 0.694 with both
 	// merged (lead, blind, totals only). A study set since 2026-11-25 03:20 UTC (its errors are
-	// read), with set 17 written blind to replace it. P 0.900, R 0.698, F2 0.731 with detect13's
-	// titles, notation and running-text cues alone (person P 0.870, R 0.603; errors read).
+	// read), with set 17 written blind to replace it. P 0.903, R 0.698, F2 0.731 with detect13's
+	// titles, notation and running-text cues alone (person P 0.874, R 0.603; errors read).
 	realistic12MinF2        = 0.68
 	realistic12MinPrecision = 0.86
 	// Set 13 (detect8's study set: cue-less names in running text of new kinds, look-alike

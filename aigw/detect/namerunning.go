@@ -290,7 +290,7 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 	if compoundPlace(text[ws[len(ws)-1].s:e]) {
 		return true
 	}
-	return addressLine(text, s) || headerRow(text, s) || animalFields(text, e)
+	return addressLine(text, s) || headerRow(text, s) || animalFields(text, e) || len(ws) == 1 && weekdayDate(text, s, e)
 }
 
 // headerCells are column headers of person names; a row that has one of them as a whole cell

@@ -343,3 +343,17 @@ func headBeforeTitle(text string, s int) bool {
 func actionSubject(text string, s, e int) bool {
 	return sentenceStartAt(text, s) && followedBy(text, e, actionVerbs)
 }
+
+// weekdays are abbreviated weekdays in English ("Sun" is also a family name).
+var weekdays = map[string]bool{"mon": true, "tue": true, "tues": true, "wed": true, "thu": true,
+	"thur": true, "thurs": true, "fri": true, "sat": true, "sun": true}
+
+// weekdayDate reports whether the one-word run text[s:e] is an abbreviated weekday before a
+// day of the month ("Sun 7 Dec:", "Sat 14/12"): a date in a rota, not the family name Sun.
+func weekdayDate(text string, s, e int) bool {
+	if !lowerWordIn(text[s:e], weekdays) || e+2 >= len(text) || text[e] != ' ' {
+		return false
+	}
+	d := digitsAt(text, e+1)
+	return d > e+1 && d-e-1 <= 2 && d < len(text) && (text[d] == ' ' || text[d] == '/' || text[d] == '.' || isAlpha(text[d]))
+}

@@ -42,6 +42,8 @@ func TestTitlesAndNotation(t *testing.T) {
 		{"company form after", "Invoice from Heribert Kolb KG.", nil},
 		{"lower-case trophy before", "Il a remporté le trophée Marcel-Bernard.", nil},
 		{"Tagalog sa is no company form", "Salamat kay Aling Nenita sa tulong.", []string{"person:Nenita"}},
+		{"weekday before a date", "Sun 7 Dec: full choir\nSat 13 Dec: youth choir", nil},
+		{"the family name Sun", "Please ask Dr Sun about the slides.", []string{"person:Sun"}},
 		// verbs and roles around a run
 		{"action verb after a pair", "but Emeka Anozie levelled before the break", []string{"person:Emeka Anozie"}},
 		{"team before a verb stays out", "Ashford Town scored twice after the break.", nil},
