@@ -139,6 +139,7 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_study18.txt", realistic18MinF2, realistic18MinPrecision, 1},
 		{"testdata/realistic_study19.txt", realistic19MinF2, realistic19MinPrecision, 1},
 		{"testdata/realistic_study20.txt", realistic20MinF2, realistic20MinPrecision, 1},
+		{"testdata/realistic_study23.txt", realistic23MinF2, realistic23MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
@@ -275,6 +276,15 @@ const (
 	// 0.834 / 0.861 with scriptshape.go and namefamily.go (its errors were read).
 	realistic20MinF2        = 0.84
 	realistic20MinPrecision = 0.97
+	// Set 23 (neg17's study set: things named like people: registered animals, ships and
+	// ferries, storms, films, songs, books, furniture and products, streets and stops, schools,
+	// halls, cups, memorials, prizes, firms, taxa; with their owners, breeders, skippers and
+	// directors; written before the detector ran on it): first run P 0.427, R 0.697, F2 0.619
+	// (76 person spans, 70 FP); 0.476 / 0.776 / 0.689 once seven titles were moved out of the
+	// spans the author had labelled against the convention; 0.711 / 0.776 / 0.762 with
+	// namething.go (the words around a name that make it a thing; its errors were read).
+	realistic23MinF2        = 0.74
+	realistic23MinPrecision = 0.69
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].

@@ -226,6 +226,7 @@ type nameWord struct {
 }
 
 func (d nameDetector) Detect(text string, out []Entity) []Entity {
+	n0 := len(out)
 	for i := 0; i < len(text); {
 		s, e := nextWord(text, i)
 		if s < 0 {
@@ -331,7 +332,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return scriptNames(text, d.sportNames(text, out))
+	return d.dropThings(text, scriptNames(text, d.sportNames(text, out)), n0) // namething.go
 }
 
 func isTitle(w string) bool {
