@@ -126,8 +126,15 @@ func (d nameDetector) thingNamed(text string, s, e int) bool {
 			return true
 		}
 	}
-	if d.yearTitle(text, s, e) || thingList(text, s) {
+	if d.yearTitle(text, s, e) || thingList(text, s) || horseSuffix(text, e) {
 		return true
+	}
+	if sb != s && shortWordEnd(text, s, e) == e && lowerWordIn(wordEndingAt(text, skipBlanksBack(text, s)), nobleTitles) {
+		// a noble title before an ordinary word that is no name, as horses and boats are called:
+		// "Lord Accord", "Lady Helmsman" (an office's title keeps "Cllr Pickles")
+		if f := d.flags(text[s:e]); f&gzWord != 0 && f&(gzFirst|gzLast|gzProbable) == 0 {
+			return true
+		}
 	}
 	return d.firmAmpersand(text, s, e)
 }
@@ -469,4 +476,29 @@ const thingWordMax = 24
 // reading it whole for every candidate would be quadratic).
 func shortWordEnd(text string, i, lim int) int {
 	return wordEnd(text[:min(len(text), lim+1)], i)
+}
+
+// horseSuffix reports whether a racehorse's country of breeding follows the name in the
+// suffix codes of racing (which differ from the sports codes a person's result carries):
+// "Duke Of Wellington (IRE)", "Mrs Hudson (FR)"; or its sire in brackets: "Queen Bess (by
+// Galileo)".
+func horseSuffix(text string, e int) bool {
+	if !strings.HasPrefix(text[e:], " (") {
+		return false
+	}
+	r := text[e+2:]
+	for _, c := range [...]string{"IRE)", "FR)", "GB)", "ITY)", "NZ)", "SAF)"} {
+		if strings.HasPrefix(r, c) {
+			return true
+		}
+	}
+	return strings.HasPrefix(r, "by ") && len(r) > 3 && isUpper(r[3])
+}
+
+// nobleTitles are the titles that animals, boats and works borrow ("Sir Lancelot", "Lady
+// Helmsman", "Mister Coffey"); an office's title (Cllr, Dr, Mr) goes with real people.
+var nobleTitles = map[string]bool{
+	"sir": true, "lady": true, "lord": true, "dame": true, "miss": true, "mister": true,
+	"master": true, "duke": true, "queen": true, "king": true, "prince": true, "princess": true,
+	"don": true, "doña": true, "count": true, "countess": true, "baron": true, "captain": true,
 }

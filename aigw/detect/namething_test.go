@@ -1,0 +1,39 @@
+package detect
+
+import "testing"
+
+// TestThingNamed checks each kind of evidence of namething.go with a thing named like a person
+// and a person in the same kind of text, who must stay a person. The names are made up for this
+// test (none comes from the hand-written sets).
+func TestThingNamed(t *testing.T) {
+	checkScans(t, newEngine(t, Options{}), []scanCase{
+		{"vessel prefix", "MV Gwendolyn Atherly sails at 07:40.", nil},
+		{"vessel prefix with a slash", "M/S Torvald Brekke ligger vid kajen.", nil},
+		{"ferry noun", "Tomorrow the ferry Margaret Wilson is cancelled.", nil},
+		{"storm", "Storm Katherine reached the coast overnight.", nil},
+		{"storm with a title", "Hurricane Lady Brannock weakened.", nil},
+		{"film noun", "We watched the film Julia Roberts twice.", nil},
+		{"street head of another language", "Desvío por la glorieta de Manuel García hasta el lunes.", nil},
+		{"street head inside the run", "Przystanek Aleja Tadeusza Wronki zamknięty.", nil},
+		{"furniture after", "Add the Michael Harris 3-seater sofa to the order.", nil},
+		{"ward after", "She moved to Edith Jones ward on Monday.", nil},
+		{"firm suffix", "Invoice from Thomas Brown Ltd. is due.", nil},
+		{"pedigree brackets", "1st Glenrigg Morwenna (Glenrigg Hector x Glenrigg Ailsa), Huw Trefor", []string{"person:Huw Trefor"}},
+		{"by and out of", "a colt by Thaddeus out of Lady Perpetua, bred by Orla Kinsella", []string{"person:Orla Kinsella"}},
+		{"horse notation", "Dame Ottoline: ch. m. 5yo. Owner: Finbar Quealy", []string{"person:Finbar Quealy"}},
+		{"curly title quotes", "She lent me “Rebecca Taylor” last week.", nil},
+		{"quoted list of titles", `We read "Rebecca Taylor", "David Evans" and "Emma".`, nil},
+		{"firm with &", "Suppliers: Procter & Gamble, and others.", nil},
+		{"two people with &", "Tue: Marisol & Benedikt", []string{"person:Benedikt"}},
+		{"car maker", "Pool cars: Renault Zoe, Toyota Yaris.", nil},
+		{"pack size", "Stock: Jack Daniel's 70cl, Paul Smith 16pc.", nil},
+		{"given name with a year", "Sun 18:00  Sofia (2024)", nil},
+		{"list under a thing heading", "Storm names this season:\nAoibheann, Brannoc, Ciarnait, Dervla", nil},
+		{"list under a person heading", "Skippers this season:\nAoibheann Ruane, Brannoc Hale, Ciarnait Lowry", []string{"person:Aoibheann Ruane"}},
+		{"a label is no heading", "Ship to: Kittiwat Somsak, 55 Moo 2, Bang Lamung", []string{"person:Kittiwat Somsak", "street_address:55 Moo 2"}},
+		{"racing suffix", "2  Margaret Wilson (IRE) 4 9-7", nil},
+		{"noble title before an ordinary word", "Gavin drew Lord Accord in the sweep.", []string{"person:Gavin"}},
+		{"office title before an ordinary word stays", "Cllr Pickles reported the date.", []string{"person:Pickles"}},
+		{"thing column", "Dog\tOwner\nMarcella Brightwater\tOsric Penhallow\n", []string{"person:Osric Penhallow"}},
+	})
+}
