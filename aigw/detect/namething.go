@@ -1,6 +1,9 @@
 package detect
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Things named like people: a ferry "Isle of Mull", a storm "Clodagh", a horse "Mrs Hudson",
 // a sofa "Matilda", a firm "Procter & Gamble", a square "plaza de Isabel II". The name model
@@ -116,7 +119,7 @@ func (d nameDetector) thingNamed(text string, s, e int) bool {
 	if w, k := wordJustBefore(text, s); w != "" && isTitle(w) {
 		sb = k
 	}
-	if thingBefore(text, sb) || thingAfter(text, e) || titleQuoted(text, s, e) || pedigree(text, sb, e) || horseNotation(text, e) || productSize(text, e) {
+	if thingBefore(text, sb) || thingAfter(text, e) || titleQuoted(text, s, e) || pedigree(text, sb, e) || horseNotation(text, e) || productSize(text, e) || keeperAfter(text, e) {
 		return true
 	}
 	if fe := shortWordEnd(text, s, e); fe < e {
@@ -453,20 +456,70 @@ func (d nameDetector) firmAmpersand(text string, s, e int) bool {
 	return len(other) > 1 && isUpper(other[0]) && d.flags(other)&gzFirst == 0
 }
 
-// dropThings removes from out[n0:] the person candidates that thingNamed explains.
+// dropThings removes from out[n0:] the person candidates that thingNamed explains, and the
+// other mentions of the same words ("Sir Gerald. Sir Gerald's owner, ..."): up to
+// maxThingNames names are remembered, so the pass stays linear.
 func (d nameDetector) dropThings(text string, out []Entity, n0 int) []Entity {
 	if d.record != nil {
 		return out // the rescorer's training sees the candidates it was built on
 	}
+	var things [maxThingNames]string
+	n := 0
 	k := n0
 	for _, c := range out[n0:] {
 		if c.Type == TypePerson && d.thingNamed(text, c.Start, c.End) {
+			if n < len(things) {
+				things[n] = text[c.Start:c.End]
+				n++
+			}
+			continue
+		}
+		out[k] = c
+		k++
+	}
+	out = out[:k]
+	if n == 0 {
+		return out
+	}
+	k = n0
+	for _, c := range out[n0:] {
+		if c.Type == TypePerson && slices.Contains(things[:n], text[c.Start:c.End]) {
 			continue
 		}
 		out[k] = c
 		k++
 	}
 	return out[:k]
+}
+
+// maxThingNames bounds the things whose other mentions are dropped too.
+const maxThingNames = 8
+
+// keeperRoles after a possessive make the name an animal's or a boat's: "Sir Gerald's owner".
+var keeperRoles = map[string]bool{
+	"owner": true, "owners": true, "trainer": true, "breeder": true, "jockey": true,
+	"rider": true, "handler": true, "skipper": true, "crew": true, "sire": true, "dam": true,
+	"stable": true, "kennel": true, "hull": true, "mast": true, "hooves": true, "saddle": true,
+}
+
+// keeperAfter reports whether "'s" and a keeper's role follow the run.
+func keeperAfter(text string, e int) bool {
+	j := e
+	switch {
+	case strings.HasPrefix(text[j:], "'s "):
+		j += 3
+	case strings.HasPrefix(text[j:], "’s "):
+		j += 5
+	default:
+		return false
+	}
+	return j < len(text) && isLower(text[j]) && tailWordIn(text, j, keeperRoles)
+}
+
+// tailWordIn reports whether the short word at j is in m.
+func tailWordIn(text string, j int, m map[string]bool) bool {
+	we := shortWordEnd(text, j, j+thingWordMax)
+	return we > j && lowerWordIn(text[j:we], m)
 }
 
 // thingWordMax bounds the words read after a name: the nouns and suffixes looked for are short.

@@ -34,6 +34,7 @@ func TestThingNamed(t *testing.T) {
 		{"racing suffix", "2  Margaret Wilson (IRE) 4 9-7", nil},
 		{"noble title before an ordinary word", "Gavin drew Lord Accord in the sweep.", []string{"person:Gavin"}},
 		{"office title before an ordinary word stays", "Cllr Pickles reported the date.", []string{"person:Pickles"}},
+		{"keeper after a possessive, and the other mention", "The race went to Sir Wilfred. Sir Wilfred's owner, Orla Kinsella, was delighted.", []string{"person:Orla Kinsella"}},
 		{"thing column", "Dog\tOwner\nMarcella Brightwater\tOsric Penhallow\n", []string{"person:Osric Penhallow"}},
 	})
 }
