@@ -119,7 +119,7 @@ func (d nameDetector) thingNamed(text string, s, e int) bool {
 	if w, k := wordJustBefore(text, s); w != "" && isTitle(w) {
 		sb = k
 	}
-	if thingBefore(text, sb) || thingAfter(text, e) || titleQuoted(text, s, e) || pedigree(text, sb, e) || horseNotation(text, e) || productSize(text, e) || keeperAfter(text, e) {
+	if thingBefore(text, sb) || thingAfter(text, e) || titleQuoted(text, s, e) || pedigree(text, sb, e) || horseNotation(text, e) || productSize(text, e) || keeperAfter(text, e) || keptBy(text, e) {
 		return true
 	}
 	if fe := shortWordEnd(text, s, e); fe < e {
@@ -554,4 +554,38 @@ var nobleTitles = map[string]bool{
 	"sir": true, "lady": true, "lord": true, "dame": true, "miss": true, "mister": true,
 	"master": true, "duke": true, "queen": true, "king": true, "prince": true, "princess": true,
 	"don": true, "doña": true, "count": true, "countess": true, "baron": true, "captain": true,
+}
+
+// keptByPhrases after a run say that someone rides, trains, owns or sails it: "Don Ramón,
+// montado por Luis", "Jolie Brise   skipper Matt Lawrence". A capitalised name must follow.
+var keptByPhrases = [...]string{
+	"ridden by ", "trained by ", "owned by ", "bred by ", "skippered by ", "sailed by ",
+	"helmed by ", "montado por ", "monté par ", "geritten von ", "gereden door ",
+	"skipper ", "jockey ", "owner ", "trainer ", "rider ", "handler ",
+}
+
+// keptBy reports whether spaces (or a comma) and a keeper's phrase and a capitalised word
+// follow the run. The bare role nouns count only after spaces: "Ana Ruiz, owner" is an
+// apposition to a person.
+func keptBy(text string, e int) bool {
+	j := e
+	comma := false
+	if j < len(text) && text[j] == ',' {
+		comma = true
+		j++
+	}
+	k := j
+	for j < len(text) && j-k < 12 && (text[j] == ' ' || text[j] == '\t') {
+		j++
+	}
+	if j == k {
+		return false
+	}
+	r := text[j:min(len(text), j+24)]
+	for i, p := range keptByPhrases {
+		if strings.HasPrefix(r, p) && len(text) > j+len(p) && isUpper(text[j+len(p)]) {
+			return !comma || i < 11 // the "by" phrases, not the bare nouns, after a comma
+		}
+	}
+	return false
 }

@@ -35,6 +35,8 @@ func TestThingNamed(t *testing.T) {
 		{"noble title before an ordinary word", "Gavin drew Lord Accord in the sweep.", []string{"person:Gavin"}},
 		{"office title before an ordinary word stays", "Cllr Pickles reported the date.", []string{"person:Pickles"}},
 		{"keeper after a possessive, and the other mention", "The race went to Sir Wilfred. Sir Wilfred's owner, Orla Kinsella, was delighted.", []string{"person:Orla Kinsella"}},
+		{"kept by a rider", "ganó Margarita Solís, montado por Luis Jiménez", []string{"person:Luis Jiménez"}},
+		{"apposition of an owner keeps the person", "Ana Ruiz, owner of the bar, said so.", []string{"person:Ana Ruiz"}},
 		{"thing column", "Dog\tOwner\nMarcella Brightwater\tOsric Penhallow\n", []string{"person:Osric Penhallow"}},
 	})
 }
