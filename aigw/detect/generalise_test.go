@@ -130,6 +130,7 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
 		{"testdata/realistic_study14.txt", realistic14MinF2, realistic14MinPrecision, 1},
 		{"testdata/realistic_study16.txt", realistic16MinF2, realistic16MinPrecision, 1},
+		{"testdata/realistic_study22.txt", realistic22MinF2, realistic22MinPrecision, 0},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
@@ -351,3 +352,12 @@ func TestNoPlaceAsPerson(t *testing.T) {
 		}
 	}
 }
+
+// Set 22 (ids17's study set: cards of every network and layout, SSNs in all forms, dates of
+// birth of many languages and layouts, look-alike negatives; written before the detector ran
+// on it): first run P 0.932, R 0.704, F2 0.740 (card 38 of 44, SSN 19 of 27, date of birth
+// 28 of 55; 0 false alarms for the three).
+const (
+	realistic22MinF2        = 0
+	realistic22MinPrecision = 0
+)
