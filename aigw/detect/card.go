@@ -15,7 +15,12 @@ var cardContext = &contextRule{
 	pos: newKeywords("card", "cards", "credit", "debit", "visa", "mastercard", "master card", "amex",
 		"american express", "discover", "jcb", "diners", "unionpay", "maestro", "cc", "ccn", "pan",
 		"card number", "card no", "payment", "pay with", "charge", "kreditkarte", "carte", "tarjeta",
-		"carta", "cartão"),
+		"carta", "cartão",
+		// networks of one country or trade, and the word "card" of more languages
+		"rupay", "troy", "uatp", "elo", "hipercard", "verve", "dankort", "mir", "bc card", "cabal",
+		"kart", "karta", "karty", "kartu", "karte", "kaart", "kort", "kortti", "kortin", "kártya",
+		"thẻ", "карта", "карты", "картка", "картки", "κάρτα", "κάρτας", "بطاقة", "البطاقة",
+		"כרטיס", "कार्ड", "카드", "カード", "卡号", "银联", "信用卡", "บัตร"),
 	neg: newKeywords("order", "invoice", "tracking", "ref", "reference", "isbn", "serial", "sku",
 		"imei", "account id", "customer id", "transaction id", "ticket",
 		// Loyalty and membership numbers are card-shaped and may pass Luhn: "CLUBCARD 6340 ...".
@@ -52,12 +57,33 @@ func cardBrand(d []byte) string {
 		return "unionpay"
 	case (p(2) == 50 || p(2) >= 56 && p(2) <= 69) && n >= 12 && n <= 19:
 		return "maestro"
-	case p(4) == 2200 || p(4) == 2201 || p(4) == 2202 || p(4) == 2203 || p(4) == 2204:
-		if n == 16 {
-			return "mir"
-		}
+	case p(4) >= 2200 && p(4) <= 2204 && n >= 16 && n <= 19:
+		return "mir"
 	}
 	return ""
+}
+
+// cardBrandCued returns the brand of a card number of a network whose issuer range other
+// numbers share too often to report it without a card word near it (cardCued): RuPay and
+// UnionPay 81-82, Troy 9792, BC Card 94 and UATP (airline cards, 15 digits from 1), or "".
+func cardBrandCued(d []byte) string {
+	n := len(d)
+	switch {
+	case n == 16 && d[0] == '8' && (d[1] == '1' || d[1] == '2'):
+		return "rupay"
+	case n == 16 && d[0] == '9' && d[1] == '7' && d[2] == '9' && d[3] == '2':
+		return "troy"
+	case n == 16 && d[0] == '9' && d[1] == '4':
+		return "bccard"
+	case n == 15 && d[0] == '1':
+		return "uatp"
+	}
+	return ""
+}
+
+// cardCued reports whether a card word stands before or after text[s:e] (the context window).
+func cardCued(text string, s, e int) bool {
+	return hasKeyword(text, s, e, cardContext.pos)
 }
 
 // luhn reports whether the digits pass the Luhn (mod 10) check.
@@ -120,9 +146,16 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				more := sep.at(text, e)
 				// A window ends the run, or is followed by a long enough rest (a list of cards):
 				// "5451 6996 2862 3133" is one number, not the card "6996 2862 3133".
-				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+sep.n, sep) >= 12
+				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+sep.n, sep) >= 12 ||
+					more && shortTail(text, e+sep.n) && standardCardGroups(glen[:ng]) && ng > 1
 				if nd >= 12 && ends && luhn(digits[:nd]) {
-					if b := cardBrand(digits[:nd]); b != "" {
+					b := cardBrand(digits[:nd])
+					if b == "" {
+						if b = cardBrandCued(digits[:nd]); b != "" && !cardCued(text, g, e) {
+							b = ""
+						}
+					}
+					if b != "" {
 						best, bestGroups, bestBrand = e, ng, b
 					}
 				}
@@ -207,4 +240,16 @@ func restDigits(text string, j int, sep cardSep) int {
 		break
 	}
 	return n
+}
+
+// shortTail reports whether the digit group at j is the run's last and has two or three
+// digits that end the number ("4111 1111 1111 1111 123" with its security code, a table's
+// "3566  1585  3071  3664  64,20 €" with the amount in the next column, "... 1111 12/27" with the
+// expiry date): a 16-digit card in 4-4-4-4 is then the card, not part of a longer number.
+func shortTail(text string, j int) bool {
+	e := digitsAt(text, j)
+	if e-j < 2 || e-j > 3 {
+		return false
+	}
+	return e == len(text) || !isDigit(text[e]) && (text[e] != ' ' && text[e] != '.' && text[e] != '-' || e+1 >= len(text) || !isDigit(text[e+1]))
 }

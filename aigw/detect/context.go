@@ -20,6 +20,23 @@ type contextRule struct {
 	boost   float64
 	penalty float64
 	max     float64
+	// head holds more words that label a table column or a field of the type, too broad for
+	// prose ("social" heads a column of SSNs; in a sentence it is any social thing).
+	head *keywords
+	// notHead holds context words that do not label a column of the type: "Age" heads ages,
+	// not dates of birth ("Age-Wt  5-11-7" in a race card).
+	notHead *keywords
+}
+
+// labelled reports whether text[s:e] is the value of a table column or a field whose header
+// or key is one of r's words: a delimited table ("dob;ssn"), a padded one ("| Tanggal Lahir |"),
+// a space-aligned one (alignedHeader), or a quoted or XML field ("social": "...").
+func (r *contextRule) labelled(text string, s, e int) bool {
+	has := func(h string) bool {
+		return (headerHas(h, r.pos) || headerHas(h, r.head)) && !headerHas(h, r.notHead)
+	}
+	return has(columnHeader(text, s, e)) || has(paddedCellHeader(text, s, e)) ||
+		has(alignedHeader(text, s, e)) || has(fieldKey(text, s, e))
 }
 
 // keywords holds lower-case keywords indexed by first byte, so that a context window is scanned

@@ -31,7 +31,15 @@ var dobContext = &contextRule{
 		"γεννήθηκε",
 		// other scripts: Chinese, Japanese, Korean, Arabic, Hebrew, Hindi, Thai
 		"生年月日", "出生日期", "出生", "生日", "誕生日", "생년월일", "생일", "تاريخ الميلاد", "مواليد",
-		"תאריך לידה", "נולד", "נולדה", "जन्म तिथि", "जन्मतिथि", "जन्म", "วันเกิด"),
+		"תאריך לידה", "נולד", "נולדה", "जन्म तिथि", "जन्मतिथि", "जन्म", "วันเกิด",
+		// abbreviated form labels and more languages (ids17): "Fecha de nac.", "Dt. nasc.",
+		// Tagalog, Croatian, Slovak, Estonian, Lithuanian, Latvian, Catalan, Afrikaans,
+		// Swahili, Russian "г.р.", Arabic, Persian, Bengali, Japanese "生まれ", Korean "출생"
+		"nac.", "f. nac", "fec. nac", "nasc.", "dt. nasc", "kapanganakan", "ipinanganak",
+		"rođen", "rođena", "rođenja", "narodenia", "narodený", "narodená", "sünniaeg",
+		"sündinud", "gimimo", "gimęs", "dzimšanas", "dzimis", "naixement", "nascut", "nascuda",
+		"gebore", "kuzaliwa", "alizaliwa", "г.р.", "рожд", "народж", "الولادة", "تاریخ تولد",
+		"تولد", "জন্ম", "生まれ", "출생"),
 	neg: newKeywords("invoice", "order", "ordered", "due", "shipped", "delivered", "delivery",
 		"meeting", "expires", "expiry", "expiration", "exp", "created", "updated", "issued",
 		"since", "released", "release", "deadline", "appointment", "scheduled", "paid", "payment",
@@ -42,6 +50,7 @@ var dobContext = &contextRule{
 		"died", "death", "deceased", "passed away", "funeral", "buried"),
 	boost:   0.55,
 	penalty: 0.2,
+	notHead: newKeywords("age", "aged"),
 }
 
 // months maps lower-case month names and abbreviations in English, German, French, Spanish,
@@ -76,9 +85,18 @@ var months = map[string]int{
 }
 
 func (dobDetector) Detect(text string, out []Entity) []Entity {
+	n0 := len(out)
 	out = numericDates(text, out)
 	out = cjkDates(text, out)
-	return writtenDates(text, out)
+	out = writtenDates(text, out)
+	out = romanDates(text, out)
+	out = compactDates(text, out)
+	for k := n0; k < len(out); k++ {
+		if y := spanYear(text[out[k].Start:out[k].End]); y > 0 && ageBeside(text, out[k].End, y) {
+			out[k].Score = max(out[k].Score, dobAgeScore)
+		}
+	}
+	return out
 }
 
 // cjkDates finds dates written with the year, month and day characters of Chinese and Japanese
@@ -97,7 +115,14 @@ func cjkDates(text string, out []Entity) []Entity {
 			for i > 0 && y-i < 4 && isDigit(text[i-1]) {
 				i--
 			}
-			if y-i != 4 || !numLeftOK(text, i) {
+			year := 0
+			switch {
+			case y-i == 4 && numLeftOK(text, i):
+				year = atoi(text[i:y])
+			case u.y == "年":
+				year, i = eraYear(text, y) // "昭和58年"
+			}
+			if year == 0 {
 				continue
 			}
 			j := from
@@ -117,7 +142,7 @@ func cjkDates(text string, out []Entity) []Entity {
 			if b == j || b-j > 2 || !strings.HasPrefix(text[b:], u.d) {
 				continue
 			}
-			if !validDate(atoi(text[i:y]), atoi(text[ms:a]), atoi(text[j:b])) {
+			if !validDate(year, atoi(text[ms:a]), atoi(text[j:b])) {
 				continue
 			}
 			out = append(out, Entity{Type: TypeDateOfBirth, Start: i, End: b + len(u.d), Score: dateScore})
@@ -251,18 +276,25 @@ func spacedDates(text string, out []Entity) []Entity {
 
 // writtenDates finds dates with a month name, anchored on the month word.
 func writtenDates(text string, out []Entity) []Entity {
-	var buf [16]byte
+	var buf [32]byte
 	for i := 0; i < len(text); {
 		ws, we := nextWord(text, i)
 		if ws < 0 {
 			break
 		}
 		i = we
-		if we-ws < 3 || we-ws > 12 {
+		if we-ws < 3 || we-ws > 24 {
 			continue
 		}
 		lw, ok := lowerInto(buf[:0:len(buf)], text[ws:we])
 		if !ok {
+			continue
+		}
+		if string(lw) == "tháng" {
+			if s, e := vietDate(text, ws, we); s >= 0 {
+				out = append(out, Entity{Type: TypeDateOfBirth, Start: s, End: e, Score: dateScore})
+				i = e
+			}
 			continue
 		}
 		m, ok := months[string(lw)]
@@ -282,6 +314,11 @@ func writtenDates(text string, out []Entity) []Entity {
 				i = e
 				continue
 			}
+		}
+		if s, e := yearFirstDate(text, ws, after, m); s >= 0 {
+			out = append(out, Entity{Type: TypeDateOfBirth, Start: s, End: e, Score: dateScore})
+			i = e
+			continue
 		}
 		// "March 12, 1985", "March 12th 1985"
 		j := after

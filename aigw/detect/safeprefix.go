@@ -247,16 +247,16 @@ func hexHyphens(w string) bool {
 }
 
 func monthWord(w string) bool {
-	if len(w) < 3 || len(w) > 12 {
+	if len(w) < 3 || len(w) > 24 {
 		return false
 	}
-	var buf [16]byte
+	var buf [32]byte
 	lw, ok := lowerInto(buf[:0:len(buf)], w)
 	if !ok {
 		return true // unknown: treat as a month
 	}
 	_, ok = months[string(lw)]
-	return ok
+	return ok || string(lw) == "tháng" // "8 tháng 3 năm 1990"
 }
 
 // noDigitAfter reports whether the four bytes after a month word are known and hold no digit:

@@ -14,7 +14,14 @@ const (
 var ssnContext = &contextRule{
 	pos: newKeywords("ssn", "ssns", "ss#", "ssn#", "social security", "social sec", "soc sec",
 		"soc. sec.", "soc.sec.", "ss no", "ss no.", "ss-no",
-		"social-security", "taxpayer", "tin", "itin", "tax id", "sozialversicherungsnummer"),
+		"social-security", "taxpayer", "tin", "itin", "tax id", "sozialversicherungsnummer",
+		"s.s.n", "s.s.#", "s.s. no", "ss #", "soc sec #", "socsec", "social sec. no",
+		// the US number named in other languages: "número de Seguro Social", "numéro de
+		// sécurité sociale", "Sozialversicherungsnummer", "社会保障番号", "사회보장번호"
+		"seguro social", "segurança social", "seguridad social", "sécurité sociale",
+		"securite sociale", "previdenza sociale", "an sinh xã hội", "社会保障番号", "社会安全号码",
+		"社會安全號碼", "사회보장번호", "социального страхования"),
+	head: newKeywords("social", "ss", "ssno", "ss no", "soc sec no", "sozialversicherung"),
 	neg: newKeywords("order", "invoice", "tracking", "ref", "reference", "routing", "account",
 		"acct", "phone", "tel", "fax", "zip", "isbn", "serial", "sku", "part", "ticket", "case",
 		"po", "id", "number of", "total", "amount", "$", "€"),
