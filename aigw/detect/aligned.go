@@ -110,3 +110,20 @@ func hasDigit(s string) bool {
 	}
 	return false
 }
+
+// asciiDetect runs detect on text, or, when text holds full-width, Arabic-Indic or Persian
+// digits or a no-break or thin space between digits (phonenorm.go), on an ASCII copy with the
+// spans mapped back: "٤١١١ ١١١١ ١١١١ ١١١١", "１９８５年３月１２日", "SSN ٤١٢-٦٦-٠١٩٣". Text without them
+// costs one pass and allocates nothing.
+func asciiDetect(text string, out []Entity, detect func(string, []Entity) []Entity) []Entity {
+	if !needsPhoneNorm(text) {
+		return detect(text, out)
+	}
+	norm, at := phoneNormalise(text)
+	n := len(out)
+	out = detect(norm, out)
+	for k := n; k < len(out); k++ {
+		out[k].Start, out[k].End = at[out[k].Start], at[out[k].End]
+	}
+	return out
+}

@@ -105,6 +105,10 @@ func luhn(d []byte) bool {
 }
 
 func (cardDetector) Detect(text string, out []Entity) []Entity {
+	return asciiDetect(text, out, detectCards)
+}
+
+func detectCards(text string, out []Entity) []Entity {
 	var digits [19]byte
 	var glen [19]int // group lengths of the current window
 	for i := 0; i < len(text); {
@@ -143,11 +147,17 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				nd += copy(digits[nd:], text[h:e])
 				glen[ng] = e - h
 				ng++
-				more := sep.at(text, e)
+				sk := sep.skip(text, e)
+				if sk > 0 && text[e] != sep.c && !allFours(glen[:ng]) {
+					sk = 0 // only a number grouped 4-4-... goes on after a line break
+				}
+				more := sk > 0
 				// A window ends the run, or is followed by a long enough rest (a list of cards):
-				// "5451 6996 2862 3133" is one number, not the card "6996 2862 3133".
-				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+sep.n, sep) >= 12 ||
-					more && shortTail(text, e+sep.n) && standardCardGroups(glen[:ng]) && ng > 1
+				// "5451 6996 2862 3133" is one number, not the card "6996 2862 3133". A line
+				// break may end it or continue it ("4111 1111\n1111 1111" in OCR text).
+				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+sk, sep) >= 12 ||
+					more && shortTail(text, e+sk) && standardCardGroups(glen[:ng]) ||
+					more && text[e] != sep.c && standardCardGroups(glen[:ng])
 				if nd >= 12 && ends && luhn(digits[:nd]) {
 					b := cardBrand(digits[:nd])
 					if b == "" {
@@ -162,7 +172,7 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				if !more {
 					break
 				}
-				h = e + sep.n
+				h = e + sk
 			}
 			if best >= 0 {
 				score := cardOddGroupsScore
@@ -174,14 +184,14 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				break
 			}
 			e := digitsAt(text, g)
-			more := sep.at(text, e)
-			if more && list {
-				g = e + sep.n
+			sk := sep.skip(text, e)
+			if sk > 0 && list {
+				g = e + sk
 				continue
 			}
-			for more { // skip the rest of the run
-				e = digitsAt(text, e+sep.n)
-				more = sep.at(text, e)
+			for sk > 0 && text[e] == sep.c { // skip the rest of the run on this line
+				e = digitsAt(text, e+sk)
+				sk = sep.skip(text, e)
 			}
 			i = e
 			break
@@ -226,6 +236,26 @@ func (s cardSep) at(text string, e int) bool {
 	return isDigit(text[e+s.n])
 }
 
+// skip returns the length of the separator at e, or 0: the separator itself, or a line break
+// between two four-digit groups of a number grouped by spaces ("4111 1111\n1111 1111", a card
+// that OCR or a narrow column wrapped).
+func (s cardSep) skip(text string, e int) int {
+	if s.at(text, e) {
+		return s.n
+	}
+	if s.c != ' ' || e < 4 || e >= len(text) || digitsAt(text, e-4) != e || e > 4 && isDigit(text[e-5]) {
+		return 0
+	}
+	k := e
+	if text[k] == '\r' {
+		k++
+	}
+	if k+5 > len(text) || text[k] != '\n' || digitsAt(text, k+1) != k+5 {
+		return 0
+	}
+	return k + 1 - e
+}
+
 // restDigits counts the digits of the run that continues at j with separator sep, stopping
 // past 20.
 func restDigits(text string, j int, sep cardSep) int {
@@ -233,13 +263,22 @@ func restDigits(text string, j int, sep cardSep) int {
 	for n <= 20 {
 		e := digitsAt(text, j)
 		n += e - j
-		if sep.at(text, e) {
-			j = e + sep.n
+		if k := sep.skip(text, e); k > 0 {
+			j = e + k
 			continue
 		}
 		break
 	}
 	return n
+}
+
+func allFours(gl []int) bool {
+	for _, n := range gl {
+		if n != 4 {
+			return false
+		}
+	}
+	return true
 }
 
 // shortTail reports whether the digit group at j is the run's last and has two or three

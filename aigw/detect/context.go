@@ -119,7 +119,7 @@ func windowStart(text string, pos int) int {
 	for p := pos - 1; p >= lo; p-- {
 		switch c := text[p]; {
 		case c == '\n':
-			if !crossed && (isBlank(text[p+1:pos]) && lineEndsWithColon(text[lo:p]) || answersQuestion(text, p+1, pos)) {
+			if !crossed && (isBlank(text[p+1:pos]) && (lineEndsWithColon(text[lo:p]) || labelLine(text, lo, p)) || answersQuestion(text, p+1, pos)) {
 				crossed = true
 				continue
 			}
@@ -177,6 +177,38 @@ func isBlank(s string) bool {
 		}
 	}
 	return true
+}
+
+// labelLine reports whether the line ending at p (a line break) lies wholly after lo and is a
+// form's label without a colon, its value on the next line ("Date of Birth\n04/17/2008",
+// "Social Security Number\n412 66 0193"): at most five words, no digit, not ending a sentence
+// or a clause.
+func labelLine(text string, lo, p int) bool {
+	s := p
+	for s > lo && text[s-1] != '\n' {
+		s--
+	}
+	if s == lo && s > 0 && text[s-1] != '\n' || isBlank(text[s:p]) {
+		return false
+	}
+	gaps := 0 // between words
+	for i := s; i < p; i++ {
+		if isDigit(text[i]) {
+			return false
+		}
+		if text[i] == ' ' && i > s && text[i-1] != ' ' {
+			gaps++
+		}
+	}
+	for q := p - 1; q >= s; q-- {
+		if c := text[q]; c != ' ' && c != '\r' && c != '\t' {
+			if c == '.' || c == '!' || c == '?' || c == ',' || c == ';' {
+				return false
+			}
+			break
+		}
+	}
+	return gaps < 5
 }
 
 func lineEndsWithColon(s string) bool {

@@ -85,6 +85,10 @@ var months = map[string]int{
 }
 
 func (dobDetector) Detect(text string, out []Entity) []Entity {
+	return asciiDetect(text, out, detectDates)
+}
+
+func detectDates(text string, out []Entity) []Entity {
 	n0 := len(out)
 	out = numericDates(text, out)
 	out = cjkDates(text, out)
@@ -309,7 +313,7 @@ func writtenDates(text string, out []Entity) []Entity {
 		}
 		if s, d := dayBefore(text, ws); s >= 0 {
 			// "12 March 1985", "12. März 1985", "12 de marzo de 1985", "12-Mar-1985"
-			if y, e := yearAfter(text, after); e > 0 && validDate(y, m, d) {
+			if y, e := yearAfter(text, after, true); e > 0 && validDate(y, m, d) {
 				out = append(out, Entity{Type: TypeDateOfBirth, Start: s, End: e, Score: dateScore})
 				i = e
 				continue
@@ -339,7 +343,7 @@ func writtenDates(text string, out []Entity) []Entity {
 		if de < len(text) && text[de] == ',' {
 			de++
 		}
-		if y, e := yearAfter(text, de); e > 0 && validDate(y, m, d) {
+		if y, e := yearAfter(text, de, false); e > 0 && validDate(y, m, d) {
 			out = append(out, Entity{Type: TypeDateOfBirth, Start: ws, End: e, Score: dateScore})
 			i = e
 		}
@@ -378,6 +382,9 @@ func dayBefore(text string, ws int) (int, int) {
 		}
 		if j >= 3 && (text[j-2:j] == "de" || text[j-2:j] == "of") && text[j-3] == ' ' {
 			j -= 3 // "12 de marzo", "11th of Nov"
+			if j >= 4 && text[j-3:j] == "day" && text[j-4] == ' ' {
+				j -= 4 // "the 12th day of March, 1985" (certificates, affidavits)
+			}
 		}
 		if j > 0 && text[j-1] == '.' {
 			j--
@@ -401,8 +408,9 @@ func dayBefore(text string, ws int) (int, int) {
 }
 
 // yearAfter finds a four-digit year after the month ("March 1985", "marzo de 1985", "Mar-1985")
-// and returns it with its end, or (0, -1).
-func yearAfter(text string, j int) (int, int) {
+// and returns it with its end, or (0, -1). With short, a two-digit year after '-' counts too
+// ("12-Mar-85").
+func yearAfter(text string, j int, short bool) (int, int) {
 	if j < len(text) && (text[j] == '-' || text[j] == '/') {
 		j++
 	} else {
@@ -422,6 +430,9 @@ func yearAfter(text string, j int) (int, int) {
 		}
 	}
 	e := digitsAt(text, j)
+	if short && e-j == 2 && j > 0 && text[j-1] == '-' && numRightOK(text, e) {
+		return 1900 + atoi(text[j:e]), e // "12-Mar-85": a two-digit year only in this compact form
+	}
 	if e-j != 4 || !numRightOK(text, e) {
 		return 0, -1
 	}

@@ -42,6 +42,10 @@ func ssnValid(area, group, serial int) bool {
 }
 
 func (ssnDetector) Detect(text string, out []Entity) []Entity {
+	return asciiDetect(text, out, detectSSNs)
+}
+
+func detectSSNs(text string, out []Entity) []Entity {
 	for i := 0; i < len(text); {
 		if !isDigit(text[i]) {
 			i++
