@@ -1,6 +1,9 @@
 package detect
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Space-aligned tables (manifests, payroll and class lists, dependent lists pasted from a
 // report): the header cell above a value, in the same character columns, labels it, as the
@@ -116,7 +119,7 @@ func hasDigit(s string) bool {
 // spans mapped back: "٤١١١ ١١١١ ١١١١ ١١١١", "１９８５年３月１２日", "SSN ٤١٢-٦٦-٠١٩٣". Text without them
 // costs one pass and allocates nothing.
 func asciiDetect(text string, out []Entity, detect func(string, []Entity) []Entity) []Entity {
-	if !needsPhoneNorm(text) {
+	if !needsNorm(text) {
 		return detect(text, out)
 	}
 	norm, at := phoneNormalise(text)
@@ -126,4 +129,16 @@ func asciiDetect(text string, out []Entity, detect func(string, []Entity) []Enti
 		out[k].Start, out[k].End = at[out[k].Start], at[out[k].End]
 	}
 	return out
+}
+
+// needsNorm is needsPhoneNorm, starting at the first byte that can lead a rune it maps (found
+// with strings.IndexByte, which is vectorised): most text has none, or few, of them.
+func needsNorm(text string) bool {
+	first := -1
+	for _, c := range [...]byte{0xc2, 0xd9, 0xdb, 0xe2, 0xe3, 0xef} {
+		if k := strings.IndexByte(text, c); k >= 0 && (first < 0 || k < first) {
+			first = k
+		}
+	}
+	return first >= 0 && needsPhoneNorm(text[max(0, first-1):])
 }

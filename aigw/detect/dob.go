@@ -287,7 +287,7 @@ func writtenDates(text string, out []Entity) []Entity {
 			break
 		}
 		i = we
-		if we-ws < 3 || we-ws > 24 {
+		if we-ws < 3 || we-ws > 24 || !digitNear(text, ws, we) {
 			continue
 		}
 		lw, ok := lowerInto(buf[:0:len(buf)], text[ws:we])

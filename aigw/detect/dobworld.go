@@ -277,3 +277,20 @@ func spanYear(s string) int {
 // dobAgeScore is the score of a date with a consistent age beside it: a birth date even
 // without a birth word.
 const dobAgeScore = 0.6
+
+// digitNear reports whether a digit stands within 12 bytes before the word text[ws:we] or 5
+// after it: every written date has its day or year there ("12th day of March", "März 1985",
+// "Mar. 5"), so other words skip the month lookup.
+func digitNear(text string, ws, we int) bool {
+	for i := max(0, ws-12); i < ws; i++ {
+		if isDigit(text[i]) {
+			return true
+		}
+	}
+	for i := we; i < len(text) && i < we+5; i++ {
+		if isDigit(text[i]) {
+			return true
+		}
+	}
+	return false
+}
