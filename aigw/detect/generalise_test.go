@@ -102,6 +102,9 @@ func TestGeneralisation(t *testing.T) {
 // study set: its errors are printed and read.
 // Set 16 (phone numbers of 33 countries as people write them, with look-alike identifiers) was
 // written by detect11 and committed before the detector ran on it; a study set.
+// Set 22 (cards of every network and layout, SSNs in all forms, dates of birth of many
+// languages in forms, tables, exports and chat, with look-alike negatives) was written by ids17
+// and committed before the detector ran on it; a study set. Its card recall floor is 1.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -130,7 +133,7 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
 		{"testdata/realistic_study14.txt", realistic14MinF2, realistic14MinPrecision, 1},
 		{"testdata/realistic_study16.txt", realistic16MinF2, realistic16MinPrecision, 1},
-		{"testdata/realistic_study22.txt", realistic22MinF2, realistic22MinPrecision, 0},
+		{"testdata/realistic_study22.txt", realistic22MinF2, realistic22MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
@@ -356,8 +359,9 @@ func TestNoPlaceAsPerson(t *testing.T) {
 // Set 22 (ids17's study set: cards of every network and layout, SSNs in all forms, dates of
 // birth of many languages and layouts, look-alike negatives; written before the detector ran
 // on it): first run P 0.932, R 0.704, F2 0.740 (card 38 of 44, SSN 19 of 27, date of birth
-// 28 of 55; 0 false alarms for the three).
+// 28 of 55; 0 false alarms for the three); 0.946 / 0.898 / 0.907 with ids17's changes (card
+// 44 of 44, SSN 26 of 27, date of birth 53 of 55, still 0 false alarms; its errors were read).
 const (
-	realistic22MinF2        = 0
-	realistic22MinPrecision = 0
+	realistic22MinF2        = 0.89
+	realistic22MinPrecision = 0.93
 )

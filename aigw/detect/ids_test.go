@@ -58,15 +58,20 @@ func TestIDForms(t *testing.T) {
 		{"issue date", "Дата выдачи паспорта: 15.04.2005", TypeDateOfBirth, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ""
-			for _, x := range e.Scan(tc.text) {
-				if x.Type == tc.typ {
-					got = x.Text
-				}
-			}
-			if got != tc.want {
+			if got := scanType(e, tc.text, tc.typ); got != tc.want {
 				t.Errorf("%s in %q = %q; want %q", tc.typ, tc.text, got, tc.want)
 			}
 		})
 	}
+}
+
+// scanType returns the text of the last entity of typ that e finds in text, or "".
+func scanType(e *Engine, text, typ string) string {
+	got := ""
+	for _, x := range e.Scan(text) {
+		if x.Type == typ {
+			got = x.Text
+		}
+	}
+	return got
 }
