@@ -249,6 +249,9 @@ func sentenceEnd(text string, p int) bool {
 	if text[p] != '.' {
 		return true
 	}
+	if p >= 2 && text[p-1] == '.' && text[p-2] == '.' {
+		return false // dot leaders of a form: "Date of birth .......... 12/03/1985"
+	}
 	k := p
 	for k > 0 && isAlpha(text[k-1]) {
 		k--

@@ -3,7 +3,7 @@ package detect
 import "strings"
 
 // Dates of birth as more of the world writes them (ids17): month names of more languages
-// (moreMonths), Vietnamese "8 tháng 3 năm 1990", Hungarian year-first "1989. május 14.", Roman
+// (moreMonths, Arabic and Hebrew too), Vietnamese "8 tháng 3 năm 1990", Hungarian year-first "1989. május 14.", Roman
 // month numerals "21.XI.1983", the airline and military "14MAR79", Japanese era years
 // "昭和58年2月14日", and an age written beside a date ("2/14/1951 (75 y/o)") as evidence that it
 // is a birth date.
@@ -27,6 +27,10 @@ var moreMonths = [...][12]string{
 	{"januarie", "februarie", "maart", "april", "mei", "junie", "julie", "augustus", "september", "oktober", "november", "desember"},
 	{"januar", "februar", "mart", "april", "maj", "jun", "jul", "avgust", "septembar", "oktobar", "novembar", "decembar"},
 	{"jan.", "febr", "márc", "ápr", "máj", "jún", "júl", "aug", "szept", "okt", "nov", "dec"},
+	{"يناير", "فبراير", "مارس", "أبريل", "مايو", "يونيو", "يوليو", "أغسطس", "سبتمبر", "أكتوبر", "نوفمبر", "ديسمبر"},
+	{"ينایر", "فبرایر", "مارس", "ابريل", "مايو", "يونيه", "يوليه", "اغسطس", "سبتمبر", "اكتوبر", "نوفمبر", "ديسمبر"},
+	{"ינואר", "פברואר", "מרץ", "אפריל", "מאי", "יוני", "יולי", "אוגוסט", "ספטמבר", "אוקטובר", "נובמבר", "דצמבר"},
+	{"בינואר", "בפברואר", "במרץ", "באפריל", "במאי", "ביוני", "ביולי", "באוגוסט", "בספטמבר", "באוקטובר", "בנובמבר", "בדצמבר"},
 }
 
 func init() {

@@ -56,6 +56,9 @@ func TestIDForms(t *testing.T) {
 		{"label line above", "Date of Birth\n04/17/2008", TypeDateOfBirth, "04/17/2008"},
 		{"arabic-indic digits", "تاريخ الميلاد: ١٢/٠٣/١٩٨٥", TypeDateOfBirth, "١٢/٠٣/١٩٨٥"},
 		{"issue date", "Дата выдачи паспорта: 15.04.2005", TypeDateOfBirth, ""},
+		{"arabic month", "تاريخ الميلاد: 12 مارس 1985", TypeDateOfBirth, "12 مارس 1985"},
+		{"hebrew month", "תאריך לידה: 12 במרץ 1985", TypeDateOfBirth, "12 במרץ 1985"},
+		{"dot leaders", "Date of birth ......... 12/03/1985", TypeDateOfBirth, "12/03/1985"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := scanType(e, tc.text, tc.typ); got != tc.want {
