@@ -181,8 +181,8 @@ func isBlank(s string) bool {
 
 // labelLine reports whether the line ending at p (a line break) lies wholly after lo and is a
 // form's label without a colon, its value on the next line ("Date of Birth\n04/17/2008",
-// "Social Security Number\n412 66 0193"): at most five words, no digit, not ending a sentence
-// or a clause.
+// "Social Security Number\n412 66 0193"): at most five words, no digit, no cell delimiter,
+// not ending a sentence or a clause.
 func labelLine(text string, lo, p int) bool {
 	s := p
 	for s > lo && text[s-1] != '\n' {
@@ -193,8 +193,9 @@ func labelLine(text string, lo, p int) bool {
 	}
 	gaps := 0 // between words
 	for i := s; i < p; i++ {
-		if isDigit(text[i]) {
-			return false
+		switch c := text[i]; {
+		case isDigit(c), c == '\t', isDelimiter(c), c == '=':
+			return false // a table's header row labels by column (labelled), not the line below
 		}
 		if text[i] == ' ' && i > s && text[i-1] != ' ' {
 			gaps++

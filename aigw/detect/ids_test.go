@@ -58,6 +58,7 @@ func TestIDForms(t *testing.T) {
 		{"issue date", "Дата выдачи паспорта: 15.04.2005", TypeDateOfBirth, ""},
 		{"arabic month", "تاريخ الميلاد: 12 مارس 1985", TypeDateOfBirth, "12 مارس 1985"},
 		{"hebrew month", "תאריך לידה: 12 במרץ 1985", TypeDateOfBirth, "12 במרץ 1985"},
+		{"a header row is no label line", "id|name|phone\n4316250114|Maricel Dewi|", TypePhone, ""},
 		{"dot leaders", "Date of birth ......... 12/03/1985", TypeDateOfBirth, "12/03/1985"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
