@@ -47,7 +47,11 @@ var dobContext = &contextRule{
 		"build", "published", "signed", "starts", "start", "ends", "until", "from", "on call",
 		"vom", "rechnung", "facture", "factura", "fattura",
 		// an obituary's other dates: "born 4 June 1938, died 16 November 2026"
-		"died", "death", "deceased", "passed away", "funeral", "buried"),
+		"died", "death", "deceased", "passed away", "funeral", "buried",
+		// other events of a life with a count of years beside them, as an age has (ids17):
+		// "joined 2001-03-12 (25 yrs of service)"
+		"joined", "hired", "hire date", "employed", "service", "tenure", "anniversary", "married",
+		"wedding", "enrolled", "admitted", "admission", "founded", "established", "member since"),
 	boost:   0.55,
 	penalty: 0.2,
 	notHead: newKeywords("age", "aged"),

@@ -50,6 +50,7 @@ func TestIDForms(t *testing.T) {
 		{"era of hire date", "入社日：平成17年4月1日", TypeDateOfBirth, ""},
 		{"age beside", "client Harold Benson, 2/14/1951 (75 y/o), lives alone", TypeDateOfBirth, "2/14/1951"},
 		{"age that does not fit", "visit 2/14/1951 (12 yrs)", TypeDateOfBirth, ""},
+		{"years of service", "joined 2001-03-12 (25 yrs of service)", TypeDateOfBirth, ""},
 		{"certificate", "was born on the 12th day of March, 1985", TypeDateOfBirth, "12th day of March, 1985"},
 		{"compact two-digit year", "DOB 12-Mar-85", TypeDateOfBirth, "12-Mar-85"},
 		{"spanish abbreviation", "Fecha de nac.: 12/12/1985", TypeDateOfBirth, "12/12/1985"},
