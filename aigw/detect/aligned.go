@@ -105,15 +105,6 @@ func cellAt(line string, c0, c1 int) (string, bool) {
 	return found, gap
 }
 
-func hasDigit(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if isDigit(s[i]) {
-			return true
-		}
-	}
-	return false
-}
-
 // asciiDetect runs detect on text, or, when text holds full-width, Arabic-Indic or Persian
 // digits or a no-break or thin space between digits (phonenorm.go), on an ASCII copy with the
 // spans mapped back: "٤١١١ ١١١١ ١١١١ ١١١١", "１９８５年３月１２日", "SSN ٤١٢-٦٦-٠١٩٣". Text without them

@@ -150,6 +150,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if lookupName(core)&gzNotName != 0 {
 		return true // the name rules never start a run at a non-name ("Here", "Monday")
 	}
+	if e.names.sportPending(text, cs) {
+		return false // cricket notation may still follow on the line (namesport.go)
+	}
 	if !capRunClosed(text, ce) {
 		return false
 	}
@@ -441,5 +444,5 @@ func titleBefore(text string, s int) bool {
 	for k > 0 && k > j-16 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
 		k--
 	}
-	return k < j && isTitle(text[k:j])
+	return k < j && (isTitle(text[k:j]) || isKinTitle(text[k:j]))
 }
