@@ -24,7 +24,7 @@ type contextRule struct {
 	// prose ("social" heads a column of SSNs; in a sentence it is any social thing).
 	head *keywords
 	// notHead holds context words that do not label a column of the type: "Age" heads ages,
-	// not dates of birth ("Age-Wt  5-11-7" in a race card).
+	// not dates of birth ("Age-Wt  5-11-7" in a race card), unless a head word is there too.
 	notHead *keywords
 }
 
@@ -33,7 +33,10 @@ type contextRule struct {
 // a space-aligned one (alignedHeader), or a quoted or XML field ("social": "...").
 func (r *contextRule) labelled(text string, s, e int) bool {
 	has := func(h string) bool {
-		return (headerHas(h, r.pos) || headerHas(h, r.head)) && !headerHas(h, r.notHead)
+		if headerHas(h, r.notHead) {
+			return headerHas(h, r.head) // "DOB / Age" still labels dates of birth; "Age-Wt" not
+		}
+		return headerHas(h, r.pos) || headerHas(h, r.head)
 	}
 	return has(columnHeader(text, s, e)) || has(paddedCellHeader(text, s, e)) ||
 		has(alignedHeader(text, s, e)) || has(fieldKey(text, s, e))

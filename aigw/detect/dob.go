@@ -55,6 +55,9 @@ var dobContext = &contextRule{
 	boost:   0.55,
 	penalty: 0.2,
 	notHead: newKeywords("age", "aged"),
+	head: newKeywords("dob", "d.o.b", "birth", "born", "birthdate", "birthday", "geburtsdatum",
+		"geb.", "naissance", "nacimiento", "nascita", "nascimento", "geboortedatum", "lahir",
+		"doğum", "生年月日", "出生日期", "생년월일"),
 }
 
 // months maps lower-case month names and abbreviations in English, German, French, Spanish,

@@ -37,6 +37,7 @@ func TestIDForms(t *testing.T) {
 		// dates of birth
 		{"aligned manifest", "No  Surname   Sex  Date of birth   Nat\n01  FALEOLO   M    03 JUN 1975     TO", TypeDateOfBirth, "03 JUN 1975"},
 		{"aligned age column", "No  Horse     Age-Wt   Jockey\n1   MISTER    4-10-12  P. Tierney", TypeDateOfBirth, ""},
+		{"aligned date of birth and age", "Name        DOB (Age)\nAna Lima    1986-09-22", TypeDateOfBirth, "1986-09-22"},
 		{"padded cells", "No | Nama | Tanggal Lahir | Agama\n1 | BUDI | 12-04-1978 | ISLAM", TypeDateOfBirth, "12-04-1978"},
 		{"russian", "Дата рождения: 12 марта 1985 г.", TypeDateOfBirth, "12 марта 1985"},
 		{"greek", "Ημερομηνία γέννησης: 9 Ιουλίου 1982", TypeDateOfBirth, "9 Ιουλίου 1982"},
