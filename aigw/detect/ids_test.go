@@ -33,6 +33,8 @@ func TestIDForms(t *testing.T) {
 		{"social column", "\"member\",\"social\"\n\"Ahmad Karimi\",\"610447218\"", TypeSSN, "610447218"},
 		{"aligned column", "Name            SSN\nMarisol Vega    587 44 1026", TypeSSN, "587 44 1026"},
 		{"csv after a date", "dob,ssn\n1968-05-07,319 04 5562", TypeSSN, "319 04 5562"},
+		{"spoken cue", "ok my social is 412660193 and dob 2/14/1951", TypeSSN, "412660193"},
+		{"social media is no cue", "our social media id 412660193", TypeSSN, ""},
 		{"account: no SSN", "Account 441 27 8890 is closed.", TypeSSN, ""},
 		// dates of birth
 		{"aligned manifest", "No  Surname   Sex  Date of birth   Nat\n01  FALEOLO   M    03 JUN 1975     TO", TypeDateOfBirth, "03 JUN 1975"},

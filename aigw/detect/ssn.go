@@ -16,6 +16,7 @@ var ssnContext = &contextRule{
 		"soc. sec.", "soc.sec.", "ss no", "ss no.", "ss-no",
 		"social-security", "taxpayer", "tin", "itin", "tax id", "sozialversicherungsnummer",
 		"s.s.n", "s.s.#", "s.s. no", "ss #", "soc sec #", "socsec", "social sec. no",
+		"my social", "his social", "her social", "social #", "social no", "ss number",
 		// the US number named in other languages: "número de Seguro Social", "numéro de
 		// sécurité sociale", "Sozialversicherungsnummer", "社会保障番号", "사회보장번호"
 		"seguro social", "segurança social", "seguridad social", "sécurité sociale",
