@@ -10,11 +10,11 @@ import (
 // header of a delimited table does (columnHeader): "Dependent Name   DOB          SSN" over
 // "Marisol Vega     09/22/1986   587 44 1026". Cells are separated by two or more spaces.
 
-// alignedHeader returns the header cell above the cell text[start:end] of a space-aligned
+// alignedValueHeader returns the header cell above the cell text[start:end] of a space-aligned
 // table, or "": the nearest line above, within columnMaxLines lines and columnMaxBytes bytes,
 // whose cell in the same columns holds no digit (rows above hold values; the header holds
 // words). Only text before the value's line end is read, so a stream knows it in time.
-func alignedHeader(text string, start, end int) string {
+func alignedValueHeader(text string, start, end int) string {
 	ls := start
 	for ls > 0 && text[ls-1] != '\n' && start-ls < columnMaxBytes {
 		ls--

@@ -30,7 +30,7 @@ type contextRule struct {
 
 // labelled reports whether text[s:e] is the value of a table column or a field whose header
 // or key is one of r's words: a delimited table ("dob;ssn"), a padded one ("| Tanggal Lahir |"),
-// a space-aligned one (alignedHeader), or a quoted or XML field ("social": "...").
+// a space-aligned one (alignedValueHeader), or a quoted or XML field ("social": "...").
 func (r *contextRule) labelled(text string, s, e int) bool {
 	has := func(h string) bool {
 		if headerHas(h, r.notHead) {
@@ -39,7 +39,7 @@ func (r *contextRule) labelled(text string, s, e int) bool {
 		return headerHas(h, r.pos) || headerHas(h, r.head)
 	}
 	return has(columnHeader(text, s, e)) || has(paddedCellHeader(text, s, e)) ||
-		has(alignedHeader(text, s, e)) || has(fieldKey(text, s, e))
+		has(alignedValueHeader(text, s, e)) || has(fieldKey(text, s, e))
 }
 
 // keywords holds lower-case keywords indexed by first byte, so that a context window is scanned

@@ -108,6 +108,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if cs < 0 {
 		return true
 	}
+	if e.names.nameCellPending(text, cs) {
+		return false // the value of a name key or column (structure.go)
+	}
 	if hasScriptRune(text[t:u]) && !scriptInert(text, t, u) {
 		return false // a name in another script (script.go)
 	}
@@ -132,7 +135,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 			precededBy(text, cs, nameLowerWeak) && e.names.givenLower(core))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
-	if isTitle(core) || streetStart(core) || e.names.listPending(text, cs, ce) {
+	if isTitle(core) || streetStart(core) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) ||
+		e.names.firstItemPending(text, cs, ce) || e.names.particlePending(text, cs, ce) {
 		return false // e.names.listPending: initials or a family name that may start a row's name (namelist.go)
 	}
 	if !isCapWord(core) {
@@ -147,6 +151,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if numberMayFollow(text, ce) {
 		return false // "Damrak 80, 1012 LP Amsterdam": an address without a street type
 	}
+	if e.names.sportNameAt(text, cs) {
+		return false // cricket notation on its complete line made it a name ("Danish Mirza  c & b Rizvi  0")
+	}
 	if lookupName(core)&gzNotName != 0 {
 		return true // the name rules never start a run at a non-name ("Here", "Monday")
 	}
@@ -155,6 +162,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	}
 	if !capRunClosed(text, ce) {
 		return false
+	}
+	if e.names.vietSpan(text, cs, ce) > 0 {
+		return false // a Vietnamese name written family name first (namefamily.go)
 	}
 	titled := titleBefore(text, cs)
 	// The rules' verdict must be under the threshold too (namerescore.go); without a rescorer
