@@ -130,6 +130,7 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
 		{"testdata/realistic_study14.txt", realistic14MinF2, realistic14MinPrecision, 1},
 		{"testdata/realistic_study16.txt", realistic16MinF2, realistic16MinPrecision, 1},
+		{"testdata/realistic_study21.txt", realistic21MinF2, realistic21MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
@@ -240,6 +241,12 @@ const (
 	// 0.938 with detect11's changes (phone 85 of 87, 0 FP; its errors were read).
 	realistic16MinF2        = 0.92
 	realistic16MinPrecision = 0.97
+	// Set 21 (addr12's study set: street addresses of 24 countries, e-mails of people and of
+	// roles, phones after short cue words; look-alike negatives; written before the detector
+	// ran on it): first run P 0.692, R 0.683, F2 0.685 (street_address 17 of 48, 18 FP; e-mail 8
+	// FP, all role mailboxes; phone 24 of 30).
+	realistic21MinF2        = 0.0
+	realistic21MinPrecision = 0.0
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
