@@ -63,7 +63,8 @@ var streetWords = map[string]int{
 	"carrera": stPrefix, "via": stPrefix, "viale": stPrefix, "piazza": stPrefix, "corso": stPrefix,
 	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "ul": stPrefix, "ulica": stPrefix, "travessa": stPrefix, "praça": stPrefix,
 	"alameda": stPrefix, "rambla": stPrefix, "ronda": stPrefix, "carretera": stPrefix, "plazuela": stPrefix,
-	"jl": stPrefix, "jalan": stPrefix, "soi": stPrefix, "thanon": stPrefix, "calea": stPrefix,
+	"jl": stPrefix, "jalan": stPrefix, "gg": stPrefix, "lorong": stPrefix, "persiaran": stPrefix,
+	"rehov": stPrefix, "rechov": stPrefix, "sderot": stPrefix, "derech": stPrefix, "soi": stPrefix, "thanon": stPrefix, "calea": stPrefix,
 	"bulevardul": stPrefix, "bd-ul": stPrefix, "strada": stPrefix, "aleja": stPrefix, "al": stPrefix,
 	"plac": stPrefix, "os": stPrefix, "osiedle": stPrefix, "avinguda": stPrefix, "carrer": stPrefix,
 	"utca": stAfter, "út": stAfter, "útja": stAfter, "tér": stAfter, "körút": stAfter, "köz": stAfter,
@@ -80,7 +81,8 @@ var streetWords = map[string]int{
 // left out.
 var germanSuffixes = []string{"straße", "strasse", "str.", "weg", "gasse", "platz", "allee",
 	"damm", "ufer", "chaussee", "steig", "pfad", "straat", "laan", "gracht", "plein", "kade",
-	"singel", "dijk", "vej", "gatan", "vägen", "veien", "vegur", "stræti", "braut"}
+	"singel", "dijk", "vej", "gatan", "vägen", "veien", "vegur", "stræti", "braut", "katu", "kuja",
+	"polku", "tie", "gränd", "stien", "vænget"}
 
 // nameParticles may appear inside French, Spanish, Italian and Portuguese street names.
 var nameParticles = map[string]bool{
@@ -167,6 +169,11 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 				i = e
 				continue
 			}
+			if e, score := blockFirst(text, i, we); e > 0 {
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				i = e
+				continue
+			}
 			if e, score := unitFirst(text, i, we); e > 0 {
 				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
 				i = e
@@ -179,11 +186,18 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 			}
 			if e, score := addressNameFirst(text, i, we); e > 0 {
 				e, score = addressTail(text, e, score)
-				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				out = append(out, Entity{Type: TypeStreetAddress, Start: laneOf(text, i, we), End: e, Score: score})
 				i = e
 				continue
 			}
 			i = we
+		case c == '#' && (i == 0 || !isWordByte(text[i-1])):
+			if e, score := hashUnitFirst(text, i); e > 0 {
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				i = e
+				continue
+			}
+			i++
 		default:
 			i++
 		}
@@ -271,6 +285,16 @@ func poBox(text string, i, we int) (int, float64) {
 
 func poBoxNumber(text string, s int) (int, float64) {
 	e := digitsAt(text, s)
+	if e-s <= 7 && e+6 < len(text) && text[e] == '-' && digitsAt(text, e+1) == e+6 && numRightOK(text, e+6) {
+		// Kenya, Uganda: the box and the post office's code ("52118-00200"), then the town.
+		e += 6
+		if e+2 < len(text) && text[e] == ',' {
+			if ce := cityWords(text, e+1); ce > 0 {
+				return ce, addrPOBoxScore + addrLocalBoost
+			}
+		}
+		return e, addrPOBoxScore + addrLocalBoost
+	}
 	if e-s > 7 || !numRightOK(text, e) {
 		return -1, 0
 	}
@@ -412,7 +436,7 @@ func addressNumberFirst(text string, i int) (int, float64) {
 							e = de
 						}
 					}
-					return e, score
+					return streetNumberAfterType(text, e), score
 				}
 			}
 			if we < len(text) && text[we] == '.' && we-j == 1 { // initial "N."
@@ -450,7 +474,7 @@ func addressNoType(text string, i int) int {
 		}
 		j = space(text, we)
 	}
-	if end < 0 || localityAfter(text, end) < 0 && !worldStreetEnd(text, end) {
+	if end < 0 || localityAfter(text, worldUnit(text, end)) < 0 && !worldStreetEnd(text, end) {
 		return -1
 	}
 	return end
@@ -471,7 +495,7 @@ func nameWords(text string, j int, particles bool) int {
 		}
 		we := wordEnd(text, s)
 		w := text[s:we]
-		if isCapWord(w) {
+		if isCapWord(w) || end > 0 && romanNumeral(w) {
 			end = we
 			j = we
 			continue
@@ -595,7 +619,7 @@ func typeAfterName(text string, we int) int {
 func streetNoTypeFirst(text string, we int) int {
 	for n := 0; n < 3; n++ {
 		if hn := numberAfterName(text, we); hn > 0 {
-			if localityAfter(text, hn) > 0 {
+			if localityAfter(text, worldUnit(text, hn)) > 0 {
 				return hn
 			}
 			return -1
@@ -764,7 +788,9 @@ func localityStd(text string, e int) int {
 	}
 	if ze := zipAt(text, k); ze > 0 {
 		if pc := postalCity(text, ze); pc > 0 && text[k-1] == ' ' && text[k-2] == ',' {
-			return pc // a postal code before the city after a district: ", Roma Norte, 06700 Ciudad de México"
+			// a postal code before the city after a district: ", Roma Norte, 06700 Ciudad de
+			// México", and a state code after it (", CDMX")
+			return afterPostcode(text, ze)
 		}
 		return ze
 	}
@@ -954,7 +980,7 @@ func postalCity(text string, j int) int {
 		}
 	}
 	if end+2 < len(text) && text[end] == ' ' && isDigit(text[end+1]) {
-		if d := digitsAt(text, end+1); d-end-1 <= 2 && (d == len(text) || strings.IndexByte(".,;)\n\r", text[d]) >= 0) {
+		if d := digitsAt(text, end+1); d-end-1 <= 2 && (d == len(text) || strings.IndexByte(".,;)\n\r\"", text[d]) >= 0) {
 			return d
 		}
 	}
@@ -1011,6 +1037,11 @@ func cityWords(text string, j int) int {
 			break
 		}
 		if isCapWord(w) && !usStates[w] {
+			// An abbreviation before the name: "Co. Dublin", "Brgy. Poblacion", "Mt. Albert".
+			if we-s <= 4 && we+2 < len(text) && text[we] == '.' && text[we+1] == ' ' && isUpper(text[we+2]) {
+				j = we + 1
+				continue
+			}
 			end = we
 			j = we
 			continue

@@ -40,9 +40,14 @@ func localityAfter(text string, e int) int {
 		return worldLocality(text, e+1, false)
 	}
 	if e < len(text) && text[e] == '\n' {
-		return nextLineLocality(text, e+1)
+		if le := nextLineLocality(text, e+1); le > 0 {
+			return le
+		}
 	}
-	return worldLocality(text, e, false)
+	if le := worldLocality(text, e, false); le > 0 {
+		return le
+	}
+	return blockLocality(text, e)
 }
 
 // nextLineLocality returns the end of "City, ST 12345" when it is the whole line at s.
@@ -111,6 +116,9 @@ func worldLocality(text string, e int, strong bool) int {
 		if pe+1 < len(text) && text[pe] == ' ' {
 			if ce := worldPostcode(text, pe+1, strong); ce > 0 {
 				return afterPostcode(text, ce)
+			}
+			if ce := fourDigitEnd(text, pe+1); ce > 0 && n > 0 && isLetterAt(text, pe-1) {
+				return ce // "Dhanmondi, Dhaka 1209.", "Brgy. Talon Dos, Las Piñas City 1747"
 			}
 		}
 		k = pe
@@ -214,11 +222,16 @@ func worldPart(text string, j int) int {
 				}
 				if we+1 < len(text) && text[we] == '/' && isDigit(text[we+1]) {
 					we = digitsAt(text, we+1)
+				} else if we+2 < len(text) && text[we] == '/' && isUpper(text[we+1]) && !isWordByte(text[we+2]) {
+					we += 2 // "Road 11/A"
 				}
 				if we < len(text) && isWordByte(text[we]) {
 					return end
 				}
 			}
+		case isLetterAt(text, j) && sectorCode(text, j) > 0:
+			we = sectorCode(text, j) // "F-7/3", "G-11/2"
+			letters = true
 		case isLetterAt(text, j):
 			we = wordEnd(text, j)
 			w := text[j:we]
@@ -259,7 +272,7 @@ var unitChainStarts = []struct {
 }{
 	{"H.No. ", false}, {"H. No. ", false}, {"House No. ", false}, {"Door No. ", false},
 	{"D.No. ", false}, {"Plot No. ", false}, {"Flat No. ", false}, {"Flat ", false},
-	{"Plot ", false}, {"No. ", true},
+	{"Plot ", false}, {"House ", false}, {"Lot ", false}, {"No. ", true},
 }
 
 // chainWords mark a chain of a weak unit start as an address ("No. 12, 4th Cross, Gandhi Nagar").
@@ -269,7 +282,7 @@ var chainWords = []string{"Nagar", "Sector", "Cross", "Main", "Road", "Marg", "C
 // unitChain matches an Indian address that starts with its unit at i ("Flat 302, Plot 14,
 // Sector 21, Dwarka, New Delhi 110075", "H.No. 5-9-22, Lakdikapul, Hyderabad - 500004"), or -1.
 func unitChain(text string, i int) int {
-	if i+4 >= len(text) || strings.IndexByte("HFPDN", text[i]) < 0 || strings.IndexByte(". oOlL", text[i+1]) < 0 ||
+	if i+4 >= len(text) || strings.IndexByte("HFPDNL", text[i]) < 0 || strings.IndexByte(". oOlL", text[i+1]) < 0 ||
 		text[i] == 'N' && text[i+2] != '.' {
 		return -1 // "H.", "Ho", "Fl", "Pl", "Do", "D.", "No."
 	}
@@ -285,14 +298,15 @@ func unitChain(text string, i int) int {
 		if u == k || !isDigit(text[k]) {
 			return -1
 		}
-		le := worldLocality(text, u, false)
+		u = secondUnit(text, u)
+		le := worldLocality(text, u, true)
 		if le < 0 {
 			return -1
 		}
 		if st.weak {
-			ok := false
+			ok := chainHasStreetWord(text, u, le)
 			for _, w := range chainWords {
-				if strings.Contains(text[u:le], w) {
+				if ok || strings.Contains(text[u:le], w) {
 					ok = true
 					break
 				}
@@ -469,6 +483,9 @@ func rtRW(text string, e int) int {
 // worldUnit extends a street ending at e with units written the way of other countries:
 // " Int. 3" (Mexico), " - apto 42" (Brazil), "No: 112 D: 5" (Turkey), Indonesian RT/RW.
 func worldUnit(text string, e int) int {
+	if e > 0 && isDigit(text[e-1]) {
+		e = unitAfterNumber(text, e)
+	}
 	e = rtRW(text, e)
 	// Argentina: ", piso 3 depto B"
 	if strings.HasPrefix(text[e:], ", piso ") {
