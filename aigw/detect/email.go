@@ -100,7 +100,7 @@ func roleMailbox(local string) bool {
 				short++
 			case len(k) == 1: // an initial
 				name = true
-			case f&(gzFirst|gzLast) != 0 && f&gzAmbiguous == 0:
+			case f&(gzFirst|gzLast) != 0:
 				name = true
 			case len(k) == 3 || len(k) <= 4 && hasDigit(local[i:j]): // a team, a room
 				short++
@@ -131,6 +131,18 @@ func roleMailbox(local string) bool {
 	}
 	w := buf[:n]
 	return m.IsWord(w) && (f&gzNotName != 0 || f == 0 && m.NameLLR(w) < 0)
+}
+
+// listHost reports whether the host h serves mailing lists ("lists.example.org",
+// "groups.example.com", "googlegroups.com"): its addresses are lists and their owners,
+// subscriptions and bounces, not people.
+func listHost(h string) bool {
+	for _, p := range [...]string{"lists.", "list.", "groups.", "googlegroups."} {
+		if strings.HasPrefix(h, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasDigit(s string) bool {
@@ -185,7 +197,7 @@ func (emailDetector) Detect(text string, out []Entity) []Entity {
 			continue
 		}
 		x := Entity{Type: TypeEmail, Start: s, End: e, Score: emailScore}
-		if roleMailbox(text[s:at]) {
+		if roleMailbox(text[s:at]) || listHost(text[at+1:e]) {
 			x.Subtype, x.Score = "role", roleEmailScore
 		}
 		out = append(out, x)
