@@ -433,3 +433,27 @@ func laneOf(text string, i, we int) int {
 	}
 	return i
 }
+
+// bracketedProvince returns the end of a province written in brackets after a city ending at ce
+// (" (Québec)", " (QC)"), or -1.
+func bracketedProvince(text string, ce int) int {
+	if ce+3 >= len(text) || text[ce] != ' ' || text[ce+1] != '(' || !isLetterAt(text, ce+2) {
+		return -1
+	}
+	we := wordEnd(text, ce+2)
+	if we >= len(text) || text[we] != ')' || !isCapWord(text[ce+2:we]) && !usStates[text[ce+2:we]] {
+		return -1
+	}
+	return we + 1
+}
+
+// streetPreposition reports whether w is a capitalised preposition that begins German and Dutch
+// street names ("Am Wiesengrund 7", "Op de Berg 3"): a capitalised word before it names the
+// building or venue, not the street.
+func streetPreposition(w string) bool {
+	switch w {
+	case "Am", "An", "Auf", "Im", "Zum", "Zur", "Unter", "Hinter", "Op", "Aan", "Bij":
+		return true
+	}
+	return false
+}

@@ -394,7 +394,7 @@ func addressNumberFirst(text string, i int) (int, float64) {
 		}
 	}
 	// Layout A: name words then a street type.
-	names := 0
+	names, caps := 0, false
 	for names <= addrMaxName && j > 0 && j < len(text) {
 		var we int
 		if isDigit(text[j]) {
@@ -408,11 +408,13 @@ func addressNumberFirst(text string, i int) (int, float64) {
 			}
 			we = wordEnd(text, j)
 			w := text[j:we]
-			if !isCapWord(w) && !directionals[w] {
+			if !isCapWord(w) && !directionals[w] && !allCaps(w) {
 				return -1, 0
 			}
+			caps = caps || allCaps(w) && !directionals[w]
 			if names > 0 {
-				if k := streetKind(text, j, we); k&stSuffix != 0 {
+				// In capitals ("2150 FRUITVALE AVE"), the type must be in capitals too.
+				if k := streetKind(text, j, we); k&stSuffix != 0 && (!caps || allCaps(w)) {
 					// "Tottenham Court Road": a type word followed by another is part of the name.
 					if s := space(text, we); s > 0 && isLetterAt(text, s) && names < addrMaxName {
 						if ne := wordEnd(text, s); isCapWord(text[s:ne]) && streetKind(text, s, ne)&stSuffix != 0 {
@@ -436,7 +438,15 @@ func addressNumberFirst(text string, i int) (int, float64) {
 							e = de
 						}
 					}
-					return streetNumberAfterType(text, e), score
+					e = streetNumberAfterType(text, e)
+					// Words in capitals are as often a heading or a shout: only with a locality
+					// that has a postal code or state ("...\nOAKLAND CA 94601").
+					if caps {
+						if _, ts := addressTail(text, e, score); ts <= score {
+							return -1, 0
+						}
+					}
+					return e, score
 				}
 			}
 			if we < len(text) && text[we] == '.' && we-j == 1 { // initial "N."
@@ -629,8 +639,8 @@ func streetNoTypeFirst(text string, we int) int {
 			return -1
 		}
 		te := wordEnd(text, t)
-		if !isCapWord(text[t:te]) {
-			return -1
+		if !isCapWord(text[t:te]) || streetPreposition(text[t:te]) {
+			return -1 // "Vereinsheim Am Wiesengrund 7": the street starts at "Am"
 		}
 		we = te
 	}
@@ -764,7 +774,14 @@ func localityStd(text string, e int) int {
 		return -1
 	}
 	// "City, ST 12345", "City, ST", "City ST 12345", "City SW1A 2AA", "City, ON M5V 2T6",
-	// "City VIC 3000", "City 2000"
+	// "City VIC 3000", "City 2000"; a province in brackets: "Montréal (Québec) H2J 2L4"
+	if pe := bracketedProvince(text, ce); pe > 0 {
+		if z := space(text, pe); z > 0 {
+			if e := postcodeAt(text, z); e > 0 {
+				return e
+			}
+		}
+	}
 	k := ce
 	if k < len(text) && text[k] == ',' {
 		k++

@@ -50,25 +50,34 @@ func localityAfter(text string, e int) int {
 	return blockLocality(text, e)
 }
 
-// nextLineLocality returns the end of "City, ST 12345" when it is the whole line at s.
+// nextLineLocality returns the end of "City, ST 12345" when it is the whole line at s; also
+// "City, BC V6G 1M8" (Canada), "Preston VIC 3072" (Australia) and "OAKLAND CA 94601" (capitals,
+// the comma left out).
 func nextLineLocality(text string, s int) int {
 	j, n := s, 0
 	for n < 3 && j < len(text) && isLetterAt(text, j) {
 		we := wordEnd(text, j)
-		if !isCapWord(text[j:we]) {
+		if w := text[j:we]; !isCapWord(w) && !allCaps(w) {
 			return -1
 		}
 		j, n = we, n+1
-		if s := space(text, j); s > 0 && isUpper(text[s]) {
-			j = s
-			continue
+		t := space(text, j)
+		if t < 0 || !isUpper(text[t]) {
+			break
 		}
-		break
+		if se := stateAt(text, t); se > 0 && space(text, se) > 0 {
+			break // the state, without a comma before it
+		}
+		j = t
 	}
-	if n == 0 || j >= len(text) || text[j] != ',' {
+	if n == 0 || j >= len(text) || text[j] != ',' && text[j] != ' ' {
 		return -1
 	}
-	k := space(text, j+1)
+	k := j
+	if text[k] == ',' {
+		k++
+	}
+	k = space(text, k)
 	if k < 0 {
 		return -1
 	}
@@ -77,6 +86,14 @@ func nextLineLocality(text string, s int) int {
 		return -1
 	}
 	ze := zipAt(text, se+1)
+	if ze < 0 {
+		ze = postcodeAt(text, se+1) // Canada
+	}
+	if ze < 0 {
+		if d := digitsAt(text, se+1); d-se-1 == 4 {
+			ze = d // Australia
+		}
+	}
 	if ze < 0 || ze < len(text) && text[ze] != '\n' && text[ze] != '\r' {
 		return -1
 	}
@@ -485,6 +502,8 @@ func rtRW(text string, e int) int {
 func worldUnit(text string, e int) int {
 	if e > 0 && isDigit(text[e-1]) {
 		e = unitAfterNumber(text, e)
+	} else if e < len(text) && text[e] == ',' {
+		e = unitWordAfter(text, e) // "4521, rue Saint-Denis, app. 3"
 	}
 	e = rtRW(text, e)
 	// Argentina: ", piso 3 depto B"
