@@ -551,6 +551,9 @@ func phoneShape(c string) bool {
 		if lens[0] <= 2 && lens[1] <= 2 && lens[2] == 4 { // 18.06.2024
 			return false
 		}
+		if lens[0] == 4 && lens[1] <= 2 && (c[0] == '1' && c[1] == '9' || c[0] == '2' && c[1] == '0') {
+			return false // "RK/2026/11/0418": a year, a month and a serial number
+		}
 	}
 	if n == 2 && !intl && lens[0] == 4 && (seps[0] == '-' || seps[0] == '/') && (c[0] == '1' && c[1] == '9' || c[0] == '2' && c[1] == '0') {
 		return false // "2024-1187": a year and a serial number of an invoice, case or file
