@@ -64,7 +64,8 @@ var streetWords = map[string]int{
 	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "ul": stPrefix, "ulica": stPrefix, "travessa": stPrefix, "praça": stPrefix,
 	"alameda": stPrefix, "rambla": stPrefix, "ronda": stPrefix, "carretera": stPrefix, "plazuela": stPrefix,
 	"jl": stPrefix, "jalan": stPrefix, "gg": stPrefix, "lorong": stPrefix, "persiaran": stPrefix,
-	"rehov": stPrefix, "rechov": stPrefix, "sderot": stPrefix, "derech": stPrefix, "soi": stPrefix, "thanon": stPrefix, "calea": stPrefix,
+	"rehov": stPrefix, "rechov": stPrefix, "sderot": stPrefix, "derech": stPrefix,
+	"jr": stPrefix, "jirón": stPrefix, "pje": stPrefix, "psje": stPrefix, "pasaje": stPrefix, "soi": stPrefix, "thanon": stPrefix, "calea": stPrefix,
 	"bulevardul": stPrefix, "bd-ul": stPrefix, "strada": stPrefix, "aleja": stPrefix, "al": stPrefix,
 	"plac": stPrefix, "os": stPrefix, "osiedle": stPrefix, "avinguda": stPrefix, "carrer": stPrefix,
 	"utca": stAfter, "út": stAfter, "útja": stAfter, "tér": stAfter, "körút": stAfter, "köz": stAfter,
@@ -534,6 +535,9 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 	}
 	// Layout D: "Calle de Alcalá 23", "Via Roma 10", "Rue de Rivoli 48".
 	if streetKind(text, s, we)&(stPrefix|stFrench) != 0 {
+		if w == "Jr" && s > 1 && text[s-1] == ' ' && isLetterAt(text, s-2) {
+			return -1, 0 // "Sammy Davis Jr. Award 2024": a name's suffix, not a jirón
+		}
 		e := we
 		if e < len(text) && text[e] == '.' {
 			e++

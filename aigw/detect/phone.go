@@ -58,7 +58,7 @@ var phoneContext = &contextRule{
 var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mobile", "mob", "cell",
 	"cellphone", "call", "calls", "called", "calling", "text", "sms", "whatsapp", "fax", "landline",
 	"ring", "dial", "ruf mich an", "anrufen", "erreichbar", "appelez", "appeler", "appelle",
-	"joindre", "llámame", "llamar", "llame", "chiamami", "chiamare", "ligue", "ligar", "bel",
+	"joindre", "llámame", "llamar", "llame", "llamad", "llámanos", "llamanos", "llamen", "chiamami", "chiamare", "ligue", "ligar", "bel",
 	"contact", "reach", "hotline", "number", "telefon", "telefono", "teléfono", "téléphone", "tél",
 	"portable", "handy", "móvil", "movil", "cellulare", "celular", "telemóvel", "mobil", "nummer",
 	"numéro", "número", "numero", "rufnummer", "gsm", "pbx", "hp", "tlf", "tlf.", "puh", "puh.",
