@@ -54,11 +54,16 @@ func blockLocality(text string, e int) int {
 		for s < len(text) && (text[s] == ' ' || text[s] == '\t') {
 			s++
 		}
-		le := strings.IndexByte(text[s:], '\n')
-		if le < 0 {
-			le = len(text)
-		} else {
+		// Look no further than a line may be long: the scan stays linear in the text.
+		lim := min(len(text), s+blockLineMax+2)
+		le := strings.IndexByte(text[s:lim], '\n')
+		switch {
+		case le >= 0:
 			le += s
+		case lim == len(text):
+			le = len(text)
+		default:
+			le = lim // too long: the check below stops here
 		}
 		t := le
 		for t > s && (text[t-1] == ' ' || text[t-1] == '\t' || text[t-1] == '\r' || text[t-1] == ',') {

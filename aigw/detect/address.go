@@ -2,6 +2,7 @@ package detect
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -535,7 +536,7 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 	}
 	// Layout D: "Calle de Alcalá 23", "Via Roma 10", "Rue de Rivoli 48".
 	if streetKind(text, s, we)&(stPrefix|stFrench) != 0 {
-		if w == "Jr" && s > 1 && text[s-1] == ' ' && isLetterAt(text, s-2) {
+		if r, _ := utf8.DecodeLastRuneInString(text[:max(s-1, 0)]); w == "Jr" && s > 1 && text[s-1] == ' ' && unicode.IsLetter(r) {
 			return -1, 0 // "Sammy Davis Jr. Award 2024": a name's suffix, not a jirón
 		}
 		e := we
