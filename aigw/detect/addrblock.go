@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -461,4 +462,16 @@ func streetPreposition(w string) bool {
 		return true
 	}
 	return false
+}
+
+// numberedWordBefore reports whether the word ending at e names something numbered ("Sector",
+// "Phase", "Block", "Road", "Street", "Phường"): four digits after it are its number, not a
+// postal code.
+func numberedWordBefore(text string, e int) bool {
+	s := e
+	for s > 0 && (isAlpha(text[s-1]) || text[s-1] >= 0x80) {
+		s--
+	}
+	w := text[s:e]
+	return slices.Contains(chainWords, w) || districtWords[w] || unitStartWord(w) || streetKind(text, s, e) != 0
 }

@@ -134,7 +134,7 @@ func worldLocality(text string, e int, strong bool) int {
 			if ce := worldPostcode(text, pe+1, strong); ce > 0 {
 				return afterPostcode(text, ce)
 			}
-			if ce := fourDigitEnd(text, pe+1); ce > 0 && n > 0 && isLetterAt(text, pe-1) {
+			if ce := fourDigitEnd(text, pe+1); ce > 0 && n > 0 && isLetterAt(text, pe-1) && !numberedWordBefore(text, pe) {
 				return ce // "Dhanmondi, Dhaka 1209.", "Brgy. Talon Dos, Las Piñas City 1747"
 			}
 		}
@@ -289,12 +289,13 @@ var unitChainStarts = []struct {
 }{
 	{"H.No. ", false}, {"H. No. ", false}, {"House No. ", false}, {"Door No. ", false},
 	{"D.No. ", false}, {"Plot No. ", false}, {"Flat No. ", false}, {"Flat ", false},
-	{"Plot ", false}, {"House ", false}, {"Lot ", false}, {"No. ", true},
+	{"Plot ", false}, {"House ", true}, {"Lot ", true}, {"No. ", true},
 }
 
 // chainWords mark a chain of a weak unit start as an address ("No. 12, 4th Cross, Gandhi Nagar").
 var chainWords = []string{"Nagar", "Sector", "Cross", "Main", "Road", "Marg", "Colony", "Layout",
-	"Block", "Phase", "Enclave", "Vihar", "Puram", "Street", "Lane", "Extension", "Stage", "Gali"}
+	"Block", "Phase", "Enclave", "Vihar", "Puram", "Street", "Lane", "Extension", "Stage", "Gali",
+	"Brgy", "Barangay", "Purok", "Subd", "Blk"}
 
 // unitChain matches an Indian address that starts with its unit at i ("Flat 302, Plot 14,
 // Sector 21, Dwarka, New Delhi 110075", "H.No. 5-9-22, Lakdikapul, Hyderabad - 500004"), or -1.
