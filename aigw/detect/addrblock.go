@@ -3,6 +3,8 @@ package detect
 import (
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -474,4 +476,25 @@ func numberedWordBefore(text string, e int) bool {
 	}
 	w := text[s:e]
 	return slices.Contains(chainWords, w) || districtWords[w] || unitStartWord(w) || streetKind(text, s, e) != 0
+}
+
+// caselessWord reports whether w is written in a script without capitals (Devanagari, Bengali,
+// Tamil, ...): a part of an address chain there cannot show itself by a capital
+// ("मकान नं. 112, सेक्टर 14, इंदिरा नगर, लखनऊ 226016").
+func caselessWord(w string) bool {
+	r, _ := utf8.DecodeRuneInString(w)
+	return r >= 0x0900 && r <= 0x0dff // the Indic scripts
+}
+
+// markedWordEnd returns the end of the word at i in a script whose vowel signs and viramas are
+// combining marks (Devanagari "सेक्टर"): letters and marks.
+func markedWordEnd(text string, i int) int {
+	for i < len(text) {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !unicode.IsLetter(r) && !unicode.Is(unicode.M, r) {
+			break
+		}
+		i += n
+	}
+	return i
 }

@@ -50,6 +50,8 @@ func TestNonPersonShapes(t *testing.T) {
 			[]string{"street_address:House 14, Street 9, F-7/3, Islamabad 44000"}},
 		{"kenyan po box", "Bill to: Wanjiru, P.O. Box 52118-00200, Nairobi\n",
 			[]string{"street_address:P.O. Box 52118-00200, Nairobi"}},
+		{"hindi house number chain", "पता: मकान नं. 112, सेक्टर 14, इंदिरा नगर, लखनऊ 226016\nमोबाइल",
+			[]string{"street_address:मकान नं. 112, सेक्टर 14, इंदिरा नगर, लखनऊ 226016"}},
 		{"polish street with a roman numeral", "Odbiorca: al. Jana Pawła II 61, 01-031 Warszawa\n",
 			[]string{"street_address:al. Jana Pawła II 61, 01-031 Warszawa"}},
 		{"role mailboxes of teams and lists", "page sre-oncall@edgecart.io or readers.rep@irishdaily.ie; list dev-list@lists.arcfoundation.org; to=<board@greenfieldcoop.org>", nil},

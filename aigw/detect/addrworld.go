@@ -251,9 +251,12 @@ func worldPart(text string, j int) int {
 			letters = true
 		case isLetterAt(text, j):
 			we = wordEnd(text, j)
+			if caselessWord(text[j:we]) {
+				we = markedWordEnd(text, j) // "सेक्टर": vowel signs are marks, not letters
+			}
 			w := text[j:we]
 			switch {
-			case isCapWord(w):
+			case isCapWord(w) || caselessWord(w):
 			case upperRun(text, j) == we && we-j <= 5:
 			case nameParticles[w] && n > 0:
 			default:
@@ -290,6 +293,7 @@ var unitChainStarts = []struct {
 	{"H.No. ", false}, {"H. No. ", false}, {"House No. ", false}, {"Door No. ", false},
 	{"D.No. ", false}, {"Plot No. ", false}, {"Flat No. ", false}, {"Flat ", false},
 	{"Plot ", false}, {"House ", true}, {"Lot ", true}, {"No. ", true},
+	{"मकान नं. ", false}, {"मकान नंबर ", false}, {"प्लॉट नं. ", false}, {"फ्लैट नं. ", false},
 }
 
 // chainWords mark a chain of a weak unit start as an address ("No. 12, 4th Cross, Gandhi Nagar").
@@ -300,9 +304,9 @@ var chainWords = []string{"Nagar", "Sector", "Cross", "Main", "Road", "Marg", "C
 // unitChain matches an Indian address that starts with its unit at i ("Flat 302, Plot 14,
 // Sector 21, Dwarka, New Delhi 110075", "H.No. 5-9-22, Lakdikapul, Hyderabad - 500004"), or -1.
 func unitChain(text string, i int) int {
-	if i+4 >= len(text) || strings.IndexByte("HFPDNL", text[i]) < 0 || strings.IndexByte(". oOlL", text[i+1]) < 0 ||
-		text[i] == 'N' && text[i+2] != '.' {
-		return -1 // "H.", "Ho", "Fl", "Pl", "Do", "D.", "No."
+	if i+4 >= len(text) || text[i] < utf8.RuneSelf && (strings.IndexByte("HFPDNL", text[i]) < 0 || strings.IndexByte(". oOlL", text[i+1]) < 0 ||
+		text[i] == 'N' && text[i+2] != '.') {
+		return -1 // "H.", "Ho", "Fl", "Pl", "Do", "D.", "No."; or Devanagari ("मकान नं.")
 	}
 	for _, st := range unitChainStarts {
 		if !strings.HasPrefix(text[i:], st.p) {
@@ -617,7 +621,8 @@ var (
 )
 
 func init() {
-	for _, l := range [...][]string{jpPrefectures, cnProvinces, krRegions, {"شارع", "רחוב", "רח'", "שדרות"}} {
+	// Hindi house, plot and flat words start unitChain's chains (SafePrefix holds them too).
+	for _, l := range [...][]string{jpPrefectures, cnProvinces, krRegions, {"شارع", "רחוב", "רח'", "שדרות"}, {"मकान", "प्लॉट", "फ्लैट"}} {
 		for _, p := range l {
 			r, _ := utf8.DecodeRuneInString(p)
 			addrStarts[r] = append(addrStarts[r], p)
