@@ -565,6 +565,12 @@ func scriptAddresses(text string, out []Entity) []Entity {
 					i = e
 					continue
 				}
+				// A house number in ASCII digits before an Arabic street word: "15 شارع ...".
+				if e, score := arabicAddress(text, i); e > 0 {
+					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+					i = e
+					continue
+				}
 			}
 			i++
 			continue
