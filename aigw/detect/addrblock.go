@@ -498,3 +498,15 @@ func markedWordEnd(text string, i int) int {
 	}
 	return i
 }
+
+// unitChainStartAt reports whether an Indian, Pakistani or Malaysian unit-first chain may start at
+// i ("House No. 112-B, ...", "No. 27, Jalan ...", "H.No. 5-9-22, ..."), or the text ends inside
+// its start words: SafePrefix holds the word.
+func unitChainStartAt(text string, i int) bool {
+	for _, st := range unitChainStarts {
+		if strings.HasPrefix(text[i:], st.p) || strings.HasPrefix(st.p, text[i:]) {
+			return true
+		}
+	}
+	return false
+}

@@ -145,10 +145,6 @@ func listHost(h string) bool {
 	return false
 }
 
-func hasDigit(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool { return r >= '0' && r <= '9' }) >= 0
-}
-
 func allDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if !isDigit(s[i]) {
