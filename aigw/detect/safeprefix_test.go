@@ -27,6 +27,8 @@ func TestSafePrefix(t *testing.T) {
 		{"run waits for a verb that may follow", "Xavi Smith sa", 0, ""},
 		{"run waits for an e-mail in brackets", "Ana Lima <ana.l", 0, ""},
 		{"capital closed by punctuation", "Sure! Here is", 0, "Sure! Here "},
+		{"a unit-first chain's start words wait", "for the upper portion of House No. 112", 0, "for the upper portion of "},
+		{"a weak chain start waits", "moved to No. 27, Jalan", 0, "moved to "},
 		{"lower-case prefix of a particle", "Anna de", 0, ""},
 		{"particle", "Anna van Beethoven", 0, ""},
 		{"name", "Dear Anna, thanks for", 0, "Dear "},
