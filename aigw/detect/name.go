@@ -250,6 +250,9 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				if end < 0 {
 					end = d.capsRowSpan(text, s, e) // "KOVALENKO Oksana (UA)" in a list (namelist.go)
 				}
+				if end < 0 && d.record == nil {
+					end = d.familyFirstSpan(text, s, e) // "TANAKA Hiroshi", "KIM Min-jun" (namefamily.go)
+				}
 				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end
@@ -296,6 +299,13 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			if ns := space(text, e+1); ns > 0 && isLetterAt(text, ns) && isCapWord(text[ns:wordEnd(text, ns)]) {
 				initial, s, e = s, ns, wordEnd(text, ns)
 			}
+		}
+		// "Nguyễn Đức Minh" (namefamily.go); kept out of the rescorer's training (record), whose
+		// candidates it would change
+		if end := d.vietSpan(text, s, e); d.record == nil && end > 0 && !tokenGoesOn(text, end) {
+			out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
+			i = end
+			continue
 		}
 		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 && !tokenGoesOn(text, end) {
 			if initial >= 0 {

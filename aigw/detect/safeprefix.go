@@ -132,7 +132,7 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 			precededBy(text, cs, nameLowerWeak) && e.names.givenLower(core))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
-	if isTitle(core) || streetStart(core) || unitChainStartAt(text, cs) || e.names.listPending(text, cs, ce) {
+	if isTitle(core) || streetStart(core) || unitChainStartAt(text, cs) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) {
 		return false // e.names.listPending: initials or a family name that may start a row's name (namelist.go)
 	}
 	if !isCapWord(core) {
@@ -155,6 +155,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	}
 	if !capRunClosed(text, ce) {
 		return false
+	}
+	if e.names.vietSpan(text, cs, ce) > 0 {
+		return false // a Vietnamese name written family name first (namefamily.go)
 	}
 	titled := titleBefore(text, cs)
 	// The rules' verdict must be under the threshold too (namerescore.go); without a rescorer
