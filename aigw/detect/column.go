@@ -136,7 +136,10 @@ var nameHeaders = newKeywords("name", "full name", "fullname", "first name", "la
 	"nachname",
 	// rosters and results (detect10): "first\tlast", "Player", "Forename"
 	"first", "last", "forename", "given", "player", "athlete", "runner", "volunteer", "attendee",
-	"delegate", "pupil")
+	"delegate", "pupil",
+	// results and cards (detect12): "Helm", "Jockey", "Trainer"
+	"helm", "skipper", "jockey", "trainer", "rider", "driver", "coach", "captain", "referee", "umpire",
+	"arbiter", "oncall", "on call", "reviewer", "approver", "maintainer", "organiser", "organizer")
 
 // fieldKey returns the key of a structured field whose whole value is text[s:e], or "": a
 // quoted value after a quoted or bare key and ':' or '=' (JSON, YAML, Python, shell:
@@ -191,7 +194,10 @@ var thingHeaders = newKeywords("product", "company", "org", "organisation", "org
 	"shop", "domain", "queue", "topic", "bucket", "table", "database", "cluster", "node", "pod",
 	"image", "repo", "branch", "package", "module", "plan", "tier", "policy", "role", "group",
 	"channel", "event", "business", "merchant", "employer", "hotel", "restaurant", "school",
-	"university", "vendor", "supplier", "namespace", "key", "field", "column", "tag", "label")
+	"university", "vendor", "supplier", "namespace", "key", "field", "column", "tag", "label",
+	// results, cards and registers (detect12): "Club", "Horse", "Boat", "station_name", "Reparto"
+	"club", "horse", "boat", "yacht", "vessel", "station", "stop", "room", "dish", "colour", "color",
+	"department", "dept", "course", "job", "position", "reparto", "puesto", "ruolo", "abteilung")
 
 // personKey reports whether a field key names a person's name ("first_name", "displayName",
 // "holder"), not a thing's ("product_name", "hostname").

@@ -108,6 +108,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if cs < 0 {
 		return true
 	}
+	if e.names.nameCellPending(text, cs) {
+		return false // the value of a name key or column (structure.go)
+	}
 	if hasScriptRune(text[t:u]) && !scriptInert(text, t, u) {
 		return false // a name in another script (script.go)
 	}
@@ -132,7 +135,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 			precededBy(text, cs, nameLowerWeak) && e.names.givenLower(core))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
-	if isTitle(core) || streetStart(core) || unitChainStartAt(text, cs) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) {
+	if isTitle(core) || streetStart(core) || unitChainStartAt(text, cs) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) ||
+		e.names.firstItemPending(text, cs, ce) || e.names.particlePending(text, cs, ce) {
 		return false // e.names.listPending: initials or a family name that may start a row's name (namelist.go)
 	}
 	if !isCapWord(core) {
