@@ -135,7 +135,7 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 			precededBy(text, cs, nameLowerWeak) && e.names.givenLower(core))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
-	if isTitle(core) || streetStart(core) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) ||
+	if isTitle(core) || streetStart(core) || unitChainStartAt(text, cs) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) ||
 		e.names.firstItemPending(text, cs, ce) || e.names.particlePending(text, cs, ce) {
 		return false // e.names.listPending: initials or a family name that may start a row's name (namelist.go)
 	}
