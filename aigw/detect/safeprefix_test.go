@@ -146,6 +146,13 @@ func TestSafePrefixProperty(t *testing.T) {
 		}
 	}
 	texts = append(texts, fuzzSeeds...)
+	// set 22's cards, SSNs and dates in tables and many languages (aligned.go, dobworld.go), cut
+	// more often too; last, so that the cuts drawn for the texts above stay what they were
+	for _, s := range loadAnnotated(t, "testdata/realistic_study22.txt") {
+		for range 8 {
+			texts = append(texts, s.Text)
+		}
+	}
 	checked := 0
 	for _, text := range texts {
 		for range 3 {
