@@ -162,7 +162,9 @@ var (
 		// Norwegian and Danish, Finnish, Swahili, Tagalog.
 		"nama saya", "atas nama", "benim adım", "adım", "nazywam się", "mam na imię", "tên tôi là",
 		"jag heter", "jeg heter", "mitt namn är", "mitt navn er", "mit navn er", "nimeni on",
-		"jina langu ni", "ang pangalan ko ay"}
+		"jina langu ni", "ang pangalan ko ay",
+		// herbarium and museum labels: the collector (legit) and the determiner (neg17)
+		"leg.", "det.", "coll.", "leg. & det.", "legit", "collector", "collected by"}
 	nameMedium = []string{"i am", "i'm", "i’m", "this is", "it's", "it’s", "je suis", "soy",
 		"ich bin", "sono", "eu sou", "ik ben", "here is", "meet", "saya", "aku", "ben", "jestem",
 		"tôi là", "jag är", "jeg er", "olen", "ako si", "mimi ni"}

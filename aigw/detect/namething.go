@@ -467,6 +467,9 @@ func (d nameDetector) dropThings(text string, out []Entity, n0 int) []Entity {
 	n := 0
 	k := n0
 	for _, c := range out[n0:] {
+		if c.Type == TypePerson && c.End-c.Start == 1 && c.End < len(text) && text[c.End] == '.' {
+			continue // an initial alone ("Leg. E. Lindqvist" cut at the initial) is no name
+		}
 		if c.Type == TypePerson && d.thingNamed(text, c.Start, c.End) {
 			if n < len(things) {
 				things[n] = text[c.Start:c.End]

@@ -37,6 +37,8 @@ func TestThingNamed(t *testing.T) {
 		{"keeper after a possessive, and the other mention", "The race went to Sir Wilfred. Sir Wilfred's owner, Orla Kinsella, was delighted.", []string{"person:Orla Kinsella"}},
 		{"kept by a rider", "ganó Margarita Solís, montado por Luis Jiménez", []string{"person:Luis Jiménez"}},
 		{"apposition of an owner keeps the person", "Ana Ruiz, owner of the bar, said so.", []string{"person:Ana Ruiz"}},
+		{"collector of a herbarium label", "Juncus bufonius L.  Leg. & det. Stig Ahlbom", []string{"person:Stig Ahlbom"}},
+		{"an initial alone is no name", "Poa annua L.  Leg. B. Forsmark", nil}, // the cue cut the run at "B"
 		{"thing column", "Dog\tOwner\nMarcella Brightwater\tOsric Penhallow\n", []string{"person:Osric Penhallow"}},
 	})
 }
