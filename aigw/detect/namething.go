@@ -248,7 +248,7 @@ var personRoles = map[string]bool{
 	"jockeys": true, "trainer": true, "trainers": true, "rider": true, "riders": true,
 	"driver": true, "handler": true, "exhibitor": true, "exhibitors": true, "director": true,
 	"cast": true, "crew": true, "by": true, "with": true, "and": true, "staff": true,
-	"to": true, "from": true, "for": true, "attn": true, "contact": true,
+	"to": true, "from": true, "attn": true, "contact": true,
 }
 
 // thingHeading reports whether a heading holds a thing noun (or its plural) and no person role.
@@ -548,7 +548,37 @@ func horseSuffix(text string, e int) bool {
 			return true
 		}
 	}
-	return strings.HasPrefix(r, "by ") && len(r) > 3 && isUpper(r[3])
+	if strings.HasPrefix(r, "by ") && len(r) > 3 && isUpper(r[3]) {
+		return true
+	}
+	return filmRating(text, e, r)
+}
+
+// filmRating reports whether a film's certificate follows the name in brackets: "Elvis (12A)",
+// "Paddington (PG)"; a bare age-like one ("(15)") only on a programme line that starts with a
+// clock time ("9.00pm  Priscilla (15)"), since "Tom (15)" is a child's age.
+func filmRating(text string, e int, r string) bool {
+	for _, c := range [...]string{"PG)", "12A)", "PG-13)", "NC-17)", "U)", "PG13)"} {
+		if strings.HasPrefix(r, c) {
+			return true
+		}
+	}
+	if !(strings.HasPrefix(r, "12)") || strings.HasPrefix(r, "15)") || strings.HasPrefix(r, "18)")) {
+		return false
+	}
+	ls := e
+	for n := 0; ls > 0 && text[ls-1] != '\n' && n < 40; n++ {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' {
+		return false
+	}
+	// a clock time first: "9.00pm", "19:30", "Sat 2pm" is not one (no separator)
+	j := ls
+	for j < e && isDigit(text[j]) {
+		j++
+	}
+	return j > ls && j-ls <= 2 && j+2 < e && (text[j] == ':' || text[j] == '.') && isDigit(text[j+1]) && isDigit(text[j+2])
 }
 
 // nobleTitles are the titles that animals, boats and works borrow ("Sir Lancelot", "Lady

@@ -39,6 +39,9 @@ func TestThingNamed(t *testing.T) {
 		{"apposition of an owner keeps the person", "Ana Ruiz, owner of the bar, said so.", []string{"person:Ana Ruiz"}},
 		{"collector of a herbarium label", "Juncus bufonius L.  Leg. & det. Stig Ahlbom", []string{"person:Stig Ahlbom"}},
 		{"an initial alone is no name", "Poa annua L.  Leg. B. Forsmark", nil}, // the cue cut the run at "B"
+		{"film certificate", "Sat 2pm  Margaret Wilson (PG)\n9.00pm  Rosalind (15)", nil},
+		{"a child's age stays", "Tickets for Rosalind (15) and Tom.", []string{"person:Rosalind"}},
+		{"list heading with for", "Storm names for 2026/27 are: Alan, Bella, Christoph.", nil},
 		{"thing column", "Dog\tOwner\nMarcella Brightwater\tOsric Penhallow\n", []string{"person:Osric Penhallow"}},
 	})
 }
