@@ -129,7 +129,7 @@ func (d nameDetector) thingNamed(text string, s, e int) bool {
 			return true
 		}
 	}
-	if d.yearTitle(text, s, e) || thingList(text, s) || horseSuffix(text, e) {
+	if d.yearTitle(text, s, e) || thingList(text, s) || horseSuffix(text, e) || thingKey(text, s) {
 		return true
 	}
 	if sb != s && shortWordEnd(text, s, e) == e && lowerWordIn(wordEndingAt(text, skipBlanksBack(text, s)), nobleTitles) {
@@ -516,7 +516,48 @@ func keeperAfter(text string, e int) bool {
 	default:
 		return false
 	}
-	return j < len(text) && isLower(text[j]) && tailWordIn(text, j, keeperRoles)
+	if j >= len(text) || !isLower(text[j]) {
+		return false
+	}
+	if tailWordIn(text, j, keeperRoles) {
+		return true
+	}
+	// one adjective between: "Max's new owner", "Bella's proud breeder"
+	we := shortWordEnd(text, j, j+thingWordMax)
+	return we+1 < len(text) && text[we] == ' ' && isLower(text[we+1]) && tailWordIn(text, we+1, keeperRoles)
+}
+
+// animalNameKeys before "name:" make the value an animal's name: "Call name: Gracie",
+// "Registered name: Tarnbeck Lady Grace".
+var animalNameKeys = map[string]bool{
+	"registered": true, "call": true, "kennel": true, "pet": true, "barn": true, "stable": true,
+	"racing": true, "show": true, "dog": true, "cat": true, "horse": true, "animal": true,
+	"vessel": true, "boat": true, "ship": true,
+}
+
+// thingKey reports whether the run is the value of a key that names a thing: "Schiff: Helene
+// Fischer", "Bitch: Moorcroft Daisy", "Call name: Gracie".
+func thingKey(text string, s int) bool {
+	j := blanksBefore(text, s)
+	if j < 2 || text[j-1] != ':' {
+		return false
+	}
+	w := wordEndingAt(text, j-1)
+	if w == "" {
+		return false
+	}
+	if lowerWordIn(w, thingHeads) {
+		return true
+	}
+	if !strings.EqualFold(w, "name") {
+		return false
+	}
+	k := j - 1 - len(w)
+	if k < 2 || text[k-1] != ' ' {
+		return false
+	}
+	w2 := wordEndingAt(text, k-1)
+	return w2 != "" && lowerWordIn(w2, animalNameKeys)
 }
 
 // tailWordIn reports whether the short word at j is in m.

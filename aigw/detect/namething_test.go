@@ -42,6 +42,9 @@ func TestThingNamed(t *testing.T) {
 		{"film certificate", "Sat 2pm  Margaret Wilson (PG)\n9.00pm  Rosalind (15)", nil},
 		{"a child's age stays", "Tickets for Rosalind (15) and Tom.", []string{"person:Rosalind"}},
 		{"list heading with for", "Storm names for 2026/27 are: Alan, Bella, Christoph.", nil},
+		{"thing key", "Schiff: Helene Fischer, Eigner: Reederei Nord", []string{"person:Reederei Nord"}}, // a firm, not this file's evidence
+		{"animal name key", "Registered name: Tarnbeck Lady Grace. Call name: Gracie. Breeder: Ann Tolley.", []string{"person:Ann Tolley"}},
+		{"keeper after an adjective", "We hear that Mavis Hartley's new owner is Dafydd Rees.", []string{"person:Dafydd Rees"}},
 		{"thing column", "Dog\tOwner\nMarcella Brightwater\tOsric Penhallow\n", []string{"person:Osric Penhallow"}},
 	})
 }
