@@ -225,7 +225,7 @@ var thingHeaders = newKeywords("product", "company", "org", "organisation", "org
 	// animals, works and taxa named like people (neg17): "Bird", "Dog", "Sire", "Dam", "Film"
 	"bird", "pigeon", "dog", "hound", "animal", "pet", "cow", "heifer", "bull", "cattle", "sire",
 	"dam", "ship", "ferry", "storm", "film", "movie", "song", "track", "album", "book", "title",
-	"species", "taxon", "genus", "duif", "hond", "paard", "taube", "hund", "pferd", "schiff",
+	"species", "taxon", "genus", "breed", "duif", "hond", "paard", "taube", "hund", "pferd", "schiff",
 	"chien", "cheval", "perro", "caballo", "titel", "titre", "titulo", "título", "titolo")
 
 // personKey reports whether a field key names a person's name ("first_name", "displayName",

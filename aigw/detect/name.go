@@ -130,6 +130,10 @@ var placeCues = map[string]bool{
 	"chapel": true, "wing": true, "hospice": true, "room": true, "fund": true, "fellowship": true,
 	"scholarship": true, "trophy": true, "lecture": true, "memorial": true, "collection": true,
 	"tribute": true,
+	// docks, cups, prizes and stops named after people (neg17): "Albert Dock", "the Bob
+	// Paisley Cup", "Jack Petchey Award"
+	"dock": true, "docks": true, "quay": true, "wharf": true, "marina": true, "cup": true,
+	"shield": true, "stakes": true, "prize": true, "award": true, "medal": true, "stop": true,
 }
 
 var nameTitles = map[string]bool{

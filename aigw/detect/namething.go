@@ -129,7 +129,7 @@ func (d nameDetector) thingNamed(text string, s, e int) bool {
 			return true
 		}
 	}
-	if d.yearTitle(text, s, e) || thingList(text, s) || horseSuffix(text, e) || thingKey(text, s) {
+	if d.yearTitle(text, s, e) || thingList(text, s) || horseSuffix(text, e) || thingKey(text, sb) {
 		return true
 	}
 	if sb != s && shortWordEnd(text, s, e) == e && lowerWordIn(wordEndingAt(text, skipBlanksBack(text, s)), nobleTitles) {

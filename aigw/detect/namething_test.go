@@ -45,6 +45,8 @@ func TestThingNamed(t *testing.T) {
 		{"thing key", "Schiff: Helene Fischer, Eigner: Reederei Nord", []string{"person:Reederei Nord"}}, // a firm, not this file's evidence
 		{"animal name key", "Registered name: Tarnbeck Lady Grace. Call name: Gracie. Breeder: Ann Tolley.", []string{"person:Ann Tolley"}},
 		{"keeper after an adjective", "We hear that Mavis Hartley's new owner is Dafydd Rees.", []string{"person:Dafydd Rees"}},
+		{"thing key before a title", "Sire: Mount Nelson. Dam: Lady Jane Grey. Owner: Mrs Fiona Carr", []string{"person:Fiona Carr"}},
+		{"dock and cup after a name", "Buses call at Albert Dock; the Ruth Gill Cup went to Omar Ali.", []string{"person:Omar Ali"}},
 		{"thing column", "Dog\tOwner\nMarcella Brightwater\tOsric Penhallow\n", []string{"person:Osric Penhallow"}},
 	})
 }
