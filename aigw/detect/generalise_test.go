@@ -102,6 +102,11 @@ func TestGeneralisation(t *testing.T) {
 // study set: its errors are printed and read.
 // Set 16 (phone numbers of 33 countries as people write them, with look-alike identifiers) was
 // written by detect11 and committed before the detector ran on it; a study set.
+// Set 17 (67 texts of kinds and voices no other header names: manifests, depositions, package
+// metadata, SIP/RADIUS/CDR/Jenkins/Terraform output, SEPA XML, registers and certificates,
+// notices and lists in 25 languages, 9 scripts and about 40 countries, with things named after
+// people) was written by set17, who never ran the detector on it; committed alone, errors never
+// printed, floors 0 until the lead's first run: it is the blind set now.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -130,9 +135,11 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout12.txt", realistic12MinF2, realistic12MinPrecision, 1},
 		{"testdata/realistic_study14.txt", realistic14MinF2, realistic14MinPrecision, 1},
 		{"testdata/realistic_study16.txt", realistic16MinF2, realistic16MinPrecision, 1},
+		// Set 17 is blind: written by set17 before the detector ran on it; first run by the lead.
+		{"testdata/realistic_holdout17.txt", realistic17MinF2, realistic17MinPrecision, 0},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout17") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -240,6 +247,10 @@ const (
 	// 0.938 with detect11's changes (phone 85 of 87, 0 FP; its errors were read).
 	realistic16MinF2        = 0.92
 	realistic16MinPrecision = 0.97
+	// Set 17 (set17's blind set, errors never printed): floors 0 (and card recall 0), first run
+	// by the lead; its figures then replace these floors just under what was measured.
+	realistic17MinF2        = 0
+	realistic17MinPrecision = 0
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
