@@ -59,6 +59,8 @@ func TestNonPersonShapes(t *testing.T) {
 		{"role mailboxes of teams and lists", "page sre-oncall@edgecart.io or readers.rep@irishdaily.ie; list dev-list@lists.arcfoundation.org; to=<board@greenfieldcoop.org>", nil},
 		{"personal mailboxes stay", "ask kim.ops@example.com or lxy.runs@gmail.com or j.smith@acme.co.uk",
 			[]string{"email:kim.ops@example.com", "email:lxy.runs@gmail.com", "email:j.smith@acme.co.uk"}},
+		{"one person's post is personal", "cc ops.lead@example.com and it-manager@acme.co.uk",
+			[]string{"email:ops.lead@example.com", "email:it-manager@acme.co.uk"}},
 		{"mobile after a trunk 0 without a phone word", "Key holder this week: Fraser 07812 446903\nNext of kin: Achieng (0733 118 402)",
 			[]string{"phone:07812 446903", "phone:0733 118 402"}},
 		{"finnish p.", "Soittajien yhteyshenkilö Leena, p. 040 718 2294.", []string{"phone:040 718 2294"}},

@@ -100,6 +100,8 @@ func roleMailbox(local string) bool {
 				short++
 			case len(k) == 1: // an initial
 				name = true
+			case positionWords[string(k)]: // one person's post: "ops.lead", "sales.manager"
+				name = true
 			case f&(gzFirst|gzLast) != 0:
 				name = true
 			case len(k) == 3 || len(k) <= 4 && hasDigit(local[i:j]): // a team, a room
@@ -131,6 +133,16 @@ func roleMailbox(local string) bool {
 	}
 	w := buf[:n]
 	return m.IsWord(w) && (f&gzNotName != 0 || f == 0 && m.NameLLR(w) < 0)
+}
+
+// positionWords name a post one person holds. A local part with one of them reaches that
+// person ("ops.lead", "it-manager", "finance.director"), even among role words, so it is
+// personal data like a name.
+var positionWords = map[string]bool{
+	"lead": true, "head": true, "manager": true, "mgr": true, "director": true, "chief": true,
+	"boss": true, "ceo": true, "cfo": true, "cto": true, "coo": true, "assistant": true,
+	"secretary": true, "supervisor": true, "leiter": true, "leiterin": true, "jefe": true,
+	"directeur": true, "directrice": true, "direttore": true, "directora": true,
 }
 
 // listHost reports whether the host h serves mailing lists ("lists.example.org",
