@@ -124,7 +124,7 @@ func BenchmarkNATSBusConsumePaced(b *testing.B) {
 		rate = v
 	}
 	c := natstest.Start(b)
-	for _, d := range []time.Duration{-1, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond} {
+	for _, d := range []time.Duration{-1, 2 * time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
 		name := "coalesce=off"
 		if d > 0 {
 			name = "coalesce=" + d.String()
@@ -137,7 +137,7 @@ func consumePaced(b *testing.B, c *natstest.Cluster, d time.Duration, rate int) 
 	if b.N == 1 { // the framework's first call, before the -benchtime count: spares 16 takeovers
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bus, err := mqtt.NewNATSBus(ctx, mqtt.NATSOptions{URLs: c.URLs, MQTTURLs: c.MQTTURLs, User: natstest.User,
 		Password: natstest.Password, ClientID: "ctl-bench-paced", ReadCoalesce: d,
