@@ -112,7 +112,7 @@ func Default() Config {
 		ProposalInterval:     time.Hour,
 		LogLevel:             "info",
 		LogFormat:            "text",
-		NATSReadCoalesce:     5 * time.Millisecond,
+		NATSReadCoalesce:     20 * time.Millisecond,
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 
 // DefaultNATSReadCoalesce is the default of NATSOptions.ReadCoalesce (docs/benchmarks.md,
 // "Read coalescing").
-const DefaultNATSReadCoalesce = 5 * time.Millisecond
+const DefaultNATSReadCoalesce = 20 * time.Millisecond
 
 // coalescingDialer dials connections whose reads are coalesced over d (coalescingConn); it is
 // the NATS connection's dialer (nats.SetCustomDialer), so every reconnect gets one too.
