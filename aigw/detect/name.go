@@ -238,7 +238,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 		if c, _ := classAt(text, s); c != scNone {
 			continue // a word of another script: its own rules (script.go)
 		}
-		if !isCapWord(text[s:e]) && !lowerTitle(text, s, e) {
+		if !isCapWord(text[s:e]) && !lowerTitle(text, s, e) && !d.kinTitleAt(text, s, e) && !(tlArticleAt(text, s, e) && capWordNext(text, e)) {
 			if isLower(text[s]) || text[s] >= 0x80 || allCaps(text[s:e]) {
 				end := d.lowerSpan(text, s, e)
 				if end < 0 {
@@ -250,6 +250,9 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				if end < 0 {
 					end = d.capsRowSpan(text, s, e) // "KOVALENKO Oksana (UA)" in a list (namelist.go)
 				}
+				if end < 0 && d.record == nil {
+					end = d.familyFirstSpan(text, s, e) // "TANAKA Hiroshi", "KIM Min-jun" (namefamily.go)
+				}
 				if end > 0 && !tokenGoesOn(text, end) {
 					out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
 					i = end
@@ -258,7 +261,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			continue
 		}
 		titled := false
-		if isTitle(text[s:e]) && !streetAbbrev(text, s, e) {
+		if d.titleAt(text, s, e) {
 			ne := e
 			if ne < len(text) && text[ne] == '.' {
 				ne++
@@ -268,7 +271,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				continue
 			}
 			s, e = ns, wordEnd(text, ns)
-			for c := 0; c < 3 && isTitle(text[s:e]); c++ { // "Hon. Dr Amina", "dr hab. inż. Jan"
+			for c := 0; c < 3 && d.titleAt(text, s, e); c++ { // "Hon. Dr Amina", "dr hab. inż. Jan", "nina Tito Rodel"
 				ne := e
 				if ne < len(text) && text[ne] == '.' {
 					ne++
@@ -278,7 +281,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				}
 				s, e = ns, wordEnd(text, ns)
 			}
-			if !isCapWord(text[s:e]) || isTitle(text[s:e]) {
+			if !isCapWord(text[s:e]) || d.titleAt(text, s, e) {
 				continue
 			}
 			titled = true
@@ -297,6 +300,13 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 				initial, s, e = s, ns, wordEnd(text, ns)
 			}
 		}
+		// "Nguyễn Đức Minh" (namefamily.go); kept out of the rescorer's training (record), whose
+		// candidates it would change
+		if end := d.vietSpan(text, s, e); d.record == nil && end > 0 && !tokenGoesOn(text, end) {
+			out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
+			i = end
+			continue
+		}
 		if start, end, score := d.nameSpan(text, s, e, titled); end > 0 && !tokenGoesOn(text, end) {
 			if initial >= 0 {
 				start = initial
@@ -307,7 +317,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return scriptNames(text, out)
+	return scriptNames(text, d.sportNames(text, out))
 }
 
 func isTitle(w string) bool {
@@ -344,7 +354,15 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	var words [nameMaxWords]nameWord
 	n := 0
 	e, stop := stripPossessive(text, s, e)
+	post := false // a title after the name: "Kemal Bey", "Watanabe-san" (nametitles.go)
+	if !stop {
+		e, post = titleSuffix(text, s, e)
+		stop = post
+	}
 	f := d.flags(text[s:e])
+	if isPostTitle(text[s:e]) {
+		return 0, -1, 0 // "Hanım" after "Ayşe": the title of the run before
+	}
 	if _, ne, core, ok := d.particleWord(text, s, e, true); ok && !stop {
 		// "Ní Bhriain", "Ó Dálaigh": a Gaelic particle starts the family name (namerunning.go)
 		e, stop = stripPossessive(text, s, ne)
@@ -371,7 +389,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 			}
 			break
 		}
-		if isTitle(text[k:we]) && !streetAbbrev(text, k, we) {
+		if d.titleAt(text, k, we) {
 			break // a title after a particle or an initial starts the next run
 		}
 		// Capitalised particles: "Ó Dálaigh", "Nic Giolla Phádraig", "Dela Cruz" (namerunning.go).
@@ -396,7 +414,15 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		if !isCapWord(w) {
 			break
 		}
+		if isPostTitle(w) {
+			post = true
+			break
+		}
 		we, stop = stripPossessive(text, p, we)
+		if !stop {
+			we, post = titleSuffix(text, p, we)
+			stop = post
+		}
 		f := d.flags(text[p:we])
 		if f&(gzFirst|gzLast) == 0 && words[n-1].flags&gzLast != 0 && words[n-1].flags&gzFirst == 0 &&
 			!(f&gzWord == 0 && (titled && we-p > 2 && !tokenGoesOn(text, we) || strongCue(text, words[0].s))) {
@@ -443,15 +469,18 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	for first < n && words[first].flags&gzFirst == 0 {
 		first++
 	}
-	if first == n || !titled && leadingWords(words[:first]) < first {
+	if post && first == n {
+		first = n - 1 // "Toplantıya Gülsüm Hanım": a title after the name takes one word without a known given name
+	} else if first == n || !titled && !post && leadingWords(words[:first]) < first {
 		// No known given name, or unknown words before it that are not ordinary words
 		// ("Hiwot Somsak Egal"): drop only leading ordinary words.
 		first = leadingWords(words[:n-1])
 	}
-	if first > 0 && !titled && !strongCue(text, words[0].s) {
+	if first > 0 && !titled && (post || !strongCue(text, words[0].s)) {
 		copy(words[:], words[first:n])
 		n -= first
 	}
+	titled = titled || post
 	// Drop trailing ordinary words: "Thandiwe Mbeki Today". But many family names are also
 	// ordinary words (Doe, Gay, Nur, and Baker, King, Park when the gazetteer misses them): when
 	// the run has started as a person and no family name has come yet, the first ordinary word
@@ -599,6 +628,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	if score < DefaultMinScore && n == 1 && !titled && fw&gzProbable != 0 && fw&(gzNotName|gzAmbiguous) == 0 &&
 		sentenceSubject(text, start, end) {
 		score = nameTitledFloor - nameContextBoost // "Kasimir will bring the projector" (namelist.go)
+	}
+	if score < DefaultMinScore && n == 1 && !titled && fw&(gzProbable|gzLast) != 0 && fw&(gzNotName|gzAmbiguous|gzWord) == 0 &&
+		actionSubject(text, start, end) {
+		score = nameTitledFloor - nameContextBoost // "Humphries shakes his head" (nametitles.go)
 	}
 	if n == 1 && !titled && inverted < 0 && !cite {
 		if b := d.familyCommaBefore(text, words[0]); b >= 0 {
@@ -1293,20 +1326,23 @@ func allCaps(w string) bool {
 var lowerCueWords = map[string]bool{}
 
 func init() {
-	add := func(p string) {
-		if w := prevWordBefore(p+" ", len(p)+1); w != "" {
-			lowerCueWords[w] = true
-			h := cueHash([]byte(w))
-			lowerCueBloom[h/64] |= 1 << (h % 64)
-		}
-	}
 	for _, l := range [][]string{nameStrong, nameMedium, nameLabels, nameLowerWeak} {
 		for _, p := range l {
-			add(p)
+			addLowerCue(p)
 		}
 	}
 	for t := range nameTitles {
-		add(t)
+		addLowerCue(t)
+	}
+}
+
+// addLowerCue adds the last word of the phrase p to lowerCueWords (also for titles added by
+// other files' init functions, which may run after this one).
+func addLowerCue(p string) {
+	if w := prevWordBefore(p+" ", len(p)+1); w != "" {
+		lowerCueWords[w] = true
+		h := cueHash([]byte(w))
+		lowerCueBloom[h/64] |= 1 << (h % 64)
 	}
 }
 
@@ -1359,7 +1395,7 @@ func cueHash(b []byte) uint32 {
 // non-name (the cue is the evidence; the model's score is not needed).
 func (d nameDetector) lowerWordOK(w string) bool {
 	f := nameFlags(w)
-	return f&gzNotName == 0 && !isTitle(w) && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, -1e9) == gzProbable)
+	return f&gzNotName == 0 && !isTitle(w) && !languageWord(w) && (f&(gzFirst|gzLast) != 0 || d.modelFlags(w, -1e9) == gzProbable)
 }
 
 // precededByTitle reports whether a title ("dr", "mrs.") ends just before s.
@@ -1376,7 +1412,7 @@ func precededByTitle(text string, s int) bool {
 		k--
 	}
 	// Not the end of a dotted token: "societe.fr cuando" is a domain, not a title.
-	return k < j && (k == 0 || !isWordByte(text[k-1]) && strings.IndexByte(".@/-", text[k-1]) < 0) && isTitle(text[k:j])
+	return k < j && (k == 0 || !isWordByte(text[k-1]) && strings.IndexByte(".@/-", text[k-1]) < 0) && (isTitle(text[k:j]) || tlArticleAt(text, k, j))
 }
 
 // closesGreeting reports whether a greeting's name ends at e: followed by ',', '!', ':' or a

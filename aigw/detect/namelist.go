@@ -518,11 +518,16 @@ var subjectVerbs = []string{"will", "has", "had", "said", "says", "told", "asked
 // sentenceSubject reports whether the one-word run text[s:e] starts a line or a sentence and a
 // verb of subjectVerbs follows it.
 func sentenceSubject(text string, s, e int) bool {
+	return sentenceStartAt(text, s) && followedBy(text, e, subjectVerbs)
+}
+
+// sentenceStartAt reports whether s starts a line or a sentence (not after an initial "J.").
+func sentenceStartAt(text string, s int) bool {
 	j := skipBlanksBack(text, s)
-	if !(j == 0 || text[j-1] == '\n' || j < s && j >= 2 && strings.IndexByte(".!?", text[j-1]) >= 0 && !isUpper(text[j-2])) {
-		return false
+	if j < s && j >= 3 && text[j-1] == '"' {
+		j-- // a quotation ends the sentence before: `... early." Alvarez scored`
 	}
-	return followedBy(text, e, subjectVerbs)
+	return j == 0 || text[j-1] == '\n' || j < s && j >= 2 && strings.IndexByte(".!?;", text[j-1]) >= 0 && !isUpper(text[j-2])
 }
 
 // csvRow reports whether the line holding s (from ls) is a CSV row: two commas before s with no

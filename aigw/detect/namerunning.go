@@ -259,7 +259,7 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 	if w != "" && lowerWordIn(w, capParticles) {
 		w, _ = wordJustBefore(text, k)
 	}
-	if w != "" && isCapWord(w) && lowerWordIn(w, headsBefore) {
+	if w != "" && isCapWord(w) && lowerWordIn(w, headsBefore) || lowerHeadBefore(text, s) || headBeforeTitle(text, s) {
 		return true
 	}
 	if lowerWordIn(text[ws[0].s:ws[0].e], headsBefore) && len(ws) > 1 {
@@ -290,7 +290,7 @@ func (d nameDetector) orgPlaceRun(text string, ws []nameWord) bool {
 	if compoundPlace(text[ws[len(ws)-1].s:e]) {
 		return true
 	}
-	return addressLine(text, s) || headerRow(text, s) || animalFields(text, e)
+	return addressLine(text, s) || headerRow(text, s) || animalFields(text, e) || len(ws) == 1 && weekdayDate(text, s, e)
 }
 
 // headerCells are column headers of person names; a row that has one of them as a whole cell
@@ -363,9 +363,11 @@ func headAfter(text string, e int) bool {
 	}
 	var buf [24]byte
 	b := buf[:0]
+	dotted := false
 	for j := t; j < len(text) && j-t < 16; {
 		c := text[j]
 		if c == '.' || c == '/' {
+			dotted = true
 			j++
 			continue
 		}
@@ -381,6 +383,9 @@ func headAfter(text string, e int) bool {
 		}
 		b = utf8.AppendRune(b, unicode.ToLower(r))
 		j += n
+	}
+	if len(b) > 0 && len(b) <= 3 && !dotted && isLower(text[t]) {
+		return false // company forms are written "SA", "S.A.", "AG", "Oy": "sa", "ag" are words (Tagalog "Nena sa")
 	}
 	return len(b) > 0 && headsAfter[string(b)]
 }
@@ -493,7 +498,7 @@ var clergyTitles = map[string]bool{"reverend": true, "rev": true, "revd": true, 
 // comment): a role noun before it, an apposition after it, a name label in another language,
 // or a repeated mention.
 func (d nameDetector) runningCue(text string, s, e int, ws []nameWord) bool {
-	if roleBefore(text, s) || nameWordLabel(text, s) || appositionAfter(text, e) || verbBefore(text, s) {
+	if roleBefore(text, s) || nameWordLabel(text, s) || appositionAfter(text, e) || verbBefore(text, s) || d.actionAfter(text, e, ws) || capRoleBefore(text, s) {
 		return true
 	}
 	if f := ws[0].flags; len(ws) >= 2 && (noWords(ws) || f&gzFirst != 0 && f&gzAmbiguous == 0) && followedBy(text, e, speechVerbs) {
@@ -869,7 +874,13 @@ func (d nameDetector) mentionIsName(text string, s, e int) bool {
 		rs -= len(w) + 1
 	}
 	for ; rs <= s; rs = wordEnd(text, rs) + 1 {
-		if st, end, score := d.nameSpan(text, rs, wordEnd(text, rs), false); end == e && st <= s {
+		if rs < s && isTitle(text[rs:wordEnd(text, rs)]) {
+			continue // the title, not the name, starts there
+		}
+		// a title before the full mention confirms it: "Mme Hélène Garnier-Vidal ... Garnier-Vidal"
+		tw, tk := wordJustBefore(text, rs)
+		titled := tw != "" && d.titleAt(text, tk, tk+len(tw))
+		if st, end, score := d.nameSpan(text, rs, wordEnd(text, rs), titled); end == e && st <= s {
 			return score >= DefaultMinScore
 		}
 	}
@@ -888,7 +899,7 @@ func fullMentionEnd(text string, e, limit int) bool {
 // lowerTitle reports whether the lower-case word text[s:e] is a title that, after more titles,
 // reaches a capitalised word: "mgr inż. Katarzyny", "dr hab. inż. Jan Kruk", "pan Jan".
 func lowerTitle(text string, s, e int) bool {
-	if !isLower(text[s]) || !isTitle(text[s:e]) {
+	if !isLower(text[s]) || !isTitle(text[s:e]) || capOnlyTitles[text[s:e]] {
 		return false
 	}
 	for c := 0; c < 4; c++ {

@@ -132,7 +132,7 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 			precededBy(text, cs, nameLowerWeak) && e.names.givenLower(core))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
-	if isTitle(core) || streetStart(core) || e.names.listPending(text, cs, ce) {
+	if isTitle(core) || streetStart(core) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) {
 		return false // e.names.listPending: initials or a family name that may start a row's name (namelist.go)
 	}
 	if !isCapWord(core) {
@@ -150,8 +150,14 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if lookupName(core)&gzNotName != 0 {
 		return true // the name rules never start a run at a non-name ("Here", "Monday")
 	}
+	if e.names.sportPending(text, cs) {
+		return false // cricket notation may still follow on the line (namesport.go)
+	}
 	if !capRunClosed(text, ce) {
 		return false
+	}
+	if e.names.vietSpan(text, cs, ce) > 0 {
+		return false // a Vietnamese name written family name first (namefamily.go)
 	}
 	titled := titleBefore(text, cs)
 	// The rules' verdict must be under the threshold too (namerescore.go); without a rescorer
@@ -441,5 +447,5 @@ func titleBefore(text string, s int) bool {
 	for k > 0 && k > j-16 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
 		k--
 	}
-	return k < j && isTitle(text[k:j])
+	return k < j && (isTitle(text[k:j]) || isKinTitle(text[k:j]))
 }

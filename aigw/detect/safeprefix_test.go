@@ -133,7 +133,9 @@ func TestSafePrefixProperty(t *testing.T) {
 	// sets 14 (names without honorifics, addresses of more countries: scriptrun.go,
 	// addrworld.go), 10 and 11, and set 15's lists, rows and tables (namelist.go reads list
 	// items and rows), cut more often too
-	for _, f := range []string{"testdata/realistic_study14.txt", "testdata/realistic_holdout10.txt", "testdata/realistic_study11.txt", "testdata/realistic_study15.txt"} {
+	// and sets 12 and 19's running text with titles and cricket notation (nametitles.go,
+	// namesport.go read to the end of a line), and set 20's ten scripts (scriptshape.go)
+	for _, f := range []string{"testdata/realistic_study14.txt", "testdata/realistic_holdout10.txt", "testdata/realistic_study11.txt", "testdata/realistic_study15.txt", "testdata/realistic_holdout12.txt", "testdata/realistic_study19.txt", "testdata/realistic_study20.txt"} {
 		for _, s := range loadAnnotated(t, f) {
 			for range 8 {
 				texts = append(texts, s.Text)

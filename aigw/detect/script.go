@@ -182,7 +182,7 @@ func scriptNames(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return runNames(text, out)
+	return shapeNames(text, runNames(text, out)) // scriptshape.go
 }
 
 // ---- cues before a name ----
@@ -242,6 +242,10 @@ var scriptCues = map[scriptClass]map[string]cueKind{
 		"العميل": cueLabel, "المريض": cueLabel, "المريضة": cueLabel, "المستأجر": cueLabel,
 		"المؤجر": cueLabel, "الموظف": cueLabel, "اسم الموظف": cueLabel, "مقدم الطلب": cueLabel,
 		"المسؤول": cueLabel, "المستلم": cueLabel, "المرسل": cueLabel, "المؤمن له": cueLabel,
+		// Persian and Urdu name labels (scriptshape.go's area)
+		"نام": cueLabel, "نام خانوادگی": cueLabel, "نام و نام خانوادگی": cueLabel, "نام پدر": cueLabel,
+		"ولدیت": cueLabel, "والد کا نام": cueLabel, "درخواست گزار": cueLabel, "نام بیمار": cueLabel,
+		"گیرنده": cueLabel, "فرستنده": cueLabel, "متقاضی": cueLabel, "بیمار": cueLabel,
 	},
 	scHebrew: {
 		"מר": cueTitle, "מרת": cueTitle, "גב'": cueTitle, "גב׳": cueTitle, "גברת": cueTitle,
@@ -254,7 +258,7 @@ var scriptCues = map[scriptClass]map[string]cueKind{
 	},
 	scDevanagari: {
 		"मेरा नाम": cueIntro, "मेरा नाम है": cueIntro, "श्री": cueTitle, "श्रीमती": cueTitle,
-		"सुश्री": cueTitle, "कुमारी": cueTitle, "डॉ.": cueTitle, "डॉ": cueTitle, "डॉक्टर": cueTitle,
+		"सुश्री": cueTitle, "स्व.": cueTitle, "स्वर्गीय": cueTitle, "कुमारी": cueTitle, "डॉ.": cueTitle, "डॉ": cueTitle, "डॉक्टर": cueTitle,
 		"प्रिय": cueTitle, "आदरणीय": cueTitle, "नाम": cueLabel, "पूरा नाम": cueLabel,
 		"ग्राहक": cueLabel, "मरीज": cueLabel, "मरीज़": cueLabel, "आवेदक": cueLabel,
 	},
@@ -636,6 +640,7 @@ var uncasedStops = map[string]bool{
 	// Arabic
 	"من": true, "في": true, "إلى": true, "الى": true, "على": true, "عن": true, "مع": true,
 	"و": true, "أو": true, "ثم": true, "قد": true, "هو": true, "هي": true, "كان": true,
+	"ولد":  true, // Urdu "son of": two names (scriptshape.go)
 	"كانت": true, "التي": true, "الذي": true, "هذا": true, "هذه": true, "يوم": true, "عند": true,
 	"بعد": true, "قبل": true, "لدى": true, "رقم": true,
 	// Hebrew
@@ -673,7 +678,7 @@ func uncasedName(text string, s int, c scriptClass) int {
 		return -1
 	}
 	maxWords := 3
-	if kind == cueTitle {
+	if kind == cueTitle && c != scDevanagari { // Hindi names after a title are often three words
 		maxWords = 2
 	}
 	end, n := -1, 0
@@ -684,6 +689,9 @@ func uncasedName(text string, s int, c scriptClass) int {
 		}
 		we := scriptWordEnd(text, j, c)
 		w := text[j:we]
+		if n == 0 && c == scDevanagari && we+1 < len(text) && text[we] == '.' && runeCount(w) <= 3 {
+			return -1 // an abbreviated title ("डॉ. नीरज मिश्रा", "स्व. राम अवध"): the name follows it
+		}
 		if uncasedStops[w] || c == scHebrew && n > 0 && (strings.HasPrefix(w, "ו") || strings.HasPrefix(w, "ה")) && runeCount(w) > 2 {
 			break
 		}
@@ -884,6 +892,7 @@ var cjkTitles = []struct {
 	{"总经理", false}, {"經理", false}, {"经理", false}, {"医生", false}, {"醫生", false},
 	{"教授", false}, {"律师", false}, {"律師", false}, {"主任", false}, {"同学", false},
 	{"同學", false}, {"太太", false},
+	{"同志", false}, {"牧師", false}, {"牧师", false}, {"姊妹", false}, {"弟兄", false},
 	{"さん", true}, {"様", true}, {"さま", true}, {"氏", true}, {"くん", true}, {"ちゃん", true},
 	{"殿", true}, {"先輩", true},
 }
@@ -1171,6 +1180,9 @@ func hasScriptRune(w string) bool {
 			if c, _ := classAt(w, i); c != scNone {
 				return true
 			}
+			if r, _ := utf8.DecodeRuneInString(w[i:]); shapeRune(r) {
+				return true // Georgian, Armenian, Ethiopic (scriptshape.go)
+			}
 		}
 	}
 	return false
@@ -1188,7 +1200,11 @@ func scriptInert(text string, t, u int) bool {
 		k += n
 	}
 	j := u
-	for n := 0; n < 2; n++ {
+	ahead := 2
+	if k, _ := shapeAt(text, t); k == shArabic || k == shDevanagari {
+		ahead = 5 // scriptshape.go's items and particles read up to five words ahead
+	}
+	for n := 0; n < ahead; n++ {
 		for j < len(text) && isSpaceByte(text[j]) {
 			j++
 		}

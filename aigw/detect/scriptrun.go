@@ -147,6 +147,12 @@ func skipStamp(text string, ls, le int) (int, bool) {
 	br := p < le && text[p] == '['
 	if br {
 		p++
+		for _, w := range [...]string{"오전 ", "오후 ", "上午", "下午", "AM ", "PM "} { // "[오후 3:12]"
+			if strings.HasPrefix(text[p:le], w) {
+				p += len(w)
+				break
+			}
+		}
 	}
 	q := p
 	for q < le && (isDigit(text[q]) || text[q] == ':' || text[q] == '-' || text[q] == '.' || text[q] == '/' || text[q] == ' ' && q > p && isDigit(text[q-1]) && q+1 < le && isDigit(text[q+1])) {
@@ -399,7 +405,8 @@ var jpAfter = []string{"は", "が", "を", "に", "の", "も", "と", "まで"
 // zhRolesBefore are role nouns written before a Chinese name ("记者王小明", "发言人付凌晖").
 var zhRolesBefore = []string{"新闻发言人", "发言人", "记者", "主持人", "总经理", "董事长", "经理", "主任",
 	"教授", "医生", "律师", "老师", "员工", "同事", "工程师", "总裁", "局长", "市长", "部长", "校长",
-	"院长", "秘书", "助理", "店长", "司机", "主管", "会员", "客户", "选手", "队长", "通讯员", "作者", "编辑"}
+	"院长", "秘书", "助理", "店长", "司机", "主管", "会员", "客户", "选手", "队长", "通讯员", "作者", "编辑",
+	"护士长", "班主任", "护士", "同学", "牧师", "牧師"}
 
 // zhVerbs follow a Chinese name: verbs of speech and of taking part.
 var zhVerbs = []string{"说", "表示", "介绍", "建议", "认为", "指出", "报道", "称", "强调", "透露", "告诉",
@@ -693,7 +700,8 @@ func koName(w string) bool {
 }
 
 // koRolesBefore are nouns written before a Korean name without a colon ("담당자 임수진에게").
-var koRolesBefore = []string{"담당자", "추천인", "신청인", "수령인", "대표", "기자", "보호자", "작성자", "상담원", "매니저", "팀장", "과장", "부장", "대리", "사원", "교수"}
+var koRolesBefore = []string{"담당자", "추천인", "신청인", "수령인", "대표", "기자", "보호자", "작성자", "상담원", "매니저", "팀장", "과장", "부장", "대리", "사원", "교수",
+	"신랑", "신부", "혼주:", "소장", "지도교사", "교사", "선발", "대타", "마무리", "반", "·"}
 
 // koreanRunName returns the end of a Korean name at the word text[s:we], or -1: with an age in
 // brackets after it ("김민수(42)"), or after a role noun ("담당자 임수진에게").
