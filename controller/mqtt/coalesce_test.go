@@ -117,3 +117,56 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// TestCoalescingConnIdle: a message that comes after a pause longer than the window (an idle
+// connection's heartbeat) marks the connection idle, so the next Read does not wait first (it
+// would only add the timer's wake-up).
+func TestCoalescingConnIdle(t *testing.T) {
+	const d = 10 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	next := make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			wrote <- err
+			return
+		}
+		defer c.Close()
+		for _, m := range []string{"a", "b"} {
+			<-next
+			if m == "b" {
+				time.Sleep(3 * d) // the pause of an idle connection (pacing the writer, not a sync)
+			}
+			if _, err := c.Write([]byte(m)); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	c, err := (&coalescingDialer{Dialer: net.Dialer{Timeout: 5 * time.Second}, d: d}).Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cc := c.(*coalescingConn)
+	buf := make([]byte, 16)
+	for _, want := range []string{"a", "b"} {
+		next <- struct{}{}
+		n, err := c.Read(buf)
+		if err != nil || string(buf[:n]) != want {
+			t.Fatalf("read %q, %v; want %q", buf[:n], err, want)
+		}
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if cc.blocked < d {
+		t.Fatalf("the read after a pause of %v blocked %v: want the connection taken as idle (at least %v)", 3*d, cc.blocked, d)
+	}
+}
