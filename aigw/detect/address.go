@@ -2,6 +2,7 @@ package detect
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -63,7 +64,9 @@ var streetWords = map[string]int{
 	"carrera": stPrefix, "via": stPrefix, "viale": stPrefix, "piazza": stPrefix, "corso": stPrefix,
 	"largo": stPrefix, "vicolo": stPrefix, "rua": stPrefix, "ul": stPrefix, "ulica": stPrefix, "travessa": stPrefix, "praça": stPrefix,
 	"alameda": stPrefix, "rambla": stPrefix, "ronda": stPrefix, "carretera": stPrefix, "plazuela": stPrefix,
-	"jl": stPrefix, "jalan": stPrefix, "soi": stPrefix, "thanon": stPrefix, "calea": stPrefix,
+	"jl": stPrefix, "jalan": stPrefix, "gg": stPrefix, "lorong": stPrefix, "persiaran": stPrefix,
+	"rehov": stPrefix, "rechov": stPrefix, "sderot": stPrefix, "derech": stPrefix,
+	"jr": stPrefix, "jirón": stPrefix, "pje": stPrefix, "psje": stPrefix, "pasaje": stPrefix, "soi": stPrefix, "thanon": stPrefix, "calea": stPrefix,
 	"bulevardul": stPrefix, "bd-ul": stPrefix, "strada": stPrefix, "aleja": stPrefix, "al": stPrefix,
 	"plac": stPrefix, "os": stPrefix, "osiedle": stPrefix, "avinguda": stPrefix, "carrer": stPrefix,
 	"utca": stAfter, "út": stAfter, "útja": stAfter, "tér": stAfter, "körút": stAfter, "köz": stAfter,
@@ -80,7 +83,8 @@ var streetWords = map[string]int{
 // left out.
 var germanSuffixes = []string{"straße", "strasse", "str.", "weg", "gasse", "platz", "allee",
 	"damm", "ufer", "chaussee", "steig", "pfad", "straat", "laan", "gracht", "plein", "kade",
-	"singel", "dijk", "vej", "gatan", "vägen", "veien", "vegur", "stræti", "braut"}
+	"singel", "dijk", "vej", "gatan", "vägen", "veien", "vegur", "stræti", "braut", "katu", "kuja",
+	"polku", "tie", "gränd", "stien", "vænget"}
 
 // nameParticles may appear inside French, Spanish, Italian and Portuguese street names.
 var nameParticles = map[string]bool{
@@ -167,6 +171,11 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 				i = e
 				continue
 			}
+			if e, score := blockFirst(text, i, we); e > 0 {
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				i = e
+				continue
+			}
 			if e, score := unitFirst(text, i, we); e > 0 {
 				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
 				i = e
@@ -179,11 +188,18 @@ func (addressDetector) Detect(text string, out []Entity) []Entity {
 			}
 			if e, score := addressNameFirst(text, i, we); e > 0 {
 				e, score = addressTail(text, e, score)
-				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				out = append(out, Entity{Type: TypeStreetAddress, Start: laneOf(text, i, we), End: e, Score: score})
 				i = e
 				continue
 			}
 			i = we
+		case c == '#' && (i == 0 || !isWordByte(text[i-1])):
+			if e, score := hashUnitFirst(text, i); e > 0 {
+				out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
+				i = e
+				continue
+			}
+			i++
 		default:
 			i++
 		}
@@ -271,6 +287,16 @@ func poBox(text string, i, we int) (int, float64) {
 
 func poBoxNumber(text string, s int) (int, float64) {
 	e := digitsAt(text, s)
+	if e-s <= 7 && e+6 < len(text) && text[e] == '-' && digitsAt(text, e+1) == e+6 && numRightOK(text, e+6) {
+		// Kenya, Uganda: the box and the post office's code ("52118-00200"), then the town.
+		e += 6
+		if e+2 < len(text) && text[e] == ',' {
+			if ce := cityWords(text, e+1); ce > 0 {
+				return ce, addrPOBoxScore + addrLocalBoost
+			}
+		}
+		return e, addrPOBoxScore + addrLocalBoost
+	}
 	if e-s > 7 || !numRightOK(text, e) {
 		return -1, 0
 	}
@@ -370,7 +396,7 @@ func addressNumberFirst(text string, i int) (int, float64) {
 		}
 	}
 	// Layout A: name words then a street type.
-	names := 0
+	names, caps := 0, false
 	for names <= addrMaxName && j > 0 && j < len(text) {
 		var we int
 		if isDigit(text[j]) {
@@ -384,11 +410,13 @@ func addressNumberFirst(text string, i int) (int, float64) {
 			}
 			we = wordEnd(text, j)
 			w := text[j:we]
-			if !isCapWord(w) && !directionals[w] {
+			if !isCapWord(w) && !directionals[w] && !allCaps(w) {
 				return -1, 0
 			}
+			caps = caps || allCaps(w) && !directionals[w]
 			if names > 0 {
-				if k := streetKind(text, j, we); k&stSuffix != 0 {
+				// In capitals ("2150 FRUITVALE AVE"), the type must be in capitals too.
+				if k := streetKind(text, j, we); k&stSuffix != 0 && (!caps || allCaps(w)) {
 					// "Tottenham Court Road": a type word followed by another is part of the name.
 					if s := space(text, we); s > 0 && isLetterAt(text, s) && names < addrMaxName {
 						if ne := wordEnd(text, s); isCapWord(text[s:ne]) && streetKind(text, s, ne)&stSuffix != 0 {
@@ -410,6 +438,14 @@ func addressNumberFirst(text string, i int) (int, float64) {
 						de := wordEnd(text, s)
 						if de > s && directionals[text[s:de]] && (de == len(text) || !isWordByte(text[de])) {
 							e = de
+						}
+					}
+					e = streetNumberAfterType(text, e)
+					// Words in capitals are as often a heading or a shout: only with a locality
+					// that has a postal code or state ("...\nOAKLAND CA 94601").
+					if caps {
+						if _, ts := addressTail(text, e, score); ts <= score {
+							return -1, 0
 						}
 					}
 					return e, score
@@ -450,7 +486,7 @@ func addressNoType(text string, i int) int {
 		}
 		j = space(text, we)
 	}
-	if end < 0 || localityAfter(text, end) < 0 && !worldStreetEnd(text, end) {
+	if end < 0 || localityAfter(text, worldUnit(text, end)) < 0 && !worldStreetEnd(text, end) {
 		return -1
 	}
 	return end
@@ -471,7 +507,7 @@ func nameWords(text string, j int, particles bool) int {
 		}
 		we := wordEnd(text, s)
 		w := text[s:we]
-		if isCapWord(w) {
+		if isCapWord(w) || end > 0 && romanNumeral(w) {
 			end = we
 			j = we
 			continue
@@ -500,6 +536,9 @@ func addressNameFirst(text string, s, we int) (int, float64) {
 	}
 	// Layout D: "Calle de Alcalá 23", "Via Roma 10", "Rue de Rivoli 48".
 	if streetKind(text, s, we)&(stPrefix|stFrench) != 0 {
+		if r, _ := utf8.DecodeLastRuneInString(text[:max(s-1, 0)]); w == "Jr" && s > 1 && text[s-1] == ' ' && unicode.IsLetter(r) {
+			return -1, 0 // "Sammy Davis Jr. Award 2024": a name's suffix, not a jirón
+		}
 		e := we
 		if e < len(text) && text[e] == '.' {
 			e++
@@ -595,7 +634,7 @@ func typeAfterName(text string, we int) int {
 func streetNoTypeFirst(text string, we int) int {
 	for n := 0; n < 3; n++ {
 		if hn := numberAfterName(text, we); hn > 0 {
-			if localityAfter(text, hn) > 0 {
+			if localityAfter(text, worldUnit(text, hn)) > 0 {
 				return hn
 			}
 			return -1
@@ -605,8 +644,8 @@ func streetNoTypeFirst(text string, we int) int {
 			return -1
 		}
 		te := wordEnd(text, t)
-		if !isCapWord(text[t:te]) {
-			return -1
+		if !isCapWord(text[t:te]) || streetPreposition(text[t:te]) {
+			return -1 // "Vereinsheim Am Wiesengrund 7": the street starts at "Am"
 		}
 		we = te
 	}
@@ -740,7 +779,14 @@ func localityStd(text string, e int) int {
 		return -1
 	}
 	// "City, ST 12345", "City, ST", "City ST 12345", "City SW1A 2AA", "City, ON M5V 2T6",
-	// "City VIC 3000", "City 2000"
+	// "City VIC 3000", "City 2000"; a province in brackets: "Montréal (Québec) H2J 2L4"
+	if pe := bracketedProvince(text, ce); pe > 0 {
+		if z := space(text, pe); z > 0 {
+			if e := postcodeAt(text, z); e > 0 {
+				return e
+			}
+		}
+	}
 	k := ce
 	if k < len(text) && text[k] == ',' {
 		k++
@@ -764,7 +810,9 @@ func localityStd(text string, e int) int {
 	}
 	if ze := zipAt(text, k); ze > 0 {
 		if pc := postalCity(text, ze); pc > 0 && text[k-1] == ' ' && text[k-2] == ',' {
-			return pc // a postal code before the city after a district: ", Roma Norte, 06700 Ciudad de México"
+			// a postal code before the city after a district: ", Roma Norte, 06700 Ciudad de
+			// México", and a state code after it (", CDMX")
+			return afterPostcode(text, ze)
 		}
 		return ze
 	}
@@ -954,7 +1002,7 @@ func postalCity(text string, j int) int {
 		}
 	}
 	if end+2 < len(text) && text[end] == ' ' && isDigit(text[end+1]) {
-		if d := digitsAt(text, end+1); d-end-1 <= 2 && (d == len(text) || strings.IndexByte(".,;)\n\r", text[d]) >= 0) {
+		if d := digitsAt(text, end+1); d-end-1 <= 2 && (d == len(text) || strings.IndexByte(".,;)\n\r\"", text[d]) >= 0) {
 			return d
 		}
 	}
@@ -1011,6 +1059,11 @@ func cityWords(text string, j int) int {
 			break
 		}
 		if isCapWord(w) && !usStates[w] {
+			// An abbreviation before the name: "Co. Dublin", "Brgy. Poblacion", "Mt. Albert".
+			if we-s <= 4 && we+2 < len(text) && text[we] == '.' && text[we+1] == ' ' && isUpper(text[we+2]) {
+				j = we + 1
+				continue
+			}
 			end = we
 			j = we
 			continue

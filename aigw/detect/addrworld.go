@@ -40,30 +40,44 @@ func localityAfter(text string, e int) int {
 		return worldLocality(text, e+1, false)
 	}
 	if e < len(text) && text[e] == '\n' {
-		return nextLineLocality(text, e+1)
+		if le := nextLineLocality(text, e+1); le > 0 {
+			return le
+		}
 	}
-	return worldLocality(text, e, false)
+	if le := worldLocality(text, e, false); le > 0 {
+		return le
+	}
+	return blockLocality(text, e)
 }
 
-// nextLineLocality returns the end of "City, ST 12345" when it is the whole line at s.
+// nextLineLocality returns the end of "City, ST 12345" when it is the whole line at s; also
+// "City, BC V6G 1M8" (Canada), "Preston VIC 3072" (Australia) and "OAKLAND CA 94601" (capitals,
+// the comma left out).
 func nextLineLocality(text string, s int) int {
 	j, n := s, 0
 	for n < 3 && j < len(text) && isLetterAt(text, j) {
 		we := wordEnd(text, j)
-		if !isCapWord(text[j:we]) {
+		if w := text[j:we]; !isCapWord(w) && !allCaps(w) {
 			return -1
 		}
 		j, n = we, n+1
-		if s := space(text, j); s > 0 && isUpper(text[s]) {
-			j = s
-			continue
+		t := space(text, j)
+		if t < 0 || !isUpper(text[t]) {
+			break
 		}
-		break
+		if se := stateAt(text, t); se > 0 && space(text, se) > 0 {
+			break // the state, without a comma before it
+		}
+		j = t
 	}
-	if n == 0 || j >= len(text) || text[j] != ',' {
+	if n == 0 || j >= len(text) || text[j] != ',' && text[j] != ' ' {
 		return -1
 	}
-	k := space(text, j+1)
+	k := j
+	if text[k] == ',' {
+		k++
+	}
+	k = space(text, k)
 	if k < 0 {
 		return -1
 	}
@@ -72,6 +86,14 @@ func nextLineLocality(text string, s int) int {
 		return -1
 	}
 	ze := zipAt(text, se+1)
+	if ze < 0 {
+		ze = postcodeAt(text, se+1) // Canada
+	}
+	if ze < 0 {
+		if d := digitsAt(text, se+1); d-se-1 == 4 {
+			ze = d // Australia
+		}
+	}
 	if ze < 0 || ze < len(text) && text[ze] != '\n' && text[ze] != '\r' {
 		return -1
 	}
@@ -111,6 +133,9 @@ func worldLocality(text string, e int, strong bool) int {
 		if pe+1 < len(text) && text[pe] == ' ' {
 			if ce := worldPostcode(text, pe+1, strong); ce > 0 {
 				return afterPostcode(text, ce)
+			}
+			if ce := fourDigitEnd(text, pe+1); ce > 0 && n > 0 && isLetterAt(text, pe-1) && !numberedWordBefore(text, pe) {
+				return ce // "Dhanmondi, Dhaka 1209.", "Brgy. Talon Dos, Las Piñas City 1747"
 			}
 		}
 		k = pe
@@ -214,16 +239,24 @@ func worldPart(text string, j int) int {
 				}
 				if we+1 < len(text) && text[we] == '/' && isDigit(text[we+1]) {
 					we = digitsAt(text, we+1)
+				} else if we+2 < len(text) && text[we] == '/' && isUpper(text[we+1]) && !isWordByte(text[we+2]) {
+					we += 2 // "Road 11/A"
 				}
 				if we < len(text) && isWordByte(text[we]) {
 					return end
 				}
 			}
+		case isLetterAt(text, j) && sectorCode(text, j) > 0:
+			we = sectorCode(text, j) // "F-7/3", "G-11/2"
+			letters = true
 		case isLetterAt(text, j):
 			we = wordEnd(text, j)
+			if caselessWord(text[j:we]) {
+				we = markedWordEnd(text, j) // "सेक्टर": vowel signs are marks, not letters
+			}
 			w := text[j:we]
 			switch {
-			case isCapWord(w):
+			case isCapWord(w) || caselessWord(w):
 			case upperRun(text, j) == we && we-j <= 5:
 			case nameParticles[w] && n > 0:
 			default:
@@ -259,19 +292,21 @@ var unitChainStarts = []struct {
 }{
 	{"H.No. ", false}, {"H. No. ", false}, {"House No. ", false}, {"Door No. ", false},
 	{"D.No. ", false}, {"Plot No. ", false}, {"Flat No. ", false}, {"Flat ", false},
-	{"Plot ", false}, {"No. ", true},
+	{"Plot ", false}, {"House ", true}, {"Lot ", true}, {"No. ", true},
+	{"मकान नं. ", false}, {"मकान नंबर ", false}, {"प्लॉट नं. ", false}, {"फ्लैट नं. ", false},
 }
 
 // chainWords mark a chain of a weak unit start as an address ("No. 12, 4th Cross, Gandhi Nagar").
 var chainWords = []string{"Nagar", "Sector", "Cross", "Main", "Road", "Marg", "Colony", "Layout",
-	"Block", "Phase", "Enclave", "Vihar", "Puram", "Street", "Lane", "Extension", "Stage", "Gali"}
+	"Block", "Phase", "Enclave", "Vihar", "Puram", "Street", "Lane", "Extension", "Stage", "Gali",
+	"Brgy", "Barangay", "Purok", "Subd", "Blk"}
 
 // unitChain matches an Indian address that starts with its unit at i ("Flat 302, Plot 14,
 // Sector 21, Dwarka, New Delhi 110075", "H.No. 5-9-22, Lakdikapul, Hyderabad - 500004"), or -1.
 func unitChain(text string, i int) int {
-	if i+4 >= len(text) || strings.IndexByte("HFPDN", text[i]) < 0 || strings.IndexByte(". oOlL", text[i+1]) < 0 ||
-		text[i] == 'N' && text[i+2] != '.' {
-		return -1 // "H.", "Ho", "Fl", "Pl", "Do", "D.", "No."
+	if i+4 >= len(text) || text[i] < utf8.RuneSelf && (strings.IndexByte("HFPDNL", text[i]) < 0 || strings.IndexByte(". oOlL", text[i+1]) < 0 ||
+		text[i] == 'N' && text[i+2] != '.') {
+		return -1 // "H.", "Ho", "Fl", "Pl", "Do", "D.", "No."; or Devanagari ("मकान नं.")
 	}
 	for _, st := range unitChainStarts {
 		if !strings.HasPrefix(text[i:], st.p) {
@@ -285,14 +320,15 @@ func unitChain(text string, i int) int {
 		if u == k || !isDigit(text[k]) {
 			return -1
 		}
-		le := worldLocality(text, u, false)
+		u = secondUnit(text, u)
+		le := worldLocality(text, u, true)
 		if le < 0 {
 			return -1
 		}
 		if st.weak {
-			ok := false
+			ok := chainHasStreetWord(text, u, le)
 			for _, w := range chainWords {
-				if strings.Contains(text[u:le], w) {
+				if ok || strings.Contains(text[u:le], w) {
 					ok = true
 					break
 				}
@@ -469,6 +505,11 @@ func rtRW(text string, e int) int {
 // worldUnit extends a street ending at e with units written the way of other countries:
 // " Int. 3" (Mexico), " - apto 42" (Brazil), "No: 112 D: 5" (Turkey), Indonesian RT/RW.
 func worldUnit(text string, e int) int {
+	if e > 0 && isDigit(text[e-1]) {
+		e = unitAfterNumber(text, e)
+	} else if e < len(text) && text[e] == ',' {
+		e = unitWordAfter(text, e) // "4521, rue Saint-Denis, app. 3"
+	}
 	e = rtRW(text, e)
 	// Argentina: ", piso 3 depto B"
 	if strings.HasPrefix(text[e:], ", piso ") {
@@ -521,6 +562,12 @@ func scriptAddresses(text string, out []Entity) []Entity {
 			if isDigit(c) && numLeftOK(text, i) {
 				if e := thaiAddress(text, i); e > 0 {
 					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: addrScore + addrLocalBoost})
+					i = e
+					continue
+				}
+				// A house number in ASCII digits before an Arabic street word: "15 شارع ...".
+				if e, score := arabicAddress(text, i); e > 0 {
+					out = append(out, Entity{Type: TypeStreetAddress, Start: i, End: e, Score: score})
 					i = e
 					continue
 				}
@@ -580,7 +627,8 @@ var (
 )
 
 func init() {
-	for _, l := range [...][]string{jpPrefectures, cnProvinces, krRegions, {"شارع", "רחוב", "רח'", "שדרות"}} {
+	// Hindi house, plot and flat words start unitChain's chains (SafePrefix holds them too).
+	for _, l := range [...][]string{jpPrefectures, cnProvinces, krRegions, {"شارع", "רחוב", "רח'", "שדרות"}, {"मकान", "प्लॉट", "फ्लैट"}} {
 		for _, p := range l {
 			r, _ := utf8.DecodeRuneInString(p)
 			addrStarts[r] = append(addrStarts[r], p)

@@ -15,7 +15,12 @@ var cardContext = &contextRule{
 	pos: newKeywords("card", "cards", "credit", "debit", "visa", "mastercard", "master card", "amex",
 		"american express", "discover", "jcb", "diners", "unionpay", "maestro", "cc", "ccn", "pan",
 		"card number", "card no", "payment", "pay with", "charge", "kreditkarte", "carte", "tarjeta",
-		"carta", "cartão"),
+		"carta", "cartão",
+		// networks of one country or trade, and the word "card" of more languages
+		"rupay", "troy", "uatp", "elo", "hipercard", "verve", "dankort", "mir", "bc card", "cabal",
+		"kart", "karta", "karty", "kartu", "karte", "kaart", "kort", "kortti", "kortin", "kártya",
+		"thẻ", "карта", "карты", "картка", "картки", "κάρτα", "κάρτας", "بطاقة", "البطاقة",
+		"כרטיס", "कार्ड", "카드", "カード", "卡号", "银联", "信用卡", "บัตร"),
 	neg: newKeywords("order", "invoice", "tracking", "ref", "reference", "isbn", "serial", "sku",
 		"imei", "account id", "customer id", "transaction id", "ticket",
 		// Loyalty and membership numbers are card-shaped and may pass Luhn: "CLUBCARD 6340 ...".
@@ -52,12 +57,33 @@ func cardBrand(d []byte) string {
 		return "unionpay"
 	case (p(2) == 50 || p(2) >= 56 && p(2) <= 69) && n >= 12 && n <= 19:
 		return "maestro"
-	case p(4) == 2200 || p(4) == 2201 || p(4) == 2202 || p(4) == 2203 || p(4) == 2204:
-		if n == 16 {
-			return "mir"
-		}
+	case p(4) >= 2200 && p(4) <= 2204 && n >= 16 && n <= 19:
+		return "mir"
 	}
 	return ""
+}
+
+// cardBrandCued returns the brand of a card number of a network whose issuer range other
+// numbers share too often to report it without a card word near it (cardCued): RuPay and
+// UnionPay 81-82, Troy 9792, BC Card 94 and UATP (airline cards, 15 digits from 1), or "".
+func cardBrandCued(d []byte) string {
+	n := len(d)
+	switch {
+	case n == 16 && d[0] == '8' && (d[1] == '1' || d[1] == '2'):
+		return "rupay"
+	case n == 16 && d[0] == '9' && d[1] == '7' && d[2] == '9' && d[3] == '2':
+		return "troy"
+	case n == 16 && d[0] == '9' && d[1] == '4':
+		return "bccard"
+	case n == 15 && d[0] == '1':
+		return "uatp"
+	}
+	return ""
+}
+
+// cardCued reports whether a card word stands before or after text[s:e] (the context window).
+func cardCued(text string, s, e int) bool {
+	return hasKeyword(text, s, e, cardContext.pos)
 }
 
 // luhn reports whether the digits pass the Luhn (mod 10) check.
@@ -79,6 +105,10 @@ func luhn(d []byte) bool {
 }
 
 func (cardDetector) Detect(text string, out []Entity) []Entity {
+	return asciiDetect(text, out, detectCards)
+}
+
+func detectCards(text string, out []Entity) []Entity {
 	var digits [19]byte
 	var glen [19]int // group lengths of the current window
 	for i := 0; i < len(text); {
@@ -117,19 +147,32 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				nd += copy(digits[nd:], text[h:e])
 				glen[ng] = e - h
 				ng++
-				more := sep.at(text, e)
+				sk := sep.skip(text, e)
+				if sk > 0 && text[e] != sep.c && !allFours(glen[:ng]) {
+					sk = 0 // only a number grouped 4-4-... goes on after a line break
+				}
+				more := sk > 0
 				// A window ends the run, or is followed by a long enough rest (a list of cards):
-				// "5451 6996 2862 3133" is one number, not the card "6996 2862 3133".
-				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+sep.n, sep) >= 12
+				// "5451 6996 2862 3133" is one number, not the card "6996 2862 3133". A line
+				// break may end it or continue it ("4111 1111\n1111 1111" in OCR text).
+				ends := !more && numRightOK(text, e) || more && list && restDigits(text, e+sk, sep) >= 12 ||
+					more && shortTail(text, e+sk) && standardCardGroups(glen[:ng]) ||
+					more && text[e] != sep.c && standardCardGroups(glen[:ng])
 				if nd >= 12 && ends && luhn(digits[:nd]) {
-					if b := cardBrand(digits[:nd]); b != "" {
+					b := cardBrand(digits[:nd])
+					if b == "" {
+						if b = cardBrandCued(digits[:nd]); b != "" && !cardCued(text, g, e) {
+							b = ""
+						}
+					}
+					if b != "" {
 						best, bestGroups, bestBrand = e, ng, b
 					}
 				}
 				if !more {
 					break
 				}
-				h = e + sep.n
+				h = e + sk
 			}
 			if best >= 0 {
 				score := cardOddGroupsScore
@@ -141,14 +184,14 @@ func (cardDetector) Detect(text string, out []Entity) []Entity {
 				break
 			}
 			e := digitsAt(text, g)
-			more := sep.at(text, e)
-			if more && list {
-				g = e + sep.n
+			sk := sep.skip(text, e)
+			if sk > 0 && list {
+				g = e + sk
 				continue
 			}
-			for more { // skip the rest of the run
-				e = digitsAt(text, e+sep.n)
-				more = sep.at(text, e)
+			for sk > 0 && text[e] == sep.c { // skip the rest of the run on this line
+				e = digitsAt(text, e+sk)
+				sk = sep.skip(text, e)
 			}
 			i = e
 			break
@@ -193,6 +236,26 @@ func (s cardSep) at(text string, e int) bool {
 	return isDigit(text[e+s.n])
 }
 
+// skip returns the length of the separator at e, or 0: the separator itself, or a line break
+// between two four-digit groups of a number grouped by spaces ("4111 1111\n1111 1111", a card
+// that OCR or a narrow column wrapped).
+func (s cardSep) skip(text string, e int) int {
+	if s.at(text, e) {
+		return s.n
+	}
+	if s.c != ' ' || e < 4 || e >= len(text) || digitsAt(text, e-4) != e || e > 4 && isDigit(text[e-5]) {
+		return 0
+	}
+	k := e
+	if text[k] == '\r' {
+		k++
+	}
+	if k+5 > len(text) || text[k] != '\n' || digitsAt(text, k+1) != k+5 {
+		return 0
+	}
+	return k + 1 - e
+}
+
 // restDigits counts the digits of the run that continues at j with separator sep, stopping
 // past 20.
 func restDigits(text string, j int, sep cardSep) int {
@@ -200,11 +263,32 @@ func restDigits(text string, j int, sep cardSep) int {
 	for n <= 20 {
 		e := digitsAt(text, j)
 		n += e - j
-		if sep.at(text, e) {
-			j = e + sep.n
+		if k := sep.skip(text, e); k > 0 {
+			j = e + k
 			continue
 		}
 		break
 	}
 	return n
+}
+
+func allFours(gl []int) bool {
+	for _, n := range gl {
+		if n != 4 {
+			return false
+		}
+	}
+	return true
+}
+
+// shortTail reports whether the digit group at j is the run's last and has two or three
+// digits that end the number ("4111 1111 1111 1111 123" with its security code, a table's
+// "3566  1585  3071  3664  64,20 €" with the amount in the next column, "... 1111 12/27" with the
+// expiry date): a 16-digit card in 4-4-4-4 is then the card, not part of a longer number.
+func shortTail(text string, j int) bool {
+	e := digitsAt(text, j)
+	if e-j < 2 || e-j > 3 {
+		return false
+	}
+	return e == len(text) || !isDigit(text[e]) && (text[e] != ' ' && text[e] != '.' && text[e] != '-' || e+1 >= len(text) || !isDigit(text[e+1]))
 }

@@ -43,21 +43,35 @@ func columnHeader(text string, start, end int) string {
 			col++
 		}
 	}
-	// Walk up to the first line of the block whose lines all contain d.
-	hs := ls
+	// Walk up to the first line of the block whose lines all contain d; prefer the first with
+	// as many delimiters as the value's line (a table's rows and header have the same count,
+	// and a line of other text with a '|' above the header is not the header).
+	le := e
+	for le < len(text) && text[le] != '\n' && le-ls < columnMaxBytes {
+		le++
+	}
+	cells := countByte(text[ls:le], d)
+	hs, same := ls, -1
 	for n := 0; n < columnMaxLines && hs > 0 && start-hs < columnMaxBytes; n++ {
 		p := hs - 1 // the '\n' ending the previous line
 		q := p
 		for q > 0 && text[q-1] != '\n' {
 			q--
 		}
-		if !containsByte(text[q:p], d) {
+		k := countByte(text[q:p], d)
+		if k == 0 {
 			break
 		}
 		hs = q
+		if k == cells {
+			same = q
+		}
 	}
 	if hs == ls {
 		return "" // no line above
+	}
+	if same >= 0 {
+		hs = same
 	}
 	// The header cell at index col.
 	i, c := hs, 0
@@ -87,6 +101,16 @@ func columnHeader(text string, start, end int) string {
 }
 
 func isDelimiter(c byte) bool { return c == ',' || c == ';' || c == '|' || c == '\t' }
+
+func countByte(s string, c byte) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+		}
+	}
+	return n
+}
 
 func containsByte(s string, c byte) bool {
 	for i := 0; i < len(s); i++ {
@@ -136,7 +160,10 @@ var nameHeaders = newKeywords("name", "full name", "fullname", "first name", "la
 	"nachname",
 	// rosters and results (detect10): "first\tlast", "Player", "Forename"
 	"first", "last", "forename", "given", "player", "athlete", "runner", "volunteer", "attendee",
-	"delegate", "pupil")
+	"delegate", "pupil",
+	// results and cards (detect12): "Helm", "Jockey", "Trainer"
+	"helm", "skipper", "jockey", "trainer", "rider", "driver", "coach", "captain", "referee", "umpire",
+	"arbiter", "oncall", "on call", "reviewer", "approver", "maintainer", "organiser", "organizer")
 
 // fieldKey returns the key of a structured field whose whole value is text[s:e], or "": a
 // quoted value after a quoted or bare key and ':' or '=' (JSON, YAML, Python, shell:
@@ -191,7 +218,10 @@ var thingHeaders = newKeywords("product", "company", "org", "organisation", "org
 	"shop", "domain", "queue", "topic", "bucket", "table", "database", "cluster", "node", "pod",
 	"image", "repo", "branch", "package", "module", "plan", "tier", "policy", "role", "group",
 	"channel", "event", "business", "merchant", "employer", "hotel", "restaurant", "school",
-	"university", "vendor", "supplier", "namespace", "key", "field", "column", "tag", "label")
+	"university", "vendor", "supplier", "namespace", "key", "field", "column", "tag", "label",
+	// results, cards and registers (detect12): "Club", "Horse", "Boat", "station_name", "Reparto"
+	"club", "horse", "boat", "yacht", "vessel", "station", "stop", "room", "dish", "colour", "color",
+	"department", "dept", "course", "job", "position", "reparto", "puesto", "ruolo", "abteilung")
 
 // personKey reports whether a field key names a person's name ("first_name", "displayName",
 // "holder"), not a thing's ("product_name", "hostname").

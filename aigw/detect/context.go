@@ -20,6 +20,26 @@ type contextRule struct {
 	boost   float64
 	penalty float64
 	max     float64
+	// head holds more words that label a table column or a field of the type, too broad for
+	// prose ("social" heads a column of SSNs; in a sentence it is any social thing).
+	head *keywords
+	// notHead holds context words that do not label a column of the type: "Age" heads ages,
+	// not dates of birth ("Age-Wt  5-11-7" in a race card), unless a head word is there too.
+	notHead *keywords
+}
+
+// labelled reports whether text[s:e] is the value of a table column or a field whose header
+// or key is one of r's words: a delimited table ("dob;ssn"), a padded one ("| Tanggal Lahir |"),
+// a space-aligned one (alignedValueHeader), or a quoted or XML field ("social": "...").
+func (r *contextRule) labelled(text string, s, e int) bool {
+	has := func(h string) bool {
+		if headerHas(h, r.notHead) {
+			return headerHas(h, r.head) // "DOB / Age" still labels dates of birth; "Age-Wt" not
+		}
+		return headerHas(h, r.pos) || headerHas(h, r.head)
+	}
+	return has(columnHeader(text, s, e)) || has(paddedCellHeader(text, s, e)) ||
+		has(alignedValueHeader(text, s, e)) || has(fieldKey(text, s, e))
 }
 
 // keywords holds lower-case keywords indexed by first byte, so that a context window is scanned
@@ -102,7 +122,7 @@ func windowStart(text string, pos int) int {
 	for p := pos - 1; p >= lo; p-- {
 		switch c := text[p]; {
 		case c == '\n':
-			if !crossed && (isBlank(text[p+1:pos]) && lineEndsWithColon(text[lo:p]) || answersQuestion(text, p+1, pos)) {
+			if !crossed && (isBlank(text[p+1:pos]) && (lineEndsWithColon(text[lo:p]) || labelLine(text, lo, p)) || answersQuestion(text, p+1, pos)) {
 				crossed = true
 				continue
 			}
@@ -162,6 +182,39 @@ func isBlank(s string) bool {
 	return true
 }
 
+// labelLine reports whether the line ending at p (a line break) lies wholly after lo and is a
+// form's label without a colon, its value on the next line ("Date of Birth\n04/17/2008",
+// "Social Security Number\n412 66 0193"): at most five words, no digit, no cell delimiter,
+// not ending a sentence or a clause.
+func labelLine(text string, lo, p int) bool {
+	s := p
+	for s > lo && text[s-1] != '\n' {
+		s--
+	}
+	if s == lo && s > 0 && text[s-1] != '\n' || isBlank(text[s:p]) {
+		return false
+	}
+	gaps := 0 // between words
+	for i := s; i < p; i++ {
+		switch c := text[i]; {
+		case isDigit(c), c == '\t', isDelimiter(c), c == '=':
+			return false // a table's header row labels by column (labelled), not the line below
+		}
+		if text[i] == ' ' && i > s && text[i-1] != ' ' {
+			gaps++
+		}
+	}
+	for q := p - 1; q >= s; q-- {
+		if c := text[q]; c != ' ' && c != '\r' && c != '\t' {
+			if c == '.' || c == '!' || c == '?' || c == ',' || c == ';' {
+				return false
+			}
+			break
+		}
+	}
+	return gaps < 5
+}
+
 func lineEndsWithColon(s string) bool {
 	for i := len(s) - 1; i >= 0; i-- {
 		if s[i] == ' ' || s[i] == '\t' || s[i] == '\r' {
@@ -199,6 +252,9 @@ func windowEnd(text string, pos int) int {
 func sentenceEnd(text string, p int) bool {
 	if text[p] != '.' {
 		return true
+	}
+	if p >= 2 && text[p-1] == '.' && text[p-2] == '.' {
+		return false // dot leaders of a form: "Date of birth .......... 12/03/1985"
 	}
 	k := p
 	for k > 0 && isAlpha(text[k-1]) {

@@ -31,7 +31,15 @@ var dobContext = &contextRule{
 		"γεννήθηκε",
 		// other scripts: Chinese, Japanese, Korean, Arabic, Hebrew, Hindi, Thai
 		"生年月日", "出生日期", "出生", "生日", "誕生日", "생년월일", "생일", "تاريخ الميلاد", "مواليد",
-		"תאריך לידה", "נולד", "נולדה", "जन्म तिथि", "जन्मतिथि", "जन्म", "วันเกิด"),
+		"תאריך לידה", "נולד", "נולדה", "जन्म तिथि", "जन्मतिथि", "जन्म", "วันเกิด",
+		// abbreviated form labels and more languages (ids17): "Fecha de nac.", "Dt. nasc.",
+		// Tagalog, Croatian, Slovak, Estonian, Lithuanian, Latvian, Catalan, Afrikaans,
+		// Swahili, Russian "г.р.", Arabic, Persian, Bengali, Japanese "生まれ", Korean "출생"
+		"nac.", "f. nac", "fec. nac", "nasc.", "dt. nasc", "kapanganakan", "ipinanganak",
+		"rođen", "rođena", "rođenja", "narodenia", "narodený", "narodená", "sünniaeg",
+		"sündinud", "gimimo", "gimęs", "dzimšanas", "dzimis", "naixement", "nascut", "nascuda",
+		"gebore", "kuzaliwa", "alizaliwa", "г.р.", "рожд", "народж", "الولادة", "تاریخ تولد",
+		"تولد", "জন্ম", "生まれ", "출생"),
 	neg: newKeywords("invoice", "order", "ordered", "due", "shipped", "delivered", "delivery",
 		"meeting", "expires", "expiry", "expiration", "exp", "created", "updated", "issued",
 		"since", "released", "release", "deadline", "appointment", "scheduled", "paid", "payment",
@@ -39,9 +47,17 @@ var dobContext = &contextRule{
 		"build", "published", "signed", "starts", "start", "ends", "until", "from", "on call",
 		"vom", "rechnung", "facture", "factura", "fattura",
 		// an obituary's other dates: "born 4 June 1938, died 16 November 2026"
-		"died", "death", "deceased", "passed away", "funeral", "buried"),
+		"died", "death", "deceased", "passed away", "funeral", "buried",
+		// other events of a life with a count of years beside them, as an age has (ids17):
+		// "joined 2001-03-12 (25 yrs of service)"
+		"joined", "hired", "hire date", "employed", "service", "tenure", "anniversary", "married",
+		"wedding", "enrolled", "admitted", "admission", "founded", "established", "member since"),
 	boost:   0.55,
 	penalty: 0.2,
+	notHead: newKeywords("age", "aged"),
+	head: newKeywords("dob", "d.o.b", "birth", "born", "birthdate", "birthday", "geburtsdatum",
+		"geb.", "naissance", "nacimiento", "nascita", "nascimento", "geboortedatum", "lahir",
+		"doğum", "生年月日", "出生日期", "생년월일"),
 }
 
 // months maps lower-case month names and abbreviations in English, German, French, Spanish,
@@ -76,9 +92,22 @@ var months = map[string]int{
 }
 
 func (dobDetector) Detect(text string, out []Entity) []Entity {
+	return asciiDetect(text, out, detectDates)
+}
+
+func detectDates(text string, out []Entity) []Entity {
+	n0 := len(out)
 	out = numericDates(text, out)
 	out = cjkDates(text, out)
-	return writtenDates(text, out)
+	out = writtenDates(text, out)
+	out = romanDates(text, out)
+	out = compactDates(text, out)
+	for k := n0; k < len(out); k++ {
+		if y := spanYear(text[out[k].Start:out[k].End]); y > 0 && ageBeside(text, out[k].End, y) {
+			out[k].Score = max(out[k].Score, dobAgeScore)
+		}
+	}
+	return out
 }
 
 // cjkDates finds dates written with the year, month and day characters of Chinese and Japanese
@@ -97,7 +126,14 @@ func cjkDates(text string, out []Entity) []Entity {
 			for i > 0 && y-i < 4 && isDigit(text[i-1]) {
 				i--
 			}
-			if y-i != 4 || !numLeftOK(text, i) {
+			year := 0
+			switch {
+			case y-i == 4 && numLeftOK(text, i):
+				year = atoi(text[i:y])
+			case u.y == "年":
+				year, i = eraYear(text, y) // "昭和58年"
+			}
+			if year == 0 {
 				continue
 			}
 			j := from
@@ -117,7 +153,7 @@ func cjkDates(text string, out []Entity) []Entity {
 			if b == j || b-j > 2 || !strings.HasPrefix(text[b:], u.d) {
 				continue
 			}
-			if !validDate(atoi(text[i:y]), atoi(text[ms:a]), atoi(text[j:b])) {
+			if !validDate(year, atoi(text[ms:a]), atoi(text[j:b])) {
 				continue
 			}
 			out = append(out, Entity{Type: TypeDateOfBirth, Start: i, End: b + len(u.d), Score: dateScore})
@@ -251,18 +287,25 @@ func spacedDates(text string, out []Entity) []Entity {
 
 // writtenDates finds dates with a month name, anchored on the month word.
 func writtenDates(text string, out []Entity) []Entity {
-	var buf [16]byte
+	var buf [32]byte
 	for i := 0; i < len(text); {
 		ws, we := nextWord(text, i)
 		if ws < 0 {
 			break
 		}
 		i = we
-		if we-ws < 3 || we-ws > 12 {
+		if we-ws < 3 || we-ws > 24 || !digitNear(text, ws, we) {
 			continue
 		}
 		lw, ok := lowerInto(buf[:0:len(buf)], text[ws:we])
 		if !ok {
+			continue
+		}
+		if string(lw) == "tháng" {
+			if s, e := vietDate(text, ws, we); s >= 0 {
+				out = append(out, Entity{Type: TypeDateOfBirth, Start: s, End: e, Score: dateScore})
+				i = e
+			}
 			continue
 		}
 		m, ok := months[string(lw)]
@@ -277,11 +320,16 @@ func writtenDates(text string, out []Entity) []Entity {
 		}
 		if s, d := dayBefore(text, ws); s >= 0 {
 			// "12 March 1985", "12. März 1985", "12 de marzo de 1985", "12-Mar-1985"
-			if y, e := yearAfter(text, after); e > 0 && validDate(y, m, d) {
+			if y, e := yearAfter(text, after, true); e > 0 && validDate(y, m, d) {
 				out = append(out, Entity{Type: TypeDateOfBirth, Start: s, End: e, Score: dateScore})
 				i = e
 				continue
 			}
+		}
+		if s, e := yearFirstDate(text, ws, after, m); s >= 0 {
+			out = append(out, Entity{Type: TypeDateOfBirth, Start: s, End: e, Score: dateScore})
+			i = e
+			continue
 		}
 		// "March 12, 1985", "March 12th 1985"
 		j := after
@@ -302,7 +350,7 @@ func writtenDates(text string, out []Entity) []Entity {
 		if de < len(text) && text[de] == ',' {
 			de++
 		}
-		if y, e := yearAfter(text, de); e > 0 && validDate(y, m, d) {
+		if y, e := yearAfter(text, de, false); e > 0 && validDate(y, m, d) {
 			out = append(out, Entity{Type: TypeDateOfBirth, Start: ws, End: e, Score: dateScore})
 			i = e
 		}
@@ -341,6 +389,9 @@ func dayBefore(text string, ws int) (int, int) {
 		}
 		if j >= 3 && (text[j-2:j] == "de" || text[j-2:j] == "of") && text[j-3] == ' ' {
 			j -= 3 // "12 de marzo", "11th of Nov"
+			if j >= 4 && text[j-3:j] == "day" && text[j-4] == ' ' {
+				j -= 4 // "the 12th day of March, 1985" (certificates, affidavits)
+			}
 		}
 		if j > 0 && text[j-1] == '.' {
 			j--
@@ -364,8 +415,9 @@ func dayBefore(text string, ws int) (int, int) {
 }
 
 // yearAfter finds a four-digit year after the month ("March 1985", "marzo de 1985", "Mar-1985")
-// and returns it with its end, or (0, -1).
-func yearAfter(text string, j int) (int, int) {
+// and returns it with its end, or (0, -1). With short, a two-digit year after '-' counts too
+// ("12-Mar-85").
+func yearAfter(text string, j int, short bool) (int, int) {
 	if j < len(text) && (text[j] == '-' || text[j] == '/') {
 		j++
 	} else {
@@ -385,6 +437,9 @@ func yearAfter(text string, j int) (int, int) {
 		}
 	}
 	e := digitsAt(text, j)
+	if short && e-j == 2 && j > 0 && text[j-1] == '-' && numRightOK(text, e) {
+		return 1900 + atoi(text[j:e]), e // "12-Mar-85": a two-digit year only in this compact form
+	}
 	if e-j != 4 || !numRightOK(text, e) {
 		return 0, -1
 	}

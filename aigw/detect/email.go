@@ -62,23 +62,27 @@ contabilitate vanzari comenzi relatii receptie
 kundeservice kundservice kontor postmottak mottak salg forsaljning ekonomi bokning booking
 asiakaspalvelu toimisto myynti laskutus kirjaamo hej hei bokanir skrifstofa afgreidsla mottaka
 cs layanan penjualan halo lienhe hotro kinhdoanh grammateia logistirio
-soumu somu keiri eigyo eigyou jinji uketsuke otoiawase toiawase kouhou jimukyoku saiyo`
+soumu somu keiri eigyo eigyou jinji uketsuke otoiawase toiawase kouhou jimukyoku saiyo
+oncall rota duty pager desk rep reps bot bots list lists listserv owner owners announce digest
+subscribe unsubscribe bounces room rooms board committee staff crew`
 
 // roleMailbox reports whether the local part local names a function rather than a person: it
 // is a role word (roleMailboxes) after dropping a "+tag" and the separators '.', '-' and '_'
-// ("customer.service"); or every part between separators is a role word or a two-letter or
-// numeric code of a country or office ("info.hu", "sales-eu", "office_2"), and no part is a
-// known name
-// ("ana.support" is personal); or it is one ordinary word of the name model's word set that
-// neither the gazetteer nor the model takes for a name ("ventas", "recepcion", "kitchen").
+// ("customer.service"); or every part between separators is a role word, an ordinary word of
+// the name model's word set, or a short code of a country, an office, a room or a team ("info.hu",
+// "sales-eu", "office_2", "sre-oncall", "room-4b"), with a role word or two ordinary words among
+// them ("readers.rep", "canteen-orders") and no part a known name or an initial ("ana.support",
+// "j.smith" are personal); or it is one ordinary word of the name model's word set that neither
+// the gazetteer nor the model takes for a name ("ventas", "recepcion", "kitchen", "board").
 func roleMailbox(local string) bool {
 	if i := strings.IndexByte(local, '+'); i >= 0 {
 		local = local[:i]
 	}
 	var buf [32]byte
 	n := 0
-	parts, role, name, short := 0, 0, false, 0
+	parts, role, words, name, short := 0, 0, 0, false, 0
 	var fold [64]byte
+	m := defaultNameModel()
 	for i := 0; i <= len(local); {
 		j := i
 		for j < len(local) && local[j] != '.' && local[j] != '-' && local[j] != '_' {
@@ -87,14 +91,21 @@ func roleMailbox(local string) bool {
 		if j > i {
 			parts++
 			k, ok := foldInto(fold[:0:len(fold)], local[i:j])
+			f := lookupName(local[i:j])
 			switch {
 			case !ok:
 			case roleMailboxes[string(k)]:
 				role++
 			case len(k) == 2 || allDigits(local[i:j]): // a country, an office, a number
 				short++
-			case lookupName(local[i:j])&(gzFirst|gzLast) != 0:
+			case len(k) == 1: // an initial
 				name = true
+			case f&(gzFirst|gzLast) != 0:
+				name = true
+			case len(k) == 3 || len(k) <= 4 && hasDigit(local[i:j]): // a team, a room
+				short++
+			case m.IsWord(k) && (f&gzNotName != 0 || m.NameLLR(k) < 0):
+				words++
 			}
 			for _, c := range k {
 				if n < len(buf) {
@@ -109,14 +120,29 @@ func roleMailbox(local string) bool {
 		return true
 	}
 	if parts > 1 {
-		return !name && role > 0 && role+short == parts
+		return !name && (role > 0 || words > 1) && role+words+short == parts
 	}
-	if parts != 1 || n < 4 || n > len(buf) || lookupName(local) != 0 {
+	if parts != 1 || n < 4 || n > len(buf) {
 		return false
 	}
-	m := defaultNameModel()
+	f := lookupName(local)
+	if f&(gzFirst|gzLast|gzProbable) != 0 {
+		return false
+	}
 	w := buf[:n]
-	return m.IsWord(w) && m.NameLLR(w) < 0
+	return m.IsWord(w) && (f&gzNotName != 0 || f == 0 && m.NameLLR(w) < 0)
+}
+
+// listHost reports whether the host h serves mailing lists ("lists.example.org",
+// "groups.example.com", "googlegroups.com"): its addresses are lists and their owners,
+// subscriptions and bounces, not people.
+func listHost(h string) bool {
+	for _, p := range [...]string{"lists.", "list.", "groups.", "googlegroups."} {
+		if strings.HasPrefix(h, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func allDigits(s string) bool {
@@ -167,7 +193,7 @@ func (emailDetector) Detect(text string, out []Entity) []Entity {
 			continue
 		}
 		x := Entity{Type: TypeEmail, Start: s, End: e, Score: emailScore}
-		if roleMailbox(text[s:at]) {
+		if roleMailbox(text[s:at]) || listHost(text[at+1:e]) {
 			x.Subtype, x.Score = "role", roleEmailScore
 		}
 		out = append(out, x)

@@ -138,8 +138,8 @@ func (e *Engine) AppendScan(dst []Entity, text string) []Entity {
 				continue
 			}
 			c.Score = d.ctx.apply(text, c.Start, c.End, c.Score)
-			if d.ctx != nil && d.ctx.boost > 0 && c.Score < e.minScore && headerHas(columnHeader(text, c.Start, c.End), d.ctx.pos) {
-				c.Score = min(c.Score+d.ctx.boost, 1) // a table column labelled "dob", "ssn"
+			if d.ctx != nil && d.ctx.boost > 0 && c.Score < e.minScore && d.ctx.labelled(text, c.Start, c.End) {
+				c.Score = min(c.Score+d.ctx.boost, 1) // a table column or field labelled "dob", "ssn"
 			}
 			if c.Score < e.minScore {
 				continue

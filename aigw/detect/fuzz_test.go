@@ -22,6 +22,8 @@ var fuzzSeeds = []string{
 	"Rue de Rivoli 48, 75003 Paris; Damrak 80, 1012 LP Amsterdam; 4521 Broadway, New York, NY 10040",
 	"name;dob;ssn\nKalani Kahale;1991-02-03;575 21 4430\n\"A B\",\"a@b.co\"|x|\t",
 	"[09:15] Atieno: hi\nuser: hi, i'm ngozi adeyemi\nname=\"Ana Lima\" Ana Lima <ana@",
+	"No  Name   DOB           SSN\n01  ANA    03 JUN 1975   587 44 1026\nUATP 188773552874477 4241 3196\n5532 2555 12/27",
+	"昭和58年2月14日 21.XI.1983 14MAR79 1989. május 14. ngày 8 tháng 3 năm 1990 ٤٢٤١ ٣١٩٦ 2/14/1951 (75 y/o)",
 }
 
 // FuzzScan checks the engine's invariants on arbitrary input: no panic, entities within bounds,

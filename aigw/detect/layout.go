@@ -45,6 +45,9 @@ func (d nameDetector) layoutSpan(text string, s int) int {
 	if headerHas(paddedCellHeader(text, s, end), nameHeaders) {
 		return end
 	}
+	if d.record == nil && shortPersonKey(alignedHeader(text, s, end)) {
+		return end // "SURNAME      FORENAME" / "OKONKWO      CHIDI" (structure.go)
+	}
 	return -1
 }
 
@@ -308,6 +311,9 @@ func layoutPosition(text string, s int) bool {
 	}
 	if j == 0 || isDelimiter(text[j-1]) || text[j-1] == '\n' || listItemStart(text, s) >= 0 {
 		return true
+	}
+	if s-j == 4 && text[j-1] == ' ' {
+		return true // a cell of a table aligned with blanks (alignedHeader, structure.go)
 	}
 	return skipLineTime(text, s) >= 0
 }

@@ -232,8 +232,22 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			break
 		}
 		i = e
-		if s > 0 && (isDigit(text[s-1]) || strings.IndexByte("_@/\\#$%&=+.", text[s-1]) >= 0) {
+		// Not while training the rescorer (d.record): its candidates stay those it was built on.
+		if d.record == nil && d.nameCellVeto(text, s) {
+			// "Display name: Front Desk Tablet", "name: billing-api" (structure.go)
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
 			continue
+		}
+		if end := d.nameCell(text, s); d.record == nil && end > 0 && !tokenGoesOn(text, end) {
+			// the whole value of a name key or column: "cn: Constanza Reyes Bravo", "bin Rosli" (structure.go)
+			out = append(out, Entity{Type: TypePerson, Start: s, End: end, Score: nameStrongFloor + nameContextBoost})
+			i = end
+			continue
+		}
+		if s > 0 && (isDigit(text[s-1]) || strings.IndexByte("_@/\\#$%&=+.", text[s-1]) >= 0) || d.record == nil && exportKey(text, s, e) {
+			continue // exportKey: "objectClass:", "dn:", "cn=" are attribute names (structure.go)
 		}
 		if c, _ := classAt(text, s); c != scNone {
 			continue // a word of another script: its own rules (script.go)
@@ -454,7 +468,7 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		n++
 		j = we
 	}
-	if breaker || (j+2 < len(text) && text[j:j+2] == " &" && !d.listCue(text, s, j, words[:n])) {
+	if breaker || (j+2 < len(text) && text[j:j+2] == " &" && !d.listCue(text, s, j, words[:n]) && (d.record != nil || !keyedRowCell(text, s, j))) {
 		return 0, -1, 0 // "Johnson & Johnson"; but "Wed: Marisol & Ilkka" after other names (namelist.go)
 	}
 	// A greeting word starts a sentence with a capital in any language: "Olá Tiago Barros,",
@@ -507,6 +521,10 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	}
 	if !titled && (d.placeLike(text, words[:n]) || orgName(text, words[:n]) || precededByOrgLabel(text, start) || possessiveBusiness(text, end)) {
 		return 0, -1, 0
+	}
+	if !titled && d.record == nil && (n == 1 && numberedLabel(text, start, end) || thingColumn(text, start, end)) {
+		// "Sun 7 Dec:", "Pista 1:"; a cell under "Boat", "Horse", "Club" (structure.go)
+		return start, end, 0
 	}
 	if animalRun(text, start, end) || titled && placeCueAfter(text, end) {
 		// "our dog Lady Penelope", "Patient: Biscuit (Labrador, ...)", "the Lady Margaret Hall chapel"
@@ -581,7 +599,8 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && emailFollows(text, end):
 		score = max(score, nameStrongFloor) + nameContextBoost
-	case lexical && headerHas(columnHeader(text, start, end), nameHeaders):
+	case lexical && (headerHas(columnHeader(text, start, end), nameHeaders) || d.record == nil && shortPersonKey(cellHeader(text, start, end))):
+		// a delimited, padded or aligned column under a name header (column.go, structure.go)
 		score = max(score, nameStrongFloor) + nameContextBoost
 	case lexical && personKey(fieldKey(text, start, end)):
 		// The value of a name field in data: `"first_name": "Mirela"`, `<lastName>Leota</...`.
@@ -623,6 +642,21 @@ func (d nameDetector) nameSpan(text string, s, e int, titled bool) (int, int, fl
 	}
 	if score < DefaultMinScore && lexical && !allWords(words[:n]) && d.listCue(text, start, end, words[:n]) {
 		// an item of a list whose earlier items are names (namelist.go)
+		score = nameTitledFloor
+	}
+	if score < DefaultMinScore && d.record == nil && noWords(words[:n]) && (n >= 2 || fw&(gzFirst|gzLast|gzProbable) != 0 && fw&gzAmbiguous == 0) &&
+		!d.placeLike(text, words[:n]) && keyedRowCell(text, start, end) {
+		// an item of a row keyed by a rank, a time, a date or a room (structure.go)
+		score = nameTitledFloor
+	}
+	if score < DefaultMinScore && lexical && !allWords(words[:n]) {
+		// a cell of a header-less table whose cells above in its column are names (structure.go)
+		if names, things := d.columnPeers(text, start, end); names >= 1 && things == 0 {
+			score = nameTitledFloor
+		}
+	}
+	if score < DefaultMinScore && d.record == nil && lexical && !titled && d.firstItemCue(text, start, end, words[:n]) {
+		// the first item of a list whose later items are names (structure.go)
 		score = nameTitledFloor
 	}
 	if score < DefaultMinScore && n == 1 && !titled && fw&gzProbable != 0 && fw&(gzNotName|gzAmbiguous) == 0 &&

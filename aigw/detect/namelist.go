@@ -63,6 +63,9 @@ func (d nameDetector) listCue(text string, s, e int, ws []nameWord) bool {
 		return false // the cells of a CSV row are columns of different things (column.go reads them)
 	}
 	lineStart := ls == 0 || text[ls-1] == '\n'
+	if lineStart && d.ownListThings(text, ls, s) {
+		return false // "Venues: Colombo, Kandy" under "Speakers: ..." (structure.go)
+	}
 	names, unknown, things := d.listPeers(text, ls, s, s-ls < listMarkerLen && lineStart && bareLine(text, e))
 	if names+unknown <= 2*things {
 		return false
@@ -343,7 +346,13 @@ func (d nameDetector) familyCommaBefore(text string, w nameWord) int {
 	for b > 0 && (isAlpha(text[b-1]) || text[b-1] >= utf8.RuneSelf || text[b-1] == '-' || text[b-1] == '\'') {
 		b--
 	}
-	if b == e || !isCapWord(text[b:e]) || allCaps(text[b:e]) || !rowStart(text, b) {
+	if b == e || !isCapWord(text[b:e]) || allCaps(text[b:e]) {
+		return -1
+	}
+	start := b
+	if pb := particleBefore(text, b); pb >= 0 && rowStart(text, pb) {
+		start = pb // "Dos Santos, Jéssica", "Ní Chonaill, Róisín" (structure.go)
+	} else if !rowStart(text, b) {
 		return -1
 	}
 	f := d.flags(text[b:e])
@@ -356,7 +365,7 @@ func (d nameDetector) familyCommaBefore(text string, w nameWord) int {
 	if !listItemAfter(text, w.e) || w.e+2 < len(text) && text[w.e] == ',' && text[w.e+1] == ' ' && isUpper(text[w.e+2]) {
 		return -1
 	}
-	return b
+	return start
 }
 
 // familyCommaPending reports whether the word text[cs:ce] may still become the family name

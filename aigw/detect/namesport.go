@@ -273,3 +273,28 @@ func (d nameDetector) sportPending(text string, cs int) bool {
 	}
 	return false
 }
+
+// sportNameAt reports whether the cricket notation of the complete line of cs makes a name
+// start at cs, as sportNames finds it ("18.3  Iyer to Haque, 2 runs", "Danish Mirza  c & b
+// Rizvi  0"): SafePrefix must hold it (found by TestSafePrefixProperty on set 19's texts).
+func (d nameDetector) sportNameAt(text string, cs int) bool {
+	k := strings.IndexByte(text[cs:min(len(text), cs+sportMaxLine)], '\n')
+	if k < 0 {
+		return false // not complete: sportPending decides
+	}
+	le := cs + k
+	ls := cs
+	for ls > 0 && text[ls-1] != '\n' && cs-ls < sportMaxLine {
+		ls--
+	}
+	if ls > 0 && text[ls-1] != '\n' || le-ls < 6 || !hasDigit(text[ls:min(le, ls+sportMaxLine)]) {
+		return false
+	}
+	var buf [8]Entity
+	for _, x := range d.sportLine(text[:min(le, ls+sportMaxLine)], ls, buf[:0]) {
+		if x.Start == cs {
+			return true
+		}
+	}
+	return false
+}

@@ -58,7 +58,7 @@ var phoneContext = &contextRule{
 var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mobile", "mob", "cell",
 	"cellphone", "call", "calls", "called", "calling", "text", "sms", "whatsapp", "fax", "landline",
 	"ring", "dial", "ruf mich an", "anrufen", "erreichbar", "appelez", "appeler", "appelle",
-	"joindre", "llámame", "llamar", "llame", "chiamami", "chiamare", "ligue", "ligar", "bel",
+	"joindre", "llámame", "llamar", "llame", "llamad", "llámanos", "llamanos", "llamen", "chiamami", "chiamare", "ligue", "ligar", "bel",
 	"contact", "reach", "hotline", "number", "telefon", "telefono", "teléfono", "téléphone", "tél",
 	"portable", "handy", "móvil", "movil", "cellulare", "celular", "telemóvel", "mobil", "nummer",
 	"numéro", "número", "numero", "rufnummer", "gsm", "pbx", "hp", "tlf", "tlf.", "puh", "puh.",
@@ -69,7 +69,9 @@ var phoneWords = newKeywords("phone", "phones", "telephone", "tel", "tel.", "mob
 	// "You can get me at ...": contact idioms whose verb is not a phone word.
 	"get me at", "get me on", "find me at", "find me on", "catch me at", "catch me on",
 	"ping me at", "ping me on", "get hold of me at", "get hold of me on",
-	"callback", "call back", "rang", "ring me", "ring back")
+	"callback", "call back", "rang", "ring me", "ring back",
+	// Abbreviations of signatures and notices: Finnish "p." (puhelin), Swedish "tfn", "ph.".
+	"ph", "ph.", "tfn", "tfn.", "mob.", "mobile no", "cel")
 
 // phoneHeaderWords name a table's phone column ("phone", "mobile_no", "Telefon"); not words
 // such as "contact" or "number" that head other columns too.
@@ -338,7 +340,7 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 	// numbers' country codes, ccTLDs, script, letters, currency: phoneregion.go) is tried
 	// first; a number valid there and written in groups is a phone even without a phone word.
 	// A phone word near it, or the column it fills in a table ("name,phone,postcode").
-	word := hasKeyword(text, s, e, phoneWords)
+	word := hasKeyword(text, s, e, phoneWords) || shortPhoneCue(text, s)
 	var hdr string
 	if !word {
 		hdr = columnHeader(text, s, e)
@@ -384,10 +386,24 @@ func (d phoneDetector) validate(text string, s, e, groups, nd int, whole bool, h
 			return phoneHintScore, true
 		}
 	}
+	trunk := cand[0] == '0' || cand[0] == '(' && len(cand) > 1 && cand[1] == '0'
+	// Without a phone word or a hint, a number in groups after a trunk "0" whose prefix is a
+	// mobile prefix of a country (phonemobile.go) and that is a mobile number there: "Key
+	// holder: Fraser 07812 446903", "Rider: 0917 552 0481", "(0733 118 402)".
+	if !word && tryHints && trunk && cand[0] == '0' && groups > 1 && (nd == 10 || nd == 11) && lastGroupLen(cand) >= 3 {
+		rs, n := trunkMobileRegions(cand)
+		for _, r := range rs[:n] {
+			if r != d.region && parses < phoneMaxFallbackParses {
+				parses++
+				if phoneMobile(cand, r) {
+					return phoneHintScore, true
+				}
+			}
+		}
+	}
 	// With a phone word before or after it ("Is 07700 900461 still the best number?"), a
 	// national number of another region: with its trunk "0", or without it as mobile numbers
 	// are often written where the trunk prefix is not dialled from mobiles ("9876543210").
-	trunk := cand[0] == '0' || cand[0] == '(' && len(cand) > 1 && cand[1] == '0'
 	if (trunk || nd == 10 && groups <= 2) && word {
 		n := nd
 		if !trunk {
@@ -534,6 +550,9 @@ func phoneShape(c string) bool {
 		}
 		if lens[0] <= 2 && lens[1] <= 2 && lens[2] == 4 { // 18.06.2024
 			return false
+		}
+		if lens[0] == 4 && lens[1] <= 2 && (c[0] == '1' && c[1] == '9' || c[0] == '2' && c[1] == '0') {
+			return false // "RK/2026/11/0418": a year, a month and a serial number
 		}
 	}
 	if n == 2 && !intl && lens[0] == 4 && (seps[0] == '-' || seps[0] == '/') && (c[0] == '1' && c[1] == '9' || c[0] == '2' && c[1] == '0') {

@@ -108,6 +108,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	if cs < 0 {
 		return true
 	}
+	if e.names.nameCellPending(text, cs) {
+		return false // the value of a name key or column (structure.go)
+	}
 	if hasScriptRune(text[t:u]) && !scriptInert(text, t, u) {
 		return false // a name in another script (script.go)
 	}
@@ -132,7 +135,8 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 			precededBy(text, cs, nameLowerWeak) && e.names.givenLower(core))
 	}
 	// A capitalised word: a name, or the start of a street address in layouts C and D.
-	if isTitle(core) || streetStart(core) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) {
+	if isTitle(core) || streetStart(core) || unitChainStartAt(text, cs) || e.names.listPending(text, cs, ce) || e.names.familyFirstPending(text, cs, ce) ||
+		e.names.firstItemPending(text, cs, ce) || e.names.particlePending(text, cs, ce) {
 		return false // e.names.listPending: initials or a family name that may start a row's name (namelist.go)
 	}
 	if !isCapWord(core) {
@@ -146,6 +150,9 @@ func (e *Engine) inertWord(text string, t, u int) bool {
 	}
 	if numberMayFollow(text, ce) {
 		return false // "Damrak 80, 1012 LP Amsterdam": an address without a street type
+	}
+	if e.names.sportNameAt(text, cs) {
+		return false // cricket notation on its complete line made it a name ("Danish Mirza  c & b Rizvi  0")
 	}
 	if lookupName(core)&gzNotName != 0 {
 		return true // the name rules never start a run at a non-name ("Here", "Monday")
@@ -253,16 +260,16 @@ func hexHyphens(w string) bool {
 }
 
 func monthWord(w string) bool {
-	if len(w) < 3 || len(w) > 12 {
+	if len(w) < 3 || len(w) > 24 {
 		return false
 	}
-	var buf [16]byte
+	var buf [32]byte
 	lw, ok := lowerInto(buf[:0:len(buf)], w)
 	if !ok {
 		return true // unknown: treat as a month
 	}
 	_, ok = months[string(lw)]
-	return ok
+	return ok || string(lw) == "tháng" // "8 tháng 3 năm 1990"
 }
 
 // noDigitAfter reports whether the four bytes after a month word are known and hold no digit:

@@ -829,7 +829,7 @@ func koreanNameWord(w string) bool {
 		return false
 	}
 	_, k := utf8.DecodeRuneInString(w)
-	return koreanSurnames[w[:k]] || n >= 3 && koreanSurnames[w[:2*k]]
+	return koreanSurnames[w[:k]] || n >= 3 && 2*k <= len(w) && koreanSurnames[w[:2*k]] // "랩00": not two Hangul first
 }
 
 func trimKoreanSuffix(w string, list []string) (string, bool) {

@@ -97,13 +97,7 @@ func TestNumbersInUnspacedScripts(t *testing.T) {
 		{"出生日期1992年7月30日", TypeDateOfBirth, "1992年7月30日"},
 		{"会议日期：2026年11月3日", TypeDateOfBirth, ""},
 	} {
-		got := ""
-		for _, x := range e.Scan(tt.text) {
-			if x.Type == tt.typ {
-				got = x.Text
-			}
-		}
-		if got != tt.want {
+		if got := scanType(e, tt.text, tt.typ); got != tt.want {
 			t.Errorf("Scan(%q) %s = %q; want %q", tt.text, tt.typ, got, tt.want)
 		}
 	}

@@ -14,7 +14,15 @@ const (
 var ssnContext = &contextRule{
 	pos: newKeywords("ssn", "ssns", "ss#", "ssn#", "social security", "social sec", "soc sec",
 		"soc. sec.", "soc.sec.", "ss no", "ss no.", "ss-no",
-		"social-security", "taxpayer", "tin", "itin", "tax id", "sozialversicherungsnummer"),
+		"social-security", "taxpayer", "tin", "itin", "tax id", "sozialversicherungsnummer",
+		"s.s.n", "s.s.#", "s.s. no", "ss #", "soc sec #", "socsec", "social sec. no",
+		"my social", "his social", "her social", "social #", "social no", "ss number",
+		// the US number named in other languages: "número de Seguro Social", "numéro de
+		// sécurité sociale", "Sozialversicherungsnummer", "社会保障番号", "사회보장번호"
+		"seguro social", "segurança social", "seguridad social", "sécurité sociale",
+		"securite sociale", "previdenza sociale", "an sinh xã hội", "社会保障番号", "社会安全号码",
+		"社會安全號碼", "사회보장번호", "социального страхования"),
+	head: newKeywords("social", "ss", "ssno", "ss no", "soc sec no", "sozialversicherung"),
 	neg: newKeywords("order", "invoice", "tracking", "ref", "reference", "routing", "account",
 		"acct", "phone", "tel", "fax", "zip", "isbn", "serial", "sku", "part", "ticket", "case",
 		"po", "id", "number of", "total", "amount", "$", "€"),
@@ -35,6 +43,10 @@ func ssnValid(area, group, serial int) bool {
 }
 
 func (ssnDetector) Detect(text string, out []Entity) []Entity {
+	return asciiDetect(text, out, detectSSNs)
+}
+
+func detectSSNs(text string, out []Entity) []Entity {
 	for i := 0; i < len(text); {
 		if !isDigit(text[i]) {
 			i++

@@ -46,6 +46,13 @@ func numLeftOK(text string, i int) bool {
 // thousands group "1,234", "1,234.50" or a decimal "3,5") rather than separating fields of a
 // CSV row ("(404) 555-0172,1983-02-11,431-90-2216").
 func commaJoinsNumber(text string, c int) bool {
+	b := c
+	for b > 0 && c-b < 4 && isDigit(text[b-1]) {
+		b--
+	}
+	if b >= 2 && (text[b-1] == '-' || text[b-1] == '/' || text[b-1] == ':') && isDigit(text[b-2]) {
+		return false // a date, an SSN or a time ends before it: "1968-05-07,319 04 5562"
+	}
 	k := digitsAt(text, c+1)
 	switch n := k - (c + 1); {
 	case n == 0:
@@ -53,7 +60,8 @@ func commaJoinsNumber(text string, c int) bool {
 	case n <= 2:
 		return true
 	case n == 3:
-		return k == len(text) || text[k] != '-' && text[k] != '/' && text[k] != ':'
+		return k == len(text) || text[k] != '-' && text[k] != '/' && text[k] != ':' &&
+			!(text[k] == ' ' && k+1 < len(text) && isDigit(text[k+1]))
 	}
 	return false
 }
