@@ -127,7 +127,7 @@ func detectCards(text string, out []Entity) []Entity {
 			if text[e] == ' ' && e+2 < len(text) && text[e+1] == ' ' {
 				sep.n = 2
 			}
-			if !sep.at(text, e) {
+			if !sep.at(text, e) || sep.n == 2 && columnGap(text, e+2) {
 				sep = cardSep{}
 			}
 		}
@@ -215,6 +215,15 @@ func standardCardGroups(gl []int) bool {
 		}
 	}
 	return gl[len(gl)-1] <= 4
+}
+
+// columnGap reports whether the two spaces before the digit group at j part columns rather
+// than join groups: the group is followed by one space and a digit, so the number there is
+// grouped by single spaces, and the group before the gap belongs to another column ("13:41␣␣4233
+// 1083 9284 8778" in a settlement slip: the time, then the card).
+func columnGap(text string, j int) bool {
+	e := digitsAt(text, j)
+	return e+1 < len(text) && text[e] == ' ' && isDigit(text[e+1])
 }
 
 // cardSep is the separator between the digit groups of a card number: n copies of c (n 0: none).

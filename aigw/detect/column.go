@@ -221,7 +221,12 @@ var thingHeaders = newKeywords("product", "company", "org", "organisation", "org
 	"university", "vendor", "supplier", "namespace", "key", "field", "column", "tag", "label",
 	// results, cards and registers (detect12): "Club", "Horse", "Boat", "station_name", "Reparto"
 	"club", "horse", "boat", "yacht", "vessel", "station", "stop", "room", "dish", "colour", "color",
-	"department", "dept", "course", "job", "position", "reparto", "puesto", "ruolo", "abteilung")
+	"department", "dept", "course", "job", "position", "reparto", "puesto", "ruolo", "abteilung",
+	// animals, works and taxa named like people (neg17): "Bird", "Dog", "Sire", "Dam", "Film"
+	"bird", "pigeon", "dog", "hound", "animal", "pet", "cow", "heifer", "bull", "cattle", "sire",
+	"dam", "ship", "ferry", "storm", "film", "movie", "song", "track", "album", "book", "title",
+	"species", "taxon", "genus", "breed", "duif", "hond", "paard", "taube", "hund", "pferd", "schiff",
+	"chien", "cheval", "perro", "caballo", "titel", "titre", "titulo", "título", "titolo")
 
 // personKey reports whether a field key names a person's name ("first_name", "displayName",
 // "holder"), not a thing's ("product_name", "hostname").

@@ -144,6 +144,7 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_study20.txt", realistic20MinF2, realistic20MinPrecision, 1},
 		{"testdata/realistic_study21.txt", realistic21MinF2, realistic21MinPrecision, 1},
 		{"testdata/realistic_study22.txt", realistic22MinF2, realistic22MinPrecision, 1},
+		{"testdata/realistic_study23.txt", realistic23MinF2, realistic23MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
@@ -289,6 +290,18 @@ const (
 	// 0.884 / 0.890 / 0.888 with detect12-14's work merged.
 	realistic21MinF2        = 0.86
 	realistic21MinPrecision = 0.85
+	// Set 23 (neg17's study set: things named like people: registered animals, ships and
+	// ferries, storms, films, songs, books, furniture and products, streets and stops, schools,
+	// halls, cups, memorials, prizes, firms, taxa; with their owners, breeders, skippers and
+	// directors; written before the detector ran on it): first run P 0.427, R 0.697, F2 0.619
+	// (76 person spans, 70 FP); 0.476 / 0.776 / 0.689 once seven titles were moved out of the
+	// spans the author had labelled against the convention; 0.711 / 0.776 / 0.762 with
+	// namething.go (the words around a name that make it a thing; its errors were read);
+	// 0.738 / 0.776 / 0.768 with noble titles and racing suffixes; 0.756 / 0.776 / 0.772 with
+	// keepers ("X's owner", "X, ridden by Y"); 0.759 / 0.789 / 0.783 with herbarium cues
+	// (Leg., Det.) after merging main.
+	realistic23MinF2        = 0.77
+	realistic23MinPrecision = 0.74
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].

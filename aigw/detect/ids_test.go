@@ -26,6 +26,9 @@ func TestIDForms(t *testing.T) {
 		{"phone line then a card line", "reach me at 310 681 2314\n6011-1295-6120-8126 (Amex corporate)", TypeCreditCard, "6011-1295-6120-8126"},
 		{"arabic-indic digits", "رقم البطاقة: ٤٢٤١ ٣١٩٦ ٥٥٣٢ ٢٥٥٥", TypeCreditCard, "٤٢٤١ ٣١٩٦ ٥٥٣٢ ٢٥٥٥"},
 		{"masked", "Card: **** **** **** 0042", TypeCreditCard, ""},
+		{"after a time column", "N.  ORA    CARTA                 IMPORTO\n01  09:12  4241 3196 5532 2555     18,50", TypeCreditCard, "4241 3196 5532 2555"},
+		{"amex after a time column", "02  19:07  3714 496353 98431      92,00", TypeCreditCard, "3714 496353 98431"},
+		{"two-space groups stay one number", "ref 3787  805886  09884", TypeCreditCard, "3787  805886  09884"},
 		// SSNs
 		{"spanish cue", "número de Seguro Social (EE.UU.): 538 17 4402", TypeSSN, "538 17 4402"},
 		{"dotted abbreviation", "S.S.N.: 402.88.1175", TypeSSN, "402.88.1175"},

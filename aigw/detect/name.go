@@ -130,6 +130,10 @@ var placeCues = map[string]bool{
 	"chapel": true, "wing": true, "hospice": true, "room": true, "fund": true, "fellowship": true,
 	"scholarship": true, "trophy": true, "lecture": true, "memorial": true, "collection": true,
 	"tribute": true,
+	// docks, cups, prizes and stops named after people (neg17): "Albert Dock", "the Bob
+	// Paisley Cup", "Jack Petchey Award"
+	"dock": true, "docks": true, "quay": true, "wharf": true, "marina": true, "cup": true,
+	"shield": true, "stakes": true, "prize": true, "award": true, "medal": true, "stop": true,
 }
 
 var nameTitles = map[string]bool{
@@ -162,7 +166,9 @@ var (
 		// Norwegian and Danish, Finnish, Swahili, Tagalog.
 		"nama saya", "atas nama", "benim adım", "adım", "nazywam się", "mam na imię", "tên tôi là",
 		"jag heter", "jeg heter", "mitt namn är", "mitt navn er", "mit navn er", "nimeni on",
-		"jina langu ni", "ang pangalan ko ay"}
+		"jina langu ni", "ang pangalan ko ay",
+		// herbarium and museum labels: the collector (legit) and the determiner (neg17)
+		"leg.", "det.", "coll.", "leg. & det.", "legit", "collector", "collected by"}
 	nameMedium = []string{"i am", "i'm", "i’m", "this is", "it's", "it’s", "je suis", "soy",
 		"ich bin", "sono", "eu sou", "ik ben", "here is", "meet", "saya", "aku", "ben", "jestem",
 		"tôi là", "jag är", "jeg er", "olen", "ako si", "mimi ni"}
@@ -226,6 +232,7 @@ type nameWord struct {
 }
 
 func (d nameDetector) Detect(text string, out []Entity) []Entity {
+	n0 := len(out)
 	for i := 0; i < len(text); {
 		s, e := nextWord(text, i)
 		if s < 0 {
@@ -331,7 +338,7 @@ func (d nameDetector) Detect(text string, out []Entity) []Entity {
 			i = e
 		}
 	}
-	return scriptNames(text, d.sportNames(text, out))
+	return d.dropThings(text, scriptNames(text, d.sportNames(text, out)), n0) // namething.go
 }
 
 func isTitle(w string) bool {
