@@ -111,6 +111,12 @@ func TestGeneralisation(t *testing.T) {
 // Set 22 (cards of every network and layout, SSNs in all forms, dates of birth of many
 // languages in forms, tables, exports and chat, with look-alike negatives) was written by ids17
 // and committed before the detector ran on it; a study set. Its card recall floor is 1.
+// Set 17 (69 texts of kinds and voices no other header names: manifests, depositions, package
+// metadata, SIP/RADIUS/CDR/Jenkins/Terraform output, SEPA XML, registers and certificates,
+// notices and lists in 25 languages, 9 scripts and about 40 countries, with things named after
+// people) was written by set17, who never ran the detector on it; committed alone, errors never
+// printed (but for its four card misses, read by the lead), first run by the lead: the blind set
+// now.
 // Each set's floors guard against regressions just under its measured figures.
 func TestRealistic(t *testing.T) {
 	e := newEngine(t, Options{})
@@ -145,9 +151,12 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_study21.txt", realistic21MinF2, realistic21MinPrecision, 1},
 		{"testdata/realistic_study22.txt", realistic22MinF2, realistic22MinPrecision, 1},
 		{"testdata/realistic_study23.txt", realistic23MinF2, realistic23MinPrecision, 1},
+		// Set 17 is blind: written by set17 before the detector ran on it; first run by the lead
+		// (its card misses were read once; see realistic17MinF2).
+		{"testdata/realistic_holdout17.txt", realistic17MinF2, realistic17MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout17") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -302,6 +311,18 @@ const (
 	// (Leg., Det.) after merging main.
 	realistic23MinF2        = 0.77
 	realistic23MinPrecision = 0.74
+	// Set 17 (set17's blind set, errors never printed; its author never ran the detector on
+	// it): first run by the lead on main f9cf645, P 0.796, R 0.547, F2 0.584 (person P 0.745,
+	// R 0.459; credit_card 10 of 14, ssn 5 of 8, date_of_birth 9 of 21). With detect13's
+	// changes 0.598, detect14's 0.623, detect12's 0.634, addr12's 0.653, ids17's 0.670 (ssn 8
+	// of 8, date_of_birth 20 of 21; ids17 was told these per-type totals and the author's
+	// description of the formats, never the texts). The lead then read its four card misses
+	// (one settlement slip: cards after a time column); the fix (columnGap, card.go) made them
+	// 14 of 14, so the card figure is no longer blind: P 0.827, R 0.645, F2 0.675. With neg17's
+	// 0.834 / 0.645 / 0.676 (neg17 was told the person precision and the author's list of
+	// negative kinds).
+	realistic17MinF2        = 0.66
+	realistic17MinPrecision = 0.82
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
