@@ -15,6 +15,8 @@
 #       report change when it has peers?
 #   GOMAXPROCS_CTL=1 SITES=1000 scripts/bench-cluster.sh   the controllers run with GOMAXPROCS=1
 #       (a diagnostic, not a default: idle Ps' spinning on a box the controllers share)
+#   READ_COALESCE=0 SITES=1000 scripts/bench-cluster.sh   the controllers with --nats-read-coalesce 0
+#       (off; unset: the default), for A/B runs (docs/benchmarks.md, "Read coalescing")
 #
 # PostgreSQL and InfluxDB: EDGEWAN_TEST_POSTGRES_URL and EDGEWAN_TEST_INFLUX_URL if set, else
 # the test helpers start their own (scripts/postgres.sh, scripts/influxdb.sh).
@@ -23,5 +25,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 EDGEWAN_BENCH_SITES="${SITES:-300}" EDGEWAN_BENCH_SECONDS="${STEP_SECONDS:-30}" \
 	EDGEWAN_BENCH_EQUAL="${EQUAL:-}" EDGEWAN_BENCH_GOMAXPROCS="${GOMAXPROCS_CTL:-}" \
+	EDGEWAN_BENCH_READ_COALESCE="${READ_COALESCE:-}" \
 	go test -run '^$' -bench '^BenchmarkClusterCPU$' -benchtime 1x -count=1 -timeout 60m ./controller/cluster/ 2>&1 |
 	grep -E 'controller\(s\)|level=WARN|^Benchmark|^(ok|FAIL|PASS)'

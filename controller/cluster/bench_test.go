@@ -42,6 +42,8 @@ import (
 //     amortising its wake-ups.
 //   - EDGEWAN_BENCH_GOMAXPROCS=n: the controllers run with GOMAXPROCS=n (the Go runtime's idle
 //     Ps spin looking for work; three processes with 2 Ps each share 2 cores with NATS here).
+//   - EDGEWAN_BENCH_READ_COALESCE=d: the controllers run with --nats-read-coalesce d (0: off;
+//     unset: the default), for A/B runs (docs/benchmarks.md, "Read coalescing").
 func BenchmarkClusterCPU(b *testing.B) {
 	sites, seconds := envInt("EDGEWAN_BENCH_SITES", 300), envInt("EDGEWAN_BENCH_SECONDS", 30)
 	equal := os.Getenv("EDGEWAN_BENCH_EQUAL") == "1"
@@ -49,6 +51,9 @@ func BenchmarkClusterCPU(b *testing.B) {
 	so.env = append(so.env, "EDGEWAN_RATE_LIMIT=0") // the set-up creates and claims sites in a burst
 	if n := envInt("EDGEWAN_BENCH_GOMAXPROCS", 0); n > 0 {
 		so.env = append(so.env, "GOMAXPROCS="+strconv.Itoa(n))
+	}
+	if v := os.Getenv("EDGEWAN_BENCH_READ_COALESCE"); v != "" {
+		so.env = append(so.env, "EDGEWAN_NATS_READ_COALESCE="+v)
 	}
 	ids := []string{"ctl-1", "ctl-2", "ctl-3"}
 	// EDGEWAN_BENCH_PROFILE=dir: each controller serves --pprof and a CPU profile of each load
@@ -220,6 +225,9 @@ func benchMode(equal bool) string {
 	}
 	if v := os.Getenv("EDGEWAN_BENCH_GOMAXPROCS"); v != "" {
 		m = append(m, "GOMAXPROCS="+v)
+	}
+	if v := os.Getenv("EDGEWAN_BENCH_READ_COALESCE"); v != "" {
+		m = append(m, "--nats-read-coalesce "+v)
 	}
 	if len(m) == 0 {
 		return ""

@@ -72,6 +72,10 @@ type Config struct {
 	ClusterID         string        // this controller's name in the cluster; empty: the hostname
 	ClusterPartitions int           // partitions of the site space; 0: 16. The same on every controller
 	ClusterLeaseTTL   time.Duration // a dead controller's partitions move after this; 0: 6s
+	// NATSReadCoalesce is how long the controller's NATS connection lets the agents' messages
+	// gather before reading again: one read and one wake-up for all of them, at the cost of up
+	// to that much latency per message (docs/scale-out.md); 0 turns it off.
+	NATSReadCoalesce time.Duration
 
 	RateLimit float64 // requests per second per token; 0 disables
 	RateBurst int     // bucket size
@@ -108,6 +112,7 @@ func Default() Config {
 		ProposalInterval:     time.Hour,
 		LogLevel:             "info",
 		LogFormat:            "text",
+		NATSReadCoalesce:     20 * time.Millisecond,
 	}
 }
 
@@ -169,6 +174,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClusterID, "cluster-id", c.ClusterID, "scaled-out mode: this controller's name, unique in the cluster (default: the hostname)")
 	fs.IntVar(&c.ClusterPartitions, "cluster-partitions", c.ClusterPartitions, "scaled-out mode: partitions of the site space, the same on every controller and in the NATS mapping (0: 16)")
 	fs.DurationVar(&c.ClusterLeaseTTL, "cluster-lease-ttl", c.ClusterLeaseTTL, "scaled-out mode: how long a partition lease lasts without renewal; a dead controller's sites move after it (0: 6s)")
+	fs.DurationVar(&c.NATSReadCoalesce, "nats-read-coalesce", c.NATSReadCoalesce, "scaled-out mode: let the agents' messages gather this long before the NATS connection reads again (one read and one wake-up for all of them; adds up to this much latency; 0 turns it off)")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per token (0 disables)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "API request burst per token")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long to drain requests and queues on SIGTERM")
@@ -278,7 +284,8 @@ func (c *Config) validateCluster() []error {
 	if !c.Scaled() {
 		for name, set := range map[string]bool{"nats-mqtt-urls": len(c.NATSMQTTURLs) > 0, "nats-user": c.NATSUser != "",
 			"nats-password": c.NATSPassword != "", "nats-keys": c.NATSKeysFile != "", "cluster-id": c.ClusterID != "",
-			"cluster-partitions": c.ClusterPartitions != 0, "cluster-lease-ttl": c.ClusterLeaseTTL != 0} {
+			"cluster-partitions": c.ClusterPartitions != 0, "cluster-lease-ttl": c.ClusterLeaseTTL != 0,
+			"nats-read-coalesce": c.NATSReadCoalesce != Default().NATSReadCoalesce} {
 			if set {
 				errs = append(errs, fmt.Errorf("--%s is a scaled-out setting: it needs --nats-urls (%s)", name, EnvName("nats-urls")))
 			}
@@ -315,6 +322,9 @@ func (c *Config) validateCluster() []error {
 	}
 	if c.ClusterLeaseTTL < 0 || c.ClusterLeaseTTL > 0 && c.ClusterLeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("--cluster-lease-ttl must be at least 1s (0: 6s), got %s", c.ClusterLeaseTTL))
+	}
+	if c.NATSReadCoalesce < 0 || c.NATSReadCoalesce > 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--nats-read-coalesce must be 0 (off) to 100ms, got %s", c.NATSReadCoalesce))
 	}
 	if len(c.ClusterID) > 200 {
 		errs = append(errs, errors.New("--cluster-id must have at most 200 characters"))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,10 @@ type NATSOptions struct {
 	// InFlight/2 (at least 1) and DefaultNATSAckDelay. AckBatch 1 acks every message.
 	AckBatch int
 	AckDelay time.Duration
+	// ReadCoalesce is how long the NATS connection lets messages gather before it reads
+	// again (coalescingConn): one read and one wake-up for all of them, at the cost of up to
+	// that much latency per message. 0 means DefaultNATSReadCoalesce; negative turns it off.
+	ReadCoalesce time.Duration
 	// Owns, if set, is asked before each message: a partition whose lease is no longer valid
 	// gets its message back (NAK) instead of a handler call, and is not pulled from again
 	// until it is owned again (then through a new consumer: see StartPartition).
@@ -161,6 +166,9 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 	if o.AckDelay <= 0 {
 		o.AckDelay = DefaultNATSAckDelay
 	}
+	if o.ReadCoalesce == 0 {
+		o.ReadCoalesce = DefaultNATSReadCoalesce
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -175,7 +183,11 @@ func NewNATSBus(ctx context.Context, o NATSOptions) (*NATSBus, error) {
 	}
 	// The nodes in this controller's own order (NodeOrder), the same for both connections.
 	urls, mqttURLs := NodeOrder(o.URLs, o.ClientID), NodeOrder(o.MQTTURLs, o.ClientID)
-	nc, err := nats.Connect(strings.Join(urls, ","), auth, nats.DontRandomize(),
+	dial := nats.Option(func(*nats.Options) error { return nil })
+	if o.ReadCoalesce > 0 {
+		dial = nats.SetCustomDialer(&coalescingDialer{Dialer: net.Dialer{Timeout: nats.DefaultTimeout}, d: o.ReadCoalesce})
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), auth, dial, nats.DontRandomize(),
 		nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Name(o.ClientID),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { b.log.Warn("NATS disconnected", "err", err) }),
 		nats.ReconnectHandler(func(c *nats.Conn) { b.log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }))

@@ -53,7 +53,10 @@ func (s *Server) startCluster(ctx context.Context) error {
 	s.Store.SetFence(m) // site writes (status, events, figures, rollouts) only while the lease holds
 	o := mqtt.NATSOptions{URLs: cfg.NATSURLs, MQTTURLs: cfg.NATSMQTTURLs, User: cfg.NATSUser,
 		Password: cfg.NATSPassword, ClientID: "edgewan-controller-" + id, Partitions: m.Partitions(),
-		Owns: func(p int) bool { _, ok := m.Epoch(p); return ok }}
+		Owns: func(p int) bool { _, ok := m.Epoch(p); return ok }, ReadCoalesce: cfg.NATSReadCoalesce}
+	if o.ReadCoalesce == 0 {
+		o.ReadCoalesce = -1 // off (the option's 0 is the bus's default)
+	}
 	if s.natsIssuer != nil { // operator mode: the controller signs its own users
 		var seed []byte
 		if o.JWT, seed, o.MQTTJWT, err = s.natsIssuer.Controller(id); err != nil {
