@@ -18,16 +18,8 @@ func columnHeader(text string, start, end int) string {
 	if s > 0 && text[s-1] == '"' && e < len(text) && text[e] == '"' {
 		s, e = s-1, e+1
 	}
-	var d byte
-	switch {
-	case s > 0 && isDelimiter(text[s-1]):
-		d = text[s-1]
-	case e < len(text) && isDelimiter(text[e]):
-		d = text[e]
-	default:
-		return ""
-	}
-	if s > 0 && text[s-1] != d && text[s-1] != '\n' || e < len(text) && text[e] != d && text[e] != '\n' && text[e] != '\r' {
+	d := cellDelimiter(text, s, e)
+	if d == 0 {
 		return ""
 	}
 	ls := s
@@ -98,6 +90,24 @@ func columnHeader(text string, start, end int) string {
 		j--
 	}
 	return text[i:j]
+}
+
+// cellDelimiter returns the delimiter of the row around text[s:e] when the span is a whole cell
+// (a delimiter or a line end on each side), else 0.
+func cellDelimiter(text string, s, e int) byte {
+	var d byte
+	switch {
+	case s > 0 && isDelimiter(text[s-1]):
+		d = text[s-1]
+	case e < len(text) && isDelimiter(text[e]):
+		d = text[e]
+	default:
+		return 0
+	}
+	if s > 0 && text[s-1] != d && text[s-1] != '\n' || e < len(text) && text[e] != d && text[e] != '\n' && text[e] != '\r' {
+		return 0
+	}
+	return d
 }
 
 func isDelimiter(c byte) bool { return c == ',' || c == ';' || c == '|' || c == '\t' }

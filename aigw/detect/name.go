@@ -936,13 +936,8 @@ var businessNouns = map[string]bool{
 // possessiveBusiness reports whether "'s" and up to three capitalised words ending in a
 // business noun follow the run ending at e.
 func possessiveBusiness(text string, e int) bool {
-	j := e
-	switch {
-	case strings.HasPrefix(text[j:], "'s "):
-		j += 3
-	case strings.HasPrefix(text[j:], "’s "):
-		j += 5
-	default:
+	j := afterPossessive(text, e)
+	if j < 0 {
 		return false
 	}
 	for n := 0; n < 3 && j < len(text) && isUpper(text[j]); n++ {
@@ -956,6 +951,17 @@ func possessiveBusiness(text string, e int) bool {
 		j = we + 1
 	}
 	return false
+}
+
+// afterPossessive returns where the word after "'s " or "’s " at e starts, or -1.
+func afterPossessive(text string, e int) int {
+	switch {
+	case strings.HasPrefix(text[e:], "'s "):
+		return e + 3
+	case strings.HasPrefix(text[e:], "’s "):
+		return e + 5
+	}
+	return -1
 }
 
 // thingWords before a capitalised word make it a place or a thing rather than a person.

@@ -507,16 +507,8 @@ var keeperRoles = map[string]bool{
 
 // keeperAfter reports whether "'s" and a keeper's role follow the run.
 func keeperAfter(text string, e int) bool {
-	j := e
-	switch {
-	case strings.HasPrefix(text[j:], "'s "):
-		j += 3
-	case strings.HasPrefix(text[j:], "’s "):
-		j += 5
-	default:
-		return false
-	}
-	if j >= len(text) || !isLower(text[j]) {
+	j := afterPossessive(text, e)
+	if j < 0 || j >= len(text) || !isLower(text[j]) {
 		return false
 	}
 	if tailWordIn(text, j, keeperRoles) {

@@ -548,16 +548,8 @@ func shortPersonKey(k string) bool { return len(k) <= shortHeader && personKey(k
 // probable name, no ordinary word), and things (an ordinary word, a place, a digit). At most
 // columnPeerRows rows within columnPeerBytes bytes are read.
 func (d nameDetector) columnPeers(text string, s, e int) (names, things int) {
-	var dl byte
-	switch {
-	case s > 0 && isDelimiter(text[s-1]):
-		dl = text[s-1]
-	case e < len(text) && isDelimiter(text[e]):
-		dl = text[e]
-	default:
-		return 0, 0
-	}
-	if s > 0 && text[s-1] != dl && text[s-1] != '\n' || e < len(text) && text[e] != dl && text[e] != '\n' && text[e] != '\r' {
+	dl := cellDelimiter(text, s, e)
+	if dl == 0 {
 		return 0, 0
 	}
 	ls := s
