@@ -154,9 +154,12 @@ func TestRealistic(t *testing.T) {
 		// Set 17 is blind: written by set17 before the detector ran on it; first run by the lead
 		// (its card misses were read once; see realistic17MinF2).
 		{"testdata/realistic_holdout17.txt", realistic17MinF2, realistic17MinPrecision, 1},
+		// Set 24 is blind: written by set24 before the detector ran on it; first run by the lead
+		// (floors 0 until then).
+		{"testdata/realistic_holdout24.txt", realistic24MinF2, realistic24MinPrecision, 0},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
-			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout17") {
+			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout17") || strings.Contains(tc.file, "holdout24") {
 				old := *showErrors
 				*showErrors = 0
 				defer func() { *showErrors = old }()
@@ -323,6 +326,12 @@ const (
 	// negative kinds).
 	realistic17MinF2        = 0.66
 	realistic17MinPrecision = 0.82
+	// Set 24 (curling, bridge, rescue and visitor logs, condolence and liner notes, package and
+	// build metadata, logcat/Samba/IRC/VTT/Telegram/Trello/HubSpot/Stripe/Shopify exports, forms
+	// and lists in about 18 languages, 64 texts, 485 spans) was written by set24, who never ran the detector on it:
+	// first run by the lead; floors 0 until then.
+	realistic24MinF2        = 0
+	realistic24MinPrecision = 0
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
