@@ -156,7 +156,7 @@ func TestRealistic(t *testing.T) {
 		{"testdata/realistic_holdout17.txt", realistic17MinF2, realistic17MinPrecision, 1},
 		// Set 24 is blind: written by set24 before the detector ran on it; first run by the lead
 		// (floors 0 until then).
-		{"testdata/realistic_holdout24.txt", realistic24MinF2, realistic24MinPrecision, 0},
+		{"testdata/realistic_holdout24.txt", realistic24MinF2, realistic24MinPrecision, 1},
 	} {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(tc.file, "testdata/"), ".txt"), func(t *testing.T) {
 			if strings.Contains(tc.file, "holdout5") || strings.Contains(tc.file, "holdout6") || strings.Contains(tc.file, "holdout7") || strings.Contains(tc.file, "holdout8") || strings.Contains(tc.file, "holdout17") || strings.Contains(tc.file, "holdout24") {
@@ -329,9 +329,11 @@ const (
 	// Set 24 (curling, bridge, rescue and visitor logs, condolence and liner notes, package and
 	// build metadata, logcat/Samba/IRC/VTT/Telegram/Trello/HubSpot/Stripe/Shopify exports, forms
 	// and lists in about 18 languages, 64 texts, 485 spans) was written by set24, who never ran the detector on it:
-	// first run by the lead; floors 0 until then.
-	realistic24MinF2        = 0
-	realistic24MinPrecision = 0
+	// first run by the lead on main f49532d (the session's final detector; nobody has tuned on
+	// it): P 0.917, R 0.726, F2 0.757 (person P 0.892, R 0.611; credit_card 15 of 15, ssn 5 of
+	// 5). Errors never printed.
+	realistic24MinF2        = 0.74
+	realistic24MinPrecision = 0.90
 )
 
 // loadAnnotated reads records "=== id" whose text marks entities as [[type:value]].
