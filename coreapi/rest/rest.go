@@ -167,9 +167,9 @@ func firstNull(body []byte) string {
 			case l.array:
 				fmt.Fprintf(&b, "[%d]", l.index)
 			case i > 0:
-				b.WriteString("." + l.key)
+				b.WriteString("." + keyName(l.key))
 			default:
-				b.WriteString(l.key)
+				b.WriteString(keyName(l.key))
 			}
 		}
 		return b.String()
@@ -214,6 +214,15 @@ func firstNull(body []byte) string {
 			expectKey = true
 		}
 	}
+}
+
+// keyName is how a path names an object key: the empty key as `""`, so that a null under it
+// still yields a non-empty path ({"": null} is a null, not "no null").
+func keyName(k string) string {
+	if k == "" {
+		return `""`
+	}
+	return k
 }
 
 // DecodeBytes is Decode's parsing step on a body already read; it is what the fuzz test drives.
