@@ -68,7 +68,9 @@ func demo(t *testing.T, listen string) *run {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) // whatever is left of the group
 	r := &run{cmd: cmd, done: make(chan struct{}), lines: make(chan string, 1000), out: &syncBuffer{}}
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		defer close(r.lines)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
@@ -83,6 +85,9 @@ func demo(t *testing.T, listen string) *run {
 		_ = cmd.Wait()
 		r.code = cmd.ProcessState.ExitCode()
 		pw.Close()
+		// The scanner may still hold the last lines it read: done means the output is complete
+		// (a CI run once saw exit 1 before the "already in use" line reached out).
+		<-scanned
 		close(r.done)
 	}()
 	return r
